@@ -1,0 +1,34 @@
+# sparselab: the whole set-up is `make reproduce` and `make test` (see README.md).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# torch is pinned here only (the library itself requires torch>=2.3): on the machines this
+# project runs on, 2.13.0 resolves to a CPU build already on disk instead of GBs of CUDA wheels.
+TORCH_PIN ?= torch==2.13.0
+PRESET ?= quick
+
+.PHONY: install test test-all reproduce bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "sparselab needs Python >= 3.10"'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet "$(TORCH_PIN)"
+	$(PY) -m pip install --quiet -e ".[dev]" "$(TORCH_PIN)"
+	touch $@
+
+test: install
+	$(PY) -m pytest -q -m "not slow"
+
+test-all: install
+	$(PY) -m pytest -q
+
+reproduce: install
+	$(VENV)/bin/sparselab reproduce --preset $(PRESET)
+
+bench: install
+	$(PY) benchmarks/run_all.py --out runs/bench
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .hypothesis

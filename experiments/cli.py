@@ -1,0 +1,26 @@
+"""The ``sparselab`` command line.
+
+Each subcommand lives in the module of the concept it drives and is registered here, so this
+file stays a table of contents.
+"""
+
+from __future__ import annotations
+
+import click
+
+from experiments.gallery import targets_command
+from experiments.reproduce import reproduce_command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="sparselab", prog_name="sparselab")
+def main() -> None:
+    """sparselab: check the theory of sparsely activated networks on real computations."""
+
+
+main.add_command(targets_command, name="targets")
+main.add_command(reproduce_command, name="reproduce")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,91 @@
+"""The common interface of every target function: numpy and torch evaluation plus a certificate."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import numpy as np
+import torch
+
+from lipschitz.validation import check_points
+
+
+class Target(abc.ABC):
+    """A function f: [-1, 1]^n_inputs -> R with a certified ℓ2 Lipschitz bound.
+
+    Subclasses implement ``_numpy(X)`` and ``_torch(X)`` on validated input, the property
+    ``lipschitz_bound`` and ``config()`` (a JSON-serialisable dict from which
+    ``lipschitz.target_from_config`` rebuilds the same function).
+
+    Attributes:
+        n_inputs: the input dimension n.
+    """
+
+    n_inputs: int
+
+    def __call__(self, X) -> np.ndarray:
+        """Evaluate f on a batch of points.
+
+        Arguments:
+            X: real array of shape (N, n_inputs), any float dtype; computed in float64.
+
+        Returns:
+            ``np.ndarray`` of shape (N,), float64.
+
+        Raises:
+            ValueError: if ``X`` is not (N, n_inputs) or has NaN / infinite entries.
+        """
+        return self._numpy(check_points(X, self.n_inputs))
+
+    def torch(self, X: torch.Tensor) -> torch.Tensor:
+        """Evaluate f on a torch tensor, on the tensor's device and in its floating dtype.
+
+        Differentiable with autograd, so models can be trained on a GPU against targets
+        computed there.
+
+        Arguments:
+            X: floating tensor of shape (N, n_inputs) on any device.
+
+        Returns:
+            Tensor of shape (N,), same device and dtype as ``X``.
+
+        Raises:
+            ValueError: if ``X`` is not a floating (N, n_inputs) tensor or is not finite.
+        """
+        if not isinstance(X, torch.Tensor) or not torch.is_floating_point(X):
+            raise ValueError("X must be a floating-point torch.Tensor")
+        if X.ndim != 2 or X.shape[1] != self.n_inputs:
+            raise ValueError(f"X must have shape (N, {self.n_inputs}), got {tuple(X.shape)}")
+        if not bool(torch.isfinite(X).all()):
+            raise ValueError("X must be finite; it has NaN or infinite entries")
+        return self._torch(X)
+
+    @property
+    @abc.abstractmethod
+    def lipschitz_bound(self) -> float:
+        """Certified upper bound on the ℓ2 Lipschitz constant of f over [-1, 1]^n_inputs."""
+
+    @abc.abstractmethod
+    def config(self) -> dict[str, Any]:
+        """JSON-serialisable description from which the same target can be rebuilt."""
+
+    @abc.abstractmethod
+    def _numpy(self, X: np.ndarray) -> np.ndarray: ...
+
+    @abc.abstractmethod
+    def _torch(self, X: torch.Tensor) -> torch.Tensor: ...
+
+    def _param(self, array: np.ndarray, like: torch.Tensor) -> torch.Tensor:
+        """``array`` (a parameter) on ``like``'s device and dtype, cached per (device, dtype)."""
+        cache = self.__dict__.setdefault("_torch_cache", {})
+        key = (id(array), like.device, like.dtype)
+        if key not in cache:
+            cache[key] = (array, torch.as_tensor(array, dtype=like.dtype, device=like.device))
+        return cache[key][1]
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items() if k != "family")
+        return f"{type(self).__name__}({args})"
+
+

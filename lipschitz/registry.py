@@ -1,0 +1,53 @@
+"""Rebuild targets and input distributions from their ``config()`` dictionaries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lipschitz._target import Target
+from lipschitz.hypercube import RandomHypercubeFunction
+from lipschitz.manifold import CurvedManifold
+from lipschitz.mlp import RandomMLP
+from lipschitz.polynomial import RandomPolynomial
+from lipschitz.subspace import UniformCube, UniformSubspace
+from lipschitz.transforms import LinearlyComposedTarget, ScaledTarget
+
+TARGET_FAMILIES = {"RandomPolynomial": RandomPolynomial,
+                   "RandomHypercubeFunction": RandomHypercubeFunction,
+                   "RandomMLP": RandomMLP}
+DISTRIBUTIONS = {"UniformCube": UniformCube, "UniformSubspace": UniformSubspace,
+                 "CurvedManifold": CurvedManifold}
+
+
+def target_from_config(config: dict[str, Any]) -> Target:
+    """The target described by ``config`` (the output of ``Target.config()``).
+
+    Raises:
+        ValueError: an unknown ``family`` or invalid parameters.
+    """
+    params = dict(config)
+    family = params.pop("family", None)
+    if family == "ScaledTarget":
+        return ScaledTarget(target_from_config(params["target"]), params["factor"])
+    if family == "LinearlyComposedTarget":
+        return LinearlyComposedTarget(
+            target_from_config(params["target"]), params["matrix"], params["offset"]
+        )
+    if family not in TARGET_FAMILIES:
+        raise ValueError(f"family must be one of {sorted(TARGET_FAMILIES)}, got {family!r}")
+    if "hidden" in params:
+        params["hidden"] = tuple(params["hidden"])
+    return TARGET_FAMILIES[family](**params)
+
+
+def distribution_from_config(config: dict[str, Any]):
+    """The input distribution described by ``config`` (the output of its ``config()``).
+
+    Raises:
+        ValueError: an unknown ``family`` or invalid parameters.
+    """
+    params = dict(config)
+    family = params.pop("family", None)
+    if family not in DISTRIBUTIONS:
+        raise ValueError(f"family must be one of {sorted(DISTRIBUTIONS)}, got {family!r}")
+    return DISTRIBUTIONS[family](**params)

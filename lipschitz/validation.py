@@ -1,0 +1,130 @@
+"""Argument checks shared by every sparselab package.
+
+Errors are raised at the boundary (constructor, ``fit``, ``__call__``) and always name the
+parameter and the allowed range, so that bad input never turns into a NaN, a hang or a silent
+wrong answer further down.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["check_int", "check_real", "check_points", "check_seed"]
+
+
+def check_int(value, name: str, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as a Python ``int`` after checking ``low <= value <= high``.
+
+    Arguments:
+        value: the value to check; bools and non-integral numbers are rejected.
+        name: the parameter's name, used in the error message.
+        low, high: inclusive bounds; ``None`` means unbounded.
+
+    Raises:
+        ValueError: if ``value`` is not an integer or lies outside ``[low, high]``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer{_range(low, high)}, got {value!r}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be an integer{_range(low, high)}, got {value}")
+    return value
+
+
+def check_real(
+    value,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """Return ``value`` as a finite ``float`` after checking it lies in the given interval.
+
+    Arguments:
+        value: a real number (not a bool).
+        name: the parameter's name, used in the error message.
+        low, high: bounds; ``None`` means unbounded.
+        low_open, high_open: make the corresponding bound strict.
+
+    Raises:
+        ValueError: if ``value`` is not a finite real number or lies outside the interval.
+    """
+    interval = (
+        ("(" if low_open else "[")
+        + ("-inf" if low is None else f"{low:g}")
+        + ", "
+        + ("inf" if high is None else f"{high:g}")
+        + (")" if high_open else "]")
+    )
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number in {interval}, got {value!r}")
+    value = float(value)
+    ok = np.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        raise ValueError(f"{name} must be a finite real number in {interval}, got {value}")
+    return value
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """Check that ``seed`` is a non-negative integer usable by ``numpy.random.default_rng``.
+
+    Raises:
+        ValueError: if ``seed`` is not an integer ``>= 0``.
+    """
+    return check_int(seed, name, low=0)
+
+
+def check_points(X, n_cols: int | None = None, name: str = "X", dtype=np.float64) -> np.ndarray:
+    """Validate a batch of points and return it as a C-contiguous array.
+
+    Arguments:
+        X: array-like of shape (N, n_cols), real-valued; N may be 0.
+        n_cols: required number of columns (input dimension), or ``None`` for any.
+        name: the parameter's name, used in the error message.
+        dtype: the floating dtype of the result (float64 by default; float32 is kept
+            as float32 when ``dtype=None``).
+
+    Returns:
+        ``np.ndarray`` of shape (N, n_cols) and the requested dtype.
+
+    Raises:
+        ValueError: if ``X`` is not 2-D, has the wrong number of columns, is not real-valued,
+            or contains NaN or infinite entries.
+    """
+    arr = np.asarray(X)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating)
+        or np.issubdtype(arr.dtype, np.integer)
+        or arr.dtype == np.bool_
+    ):
+        raise ValueError(f"{name} must be a real-valued array, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        expected = "(N, n_inputs)" if n_cols is None else f"(N, {n_cols})"
+        raise ValueError(f"{name} must have shape {expected}, got shape {arr.shape}")
+    if n_cols is not None and arr.shape[1] != n_cols:
+        raise ValueError(f"{name} must have shape (N, {n_cols}), got shape {arr.shape}")
+    if dtype is None:
+        dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.float64
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if not np.isfinite(arr).all():
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        raise ValueError(f"{name} must be finite; it has {bad} NaN or infinite entries")
+    return arr
+
+
+def _range(low, high) -> str:
+    if low is None and high is None:
+        return ""
+    if high is None:
+        return f" >= {low}"
+    if low is None:
+        return f" <= {high}"
+    return f" in [{low}, {high}]"

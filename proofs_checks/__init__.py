@@ -1,0 +1,1 @@
+"""Executable checks of the theorems and lemmas of Baykal et al. 2022 (§3–§4)."""
