@@ -97,7 +97,10 @@ class RandomHypercubeFunction(Target):
 def _kron_features(X):
     """⊗_i ((1 − x_i)/2, (1 + x_i)/2) for each row: (N, m) -> (N, 2^m), variable 0 the most
     significant bit. Works on numpy arrays and torch tensors."""
-    out = X[:, :1] * 0 + 1  # (N, 1) of ones, same type / device / dtype as X
+    if isinstance(X, torch.Tensor):
+        out = torch.ones((X.shape[0], 1), dtype=X.dtype, device=X.device)
+    else:
+        out = np.ones((X.shape[0], 1), dtype=X.dtype)
     for i in range(X.shape[1]):
         xi = X[:, i:i + 1]
         out = (out[:, :, None] * _stack((1 - xi) / 2, (1 + xi) / 2)[:, None, :])
