@@ -27,7 +27,7 @@ class RandomHypercubeFunction(Target):
     Evaluation is a multilinear contraction, not a loop over corners: with the first
     h = n // 2 variables, u(x) = ⊗_{i<h} ((1−x_i)/2, (1+x_i)/2) ∈ R^(2^h) and likewise w(x) for
     the rest, f(x) = u(x)ᵀ V w(x) where V is ``corner_values`` reshaped to (2^h, 2^(n−h)):
-    one BLAS matrix product, O(N · 2^n) flops and O(N · 2^(n/2)) memory.
+    one BLAS matrix product, O(N · 2^n) flops and O(N · 2^(n/2)) memory (in chunks of points).
 
     Certificate (``lipschitz_bound``) — exact, not only an upper bound. ∂f/∂x_i does not
     depend on x_i and is affine in every other x_j, so ‖∇f‖₂² = Σ_i (∂f/∂x_i)² is convex in
@@ -83,32 +83,28 @@ class RandomHypercubeFunction(Target):
     def _numpy(self, X: np.ndarray) -> np.ndarray:
         out = np.empty(X.shape[0])
         for start in range(0, X.shape[0], _CHUNK):
-            chunk = X[start:start + _CHUNK]
-            u, w = _kron_features(chunk[:, : self._split]), _kron_features(chunk[:, self._split:])
-            out[start:start + _CHUNK] = np.einsum("na,na->n", u @ self._V, w)
+            XT = np.ascontiguousarray(X[start:start + _CHUNK].T)  # (n, chunk)
+            u, w = _kron_features(XT[: self._split]), _kron_features(XT[self._split:])
+            out[start:start + _CHUNK] = np.einsum("an,an->n", self._V.T @ u, w)
         return out
 
     def _torch(self, X: torch.Tensor) -> torch.Tensor:
         V = self._param(self._V, X)
-        u, w = _kron_features(X[:, : self._split]), _kron_features(X[:, self._split:])
-        return ((u @ V) * w).sum(dim=1)
+        XT = X.T
+        u, w = _kron_features(XT[: self._split]), _kron_features(XT[self._split:])
+        return ((V.T @ u) * w).sum(dim=0)
 
 
-def _kron_features(X):
-    """⊗_i ((1 − x_i)/2, (1 + x_i)/2) for each row: (N, m) -> (N, 2^m), variable 0 the most
-    significant bit. Works on numpy arrays and torch tensors."""
-    if isinstance(X, torch.Tensor):
-        out = torch.ones((X.shape[0], 1), dtype=X.dtype, device=X.device)
+def _kron_features(XT):
+    """⊗_i ((1 − x_i)/2, (1 + x_i)/2) for each point, transposed: (m, N) -> (2^m, N), variable
+    0 the most significant bit. Works on numpy arrays and torch tensors; the (2^m, N) layout
+    keeps every step a contiguous row operation."""
+    torch_input = isinstance(XT, torch.Tensor)
+    if torch_input:
+        out = torch.ones((1, XT.shape[1]), dtype=XT.dtype, device=XT.device)
     else:
-        out = np.ones((X.shape[0], 1), dtype=X.dtype)
-    for i in range(X.shape[1]):
-        xi = X[:, i:i + 1]
-        out = (out[:, :, None] * _stack((1 - xi) / 2, (1 + xi) / 2)[:, None, :])
-        out = out.reshape(X.shape[0], -1)
+        out = np.ones((1, XT.shape[1]), dtype=XT.dtype)
+    for xi in XT:
+        low, high = out * ((1 - xi) / 2), out * ((1 + xi) / 2)  # (2^i, N) each
+        out = (torch.stack if torch_input else np.stack)([low, high], 1).reshape(-1, XT.shape[1])
     return out
-
-
-def _stack(a, b):
-    if isinstance(a, torch.Tensor):
-        return torch.cat([a, b], dim=1)
-    return np.concatenate([a, b], axis=1)
