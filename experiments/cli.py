@@ -10,6 +10,8 @@ import click
 
 from experiments.gallery import targets_command
 from experiments.reproduce import reproduce_command
+from experiments.scale_cli import scale_command
+from experiments.sdm_cli import sdm_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,6 +22,8 @@ def main() -> None:
 
 main.add_command(targets_command, name="targets")
 main.add_command(reproduce_command, name="reproduce")
+main.add_command(scale_command, name="scale")
+main.add_command(sdm_command, name="sdm")
 
 
 if __name__ == "__main__":  # pragma: no cover

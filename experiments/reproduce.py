@@ -1,8 +1,10 @@
-"""``sparselab reproduce``: regenerate every figure and table of the papers into one folder.
+"""``sparselab reproduce``: regenerate every figure and table of the papers into one folder,
+and gather them in ``report.md``.
 
 Each step writes into its own sub-folder and, last, a ``done.json`` marker holding the step's
 configuration; a rerun skips steps whose marker matches, so an interrupted run resumes without
-losing finished work (``--force`` redoes everything).
+losing finished work (``--force`` redoes everything). The scaling experiments also resume
+inside a step: their ``results.csv`` keeps every finished row.
 """
 
 from __future__ import annotations
@@ -14,36 +16,50 @@ from dataclasses import asdict
 from typing import Callable
 
 import click
+import pandas as pd
 
 from experiments.gallery import GalleryConfig, write_target_gallery
+from experiments.presets import EXPERIMENTS, PRESETS
 
-PRESETS = ("quick", "full")
+REPRODUCE_PRESETS = PRESETS
 
 
-def steps(preset: str) -> list[tuple[str, dict, Callable[[pathlib.Path], list[pathlib.Path]]]]:
+def steps(preset: str, device: str = "auto"):
     """The steps of a preset: (name, configuration, function writing into a folder)."""
-    gallery = GalleryConfig(n_seeds=10 if preset == "quick" else 50)
-    return [
+    from experiments.scale_cli import run_experiment
+    from experiments.sdm_cli import SdmCurvesConfig, write_sdm_curves
+
+    gallery = GalleryConfig(n_seeds={"tiny": 2, "quick": 10, "paper": 50}[preset])
+    sdm = SdmCurvesConfig()
+    result = [
         ("targets", asdict(gallery), lambda out: write_target_gallery(out, gallery)),
+        ("sdm", asdict(sdm), lambda out: write_sdm_curves(out, n=sdm.n, radii=sdm.radii,
+                                                          weightings=sdm.weightings,
+                                                          beta=sdm.beta)),
     ]
+    for name in EXPERIMENTS:
+        result.append((name, {"experiment": name, "preset": preset},
+                       lambda out, name=name: run_experiment(name, preset, out, device=device,
+                                                             progress=True)[0]))
+    return result
 
 
-def run_reproduce(preset: str, out: pathlib.Path, force: bool = False,
+def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: str = "auto",
                   echo: Callable[[str], None] = print) -> dict[str, list[str]]:
-    """Run (or resume) the steps of ``preset`` into ``out``.
+    """Run (or resume) the steps of ``preset`` into ``out`` and write ``report.md``.
 
     Returns:
         step name -> list of files it wrote (relative to ``out``).
 
     Raises:
-        ValueError: an unknown preset.
+        ValueError: an unknown preset or device.
     """
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
+    if preset not in REPRODUCE_PRESETS:
+        raise ValueError(f"preset must be one of {REPRODUCE_PRESETS}, got {preset!r}")
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, list[str]] = {}
-    for name, config, run in steps(preset):
+    for name, config, run in steps(preset, device):
         folder = out / name
         marker = folder / "done.json"
         record = {"config": json.loads(json.dumps(config))}
@@ -55,24 +71,65 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False,
                 continue
         echo(f"[{name}] running")
         start = time.perf_counter()
-        files = [str(p.relative_to(out)) for p in run(folder)]
+        if force and (folder / "results.csv").exists():
+            (folder / "results.csv").unlink()
+        files = [str(pathlib.Path(p).relative_to(out)) for p in run(folder)]
         record.update(files=files, seconds=round(time.perf_counter() - start, 2))
         marker.write_text(json.dumps(record, indent=2))
         written[name] = files
     (out / "index.json").write_text(json.dumps({"preset": preset, "steps": written}, indent=2))
+    write_report(out, preset, written)
     return written
 
 
+def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) -> pathlib.Path:
+    """``report.md``: every figure and table of the run, the paper's numbers beside ours, and
+    a summary of the §5.2 claims with our verdicts."""
+    lines = [f"# sparselab reproduce — preset `{preset}`", "",
+             "Baykal et al. 2022, *A Theoretical View on Sparsely Activated Networks*, §5, "
+             "regenerated from scratch; Bricken et al. 2023, Fig. 7 (SDM weightings).", ""]
+    claims = [pd.read_csv(out / f) for files in written.values() for f in files
+              if f.endswith("claims.csv") and (out / f).stat().st_size > 1]
+    if claims:
+        table = pd.concat(claims)
+        lines += ["## Claims of §5.2 and what this run says", "",
+                  table[["experiment", "claim", "verdict"]].to_markdown(index=False), ""]
+    for name, files in written.items():
+        lines += [f"## {name}", ""]
+        for f in files:
+            if f.endswith("table.md"):
+                body = (out / f).read_text().split("\n", 1)[1]  # drop its own heading
+                lines += [body, ""]
+            elif f.endswith(".png"):
+                lines += [f"![{name}]({f})", ""]
+        if name == "sdm":
+            fits = out / name / "sdm_softmax_fits.csv"
+            if fits.exists():
+                lines += ["Softmax fits of the circle-intersection curves:", "",
+                          pd.read_csv(fits).to_markdown(index=False), ""]
+        if name == "targets":
+            ratios = pd.read_csv(out / name / "lipschitz_ratios.csv")
+            lines += ["Largest empirical / certified Lipschitz ratio per family (must be ≤ 1):",
+                      "", ratios.groupby("family")["ratio"].max().to_frame().to_markdown(), ""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
 @click.command()
-@click.option("--preset", type=click.Choice(PRESETS), default="quick", show_default=True,
-              help="quick: minutes on 2 CPU cores; full: the papers' sizes.")
+@click.option("--preset", type=click.Choice(REPRODUCE_PRESETS), default="quick",
+              show_default=True,
+              help="tiny: a smoke test; quick: minutes on 2 CPU cores; paper: the papers' sizes.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=pathlib.Path), default=None,
               help="Output folder [default: runs/<preset>].")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True)
 @click.option("--force", is_flag=True, help="Redo steps that are already done.")
-def reproduce_command(preset: str, out: pathlib.Path | None, force: bool) -> None:
-    """Reproduce the papers' figures and tables (resumable)."""
+def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force: bool) -> None:
+    """Reproduce the papers' figures and tables into one folder with report.md (resumable)."""
     out = out or pathlib.Path("runs") / preset
-    written = run_reproduce(preset, out, force=force, echo=click.echo)
-    for name, files in written.items():
-        for f in files:
-            click.echo(f"{name}: {out / f}")
+    try:
+        written = run_reproduce(preset, out, force=force, device=device, echo=click.echo)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"wrote {out / 'report.md'} ({sum(map(len, written.values()))} files)")

@@ -43,7 +43,7 @@ def test_reproduce_resumes_without_redoing_finished_steps(tmp_path, monkeypatch)
     calls = []
     from experiments import reproduce
 
-    def fake_steps(preset):
+    def fake_steps(preset, device="auto"):
         def run(out):
             calls.append(preset)
             out.mkdir(parents=True, exist_ok=True)
@@ -52,6 +52,7 @@ def test_reproduce_resumes_without_redoing_finished_steps(tmp_path, monkeypatch)
         return [("step", {"preset": preset}, run)]
 
     monkeypatch.setattr(reproduce, "steps", fake_steps)
+    monkeypatch.setattr(reproduce, "write_report", lambda *args: None)
     assert run_reproduce("quick", tmp_path, echo=lambda s: None) == {"step": ["step/x.txt"]}
     run_reproduce("quick", tmp_path, echo=lambda s: None)
     assert calls == ["quick"]  # second run skipped the finished step

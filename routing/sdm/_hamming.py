@@ -1,0 +1,165 @@
+"""Hamming-space quantities of SDM: ball volume, expected neurons, cosine ↔ Hamming, SNR radius."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from lipschitz.validation import check_int, check_real
+from routing.sdm._checks import check_cosine, check_hamming, check_weighting
+from routing.sdm._intersection import _LOG_FLOAT_TINY, _MODES, _log_intersection_curve, circle_intersection
+
+__all__ = [
+    "space_fraction",
+    "expected_neurons_in_intersection",
+    "hamming_to_cosine",
+    "cosine_to_hamming",
+    "snr_optimal_radius",
+]
+
+
+def space_fraction(n, d, exact=False, log=False):
+    """Fraction of {0,1}^n within Hamming radius ``d`` of a point: P(Binomial(n, 1/2) <= d).
+
+    The probability that a random address activates a given neuron (Kanerva 1988:
+    for n = 1000 and d = 451 about 0.001 of the space lies within the radius).
+
+    Arguments:
+        n: address length in bits, int >= 1.
+        d: Hamming radius, int in [0, n].
+        exact: return a ``fractions.Fraction`` (sum_{k<=d} C(n, k) / 2^n).
+        log: return the natural log (float); finite for n up to 10^4 and beyond.
+
+    Returns:
+        float in (0, 1] (or its log, or a Fraction). Computed as the circle intersection at
+        d_v = 0 divided by 2^n, so it shares that kernel's accuracy (relative error < 1e-12).
+
+    Raises:
+        ValueError: for n < 1, d outside [0, n] or not an integer, ``exact`` and ``log`` both
+            set, or ``log=False`` when the value underflows float64 (use ``log=True``).
+    """
+    n = check_int(n, "n", 1, None)
+    d = check_int(d, "d", 0, n)
+    if exact and log:
+        raise ValueError("exact and log cannot both be True")
+    if exact:
+        return Fraction(circle_intersection(n, d, 0, exact=True), 2**n)
+    value = circle_intersection(n, d, 0, log=True) - n * math.log(2.0)
+    if log:
+        return value
+    if value < _LOG_FLOAT_TINY:
+        raise ValueError(f"log must be True for n={n}, d={d}: the fraction exp({value:.1f}) underflows float64")
+    return math.exp(value)
+
+
+def expected_neurons_in_intersection(n, d, d_v, r, weighting="binary", beta=None, log=False):
+    """Expected (weighted) number of r random neurons in both circles: r · I(d_v) / 2^n.
+
+    With r neuron addresses drawn uniformly from {0,1}^n, each lies in the intersection of the
+    query's and the pattern's circles with probability I(d_v) / 2^n (Kanerva 1988;
+    Bricken et al. 2023, App. A.7, Eqs. 6-9 for I and its weightings).
+
+    Arguments:
+        n, d, d_v, weighting, beta: as in :func:`circle_intersection` (``d_v`` int or int array).
+        r: number of neurons, int >= 1.
+        log: return the natural log.
+
+    Returns:
+        float64 (a Python float for scalar ``d_v``, else an ndarray of ``d_v``'s shape): the
+        expected number of neurons (weighted by w for non-binary weightings); 0 (log: -inf)
+        where d_v > 2d.
+
+    Raises:
+        ValueError: for bad n, d, d_v, weighting or β (see :func:`circle_intersection`),
+            r < 1, or ``log=False`` when a non-zero value underflows float64.
+    """
+    n = check_int(n, "n", 1, None)
+    d = check_int(d, "d", 0, n)
+    r = check_int(r, "r", 1, None)
+    dvs, scalar = check_hamming(d_v, "d_v", n)
+    weighting, beta = check_weighting(weighting, beta)
+    logs = _log_intersection_curve(n, d, np.ascontiguousarray(dvs.ravel()), _MODES[weighting],
+                                   0.0 if beta is None else beta).reshape(dvs.shape)
+    logs = logs + (math.log(r) - n * math.log(2.0))
+    if not log:
+        finite = np.isfinite(logs)
+        if np.any(logs[finite] < _LOG_FLOAT_TINY):
+            raise ValueError(f"log must be True for n={n}, d={d}: some expected counts underflow float64")
+        logs = np.exp(logs)
+    return float(logs) if scalar else logs
+
+
+def hamming_to_cosine(d_v, n):
+    """Cosine similarity 1 - 2 d_v / n of two ±1 vectors of length n at Hamming distance d_v.
+
+    Source: Bricken & Pehlevan 2021 (cosine ↔ Hamming map of SDM), Bricken et al. 2023, §3.
+
+    Arguments:
+        d_v: Hamming distance, int in [0, n] or an integer array.
+        n: vector length, int >= 1.
+
+    Returns:
+        float64 in [-1, 1] (Python float, or ndarray of ``d_v``'s shape).
+
+    Raises:
+        ValueError: for n < 1 or d_v outside [0, n] or not integral.
+    """
+    n = check_int(n, "n", 1, None)
+    dvs, scalar = check_hamming(d_v, "d_v", n)
+    out = 1.0 - 2.0 * dvs / n
+    return float(out) if scalar else out
+
+
+def cosine_to_hamming(cosine, n):
+    """Hamming distance n (1 - cosine) / 2 matching a cosine similarity; inverse of hamming_to_cosine.
+
+    Arguments:
+        cosine: float in [-1, 1] or an array of them.
+        n: vector length, int >= 1.
+
+    Returns:
+        float64 in [0, n] (not rounded: an integer exactly when the cosine is one of the
+        n + 1 values 1 - 2k/n).
+
+    Raises:
+        ValueError: for n < 1 or a cosine outside [-1, 1].
+    """
+    n = check_int(n, "n", 1, None)
+    cos, scalar = check_cosine(cosine, "cosine")
+    out = n * (1.0 - cos) / 2.0
+    return float(out) if scalar else out
+
+
+def snr_optimal_radius(n, r, m):
+    """Hamming radius maximising the signal-to-noise ratio of one SDM read (Kanerva 1993).
+
+    Kanerva (1993, "Sparse distributed memory and related models") shows that with r hard
+    locations (neurons) and m stored patterns the SNR of a read is maximal when a fraction
+    p* = (2 m r)^(-1/3) of the space is activated. The radius returned is the smallest d with
+    space_fraction(n, d) >= p*, compared in exact rational arithmetic.
+
+    Arguments:
+        n: address length in bits, int >= 1.
+        r: number of neurons, int >= 1.
+        m: number of stored patterns, int >= 1.
+
+    Returns:
+        int d* in [0, n].
+
+    Raises:
+        ValueError: for n, r or m not integers >= 1.
+    """
+    n = check_int(n, "n", 1, None)
+    r = check_int(r, "r", 1, None)
+    m = check_int(m, "m", 1, None)
+    p_star = check_real((2.0 * m * r) ** (-1.0 / 3.0), "p*", 0.0, 1.0)
+    target = Fraction(p_star) * 2**n  # exact: compare C(n, 0) + ... + C(n, d) with p* 2^n
+    ball, term = 0, 1
+    for d in range(n + 1):
+        ball += term
+        if ball >= target:
+            return d
+        term = term * (n - d) // (d + 1)
+    return n  # unreachable: the whole space (d = n) has fraction 1 >= p*
