@@ -1,0 +1,181 @@
+"""Experiments as data: what target, which models, which sweep and seeds.
+
+Every experiment is an ``ExperimentConfig`` written as ``config.json`` next to its results, so
+that a figure can be regenerated from its folder alone (``ExperimentConfig.from_dict``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from lipschitz import (
+    RandomHypercubeFunction,
+    RandomMLP,
+    RandomPolynomial,
+    UniformCube,
+    UniformSubspace,
+)
+from lipschitz.validation import check_int, check_real
+
+TARGET_FAMILIES = ("polynomial", "hypercube", "mlp")
+MODEL_KINDS = ("dense", "dsm", "random_hash", "lsh", "lsh_table")
+FITS = ("exact", "sgd")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """A target function and its input distribution (Baykal et al. 2022, §5.1).
+
+    Attributes:
+        family: "polynomial" (RandomPolynomial), "hypercube" (RandomHypercubeFunction) or
+            "mlp" (RandomMLP, the random 3-layer net of Table 2).
+        n_inputs: input dimension (the paper: 8).
+        degree: polynomial degree (the paper: 4).
+        hidden: MLP hidden widths.
+        subspace_k: if set, inputs are uniform on a random subspace of this dimension
+            (UniformSubspace), otherwise uniform on the cube.
+        seed: seed of the target function (fixed across the sweep's seeds).
+    """
+
+    family: str = "polynomial"
+    n_inputs: int = 8
+    degree: int = 4
+    hidden: tuple[int, ...] = (64, 64)
+    subspace_k: int | None = None
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.family not in TARGET_FAMILIES:
+            raise ValueError(f"family must be one of {TARGET_FAMILIES}, got {self.family!r}")
+        check_int(self.n_inputs, "n_inputs", low=1)
+
+    def build(self):
+        """(target, distribution)."""
+        if self.family == "polynomial":
+            target = RandomPolynomial(self.n_inputs, self.degree, seed=self.seed)
+        elif self.family == "hypercube":
+            target = RandomHypercubeFunction(self.n_inputs, seed=self.seed)
+        else:
+            target = RandomMLP(self.n_inputs, tuple(self.hidden), seed=self.seed)
+        if self.subspace_k is None:
+            return target, UniformCube(self.n_inputs)
+        return target, UniformSubspace(self.n_inputs, self.subspace_k, seed=self.seed)
+
+    def label(self) -> str:
+        base = {"polynomial": f"poly(n={self.n_inputs}, deg={self.degree})",
+                "hypercube": f"hypercube(n={self.n_inputs})",
+                "mlp": f"mlp(n={self.n_inputs}, hidden={list(self.hidden)})"}[self.family]
+        return base if self.subspace_k is None else f"{base} on k={self.subspace_k} subspace"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model of a sweep.
+
+    Attributes:
+        kind: "dense", "dsm", "random_hash", "lsh" (the torch LSH model with hyperplane
+            hashing, Baykal et al. §2.2) or "lsh_table" (``routing.LSHTable`` with Euclidean
+            LSH, the learner of Theorem 4.1; its "buckets" are the non-empty ones).
+        width: total width of the bottom layer (dense, dsm, random_hash).
+        k: activated units (dsm, random_hash).
+        n_bits: hyperplane bits per table (lsh); buckets = n_tables · 2^n_bits.
+        n_tables: hash tables (lsh, lsh_table).
+        n_hashes, bucket_width: Euclidean LSH parameters (lsh_table).
+        label: legend name (defaults to the kind, with the width for DSM curves).
+    """
+
+    kind: str
+    width: int | None = None
+    k: int | None = None
+    n_bits: int | None = None
+    n_tables: int = 1
+    n_hashes: int | None = None
+    bucket_width: float | None = None
+    label: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in MODEL_KINDS:
+            raise ValueError(f"model kind must be one of {MODEL_KINDS}, got {self.kind!r}")
+        if self.kind in ("dense", "dsm", "random_hash"):
+            check_int(self.width, "width", low=1)
+        if self.kind in ("dsm", "random_hash"):
+            check_int(self.k, "k", low=1, high=self.width)
+        if self.kind == "lsh":
+            check_int(self.n_bits, "n_bits", low=1, high=24)
+        if self.kind == "lsh_table":
+            check_int(self.n_hashes, "n_hashes", low=1)
+            check_real(self.bucket_width, "bucket_width", low=0.0, low_open=True)
+
+    def key(self) -> str:
+        """A string identifying the configuration (used to resume sweeps)."""
+        parts = [self.kind] + [f"{name}={value}" for name, value in asdict(self).items()
+                               if name not in ("kind", "label") and value is not None]
+        return ";".join(parts)
+
+    def display(self) -> str:
+        return self.label or self.kind
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A sweep: a target, a list of models, seeds, data sizes and the fitting method.
+
+    Attributes:
+        name: experiment name (fig2, fig3, …).
+        preset: the preset it was built from.
+        target: the ``TargetSpec``.
+        models: the ``ModelSpec`` list.
+        seeds: each seed draws new training / evaluation data and new random model parts;
+            the target itself is fixed by ``target.seed``.
+        n_train, n_eval: sample sizes.
+        fit: "exact" (least squares / bucket means) or "sgd" (Adam).
+        sgd_steps, sgd_lr, sgd_batch: Adam settings used when fit == "sgd".
+        ridge: ridge penalty of the exact fit.
+        noise_std: label noise of the training data.
+        panels: plot panels: name -> (x column, list of model labels).
+    """
+
+    name: str
+    preset: str
+    target: TargetSpec
+    models: tuple[ModelSpec, ...]
+    seeds: tuple[int, ...] = (0, 1, 2)
+    n_train: int = 20_000
+    n_eval: int = 5_000
+    fit: str = "exact"
+    sgd_steps: int = 2_000
+    sgd_lr: float = 1e-3
+    sgd_batch: int = 256
+    ridge: float = 1e-6
+    noise_std: float = 0.0
+    panels: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.fit not in FITS:
+            raise ValueError(f"fit must be one of {FITS}, got {self.fit!r}")
+        check_int(self.n_train, "n_train", low=1)
+        check_int(self.n_eval, "n_eval", low=1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ExperimentConfig":
+        data = dict(data)
+        target = dict(data.pop("target"))
+        target["hidden"] = tuple(target.get("hidden", (64, 64)))
+        models = tuple(ModelSpec(**m) for m in data.pop("models"))
+        data["seeds"] = tuple(data["seeds"])
+        return cls(target=TargetSpec(**target), models=models, **data)
+
+    def with_(self, **changes) -> "ExperimentConfig":
+        return replace(self, **changes)
+
+
+def data_seeds(seed: int) -> tuple[int, int]:
+    """Independent training and evaluation data seeds derived from a sweep seed."""
+    a, b = np.random.SeedSequence([seed, 2022]).generate_state(2)
+    return int(a), int(b)
