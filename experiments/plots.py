@@ -26,18 +26,24 @@ def with_size(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = "",
-               theory_alpha: float | None = None) -> None:
-    """Draw one panel: a line (mean of log MSE over seeds) and min–max band per label."""
+               theory_alpha: float | None = None, fit_mask=None) -> None:
+    """Draw one panel: a line (mean of log MSE over seeds) and min–max band per label; the
+    fitted exponent in the legend uses the rows where ``fit_mask(rows)`` holds (all if None),
+    and those points are drawn filled, the others hollow."""
     for label in labels:
         rows = frame[frame["model_label"] == label].dropna(subset=[x])
         if rows.empty:
             continue
         stats = rows.groupby(x)["eval_mse"].agg(
             mean=lambda v: float(np.exp(np.mean(np.log(v)))), low="min", high="max")
+        fit_rows = rows if fit_mask is None else rows[fit_mask(rows)]
         text = label
-        if len(stats) >= 2:
-            text += f" ({fit_power_law(rows, x, n_boot=200).label()})"
-        line, = ax.plot(stats.index, stats["mean"], marker="o", markersize=3, label=text)
+        if fit_rows[x].nunique() >= 2:
+            text += f" ({fit_power_law(fit_rows, x, n_boot=200).label()})"
+        line, = ax.plot(stats.index, stats["mean"], marker="o", markersize=3, label=text,
+                        markerfacecolor="none" if fit_mask is not None else None)
+        fitted = stats.loc[stats.index.isin(fit_rows[x].unique())]
+        ax.plot(fitted.index, fitted["mean"], "o", markersize=3, color=line.get_color())
         ax.fill_between(stats.index, stats["low"], stats["high"], color=line.get_color(),
                         alpha=0.2, linewidth=0)
     if theory_alpha is not None:
@@ -52,14 +58,15 @@ def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = 
 
 
 def plot_experiment(frame: pd.DataFrame, panels: list[tuple[str, dict, pd.DataFrame]],
-                    path_stem: pathlib.Path, suptitle: str) -> list[pathlib.Path]:
+                    path_stem: pathlib.Path, suptitle: str,
+                    fit_mask=None) -> list[pathlib.Path]:
     """One figure with a panel per (name, spec, rows); written as PNG and SVG."""
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0), squeeze=False,
                              constrained_layout=True)
     for ax, (name, spec, rows) in zip(axes[0], panels):
         plot_panel(ax, with_size(rows), spec["x"], spec["models"],
                    title=f"({name}) {spec.get('title', '')}",
-                   theory_alpha=spec.get("theory_alpha"))
+                   theory_alpha=spec.get("theory_alpha"), fit_mask=fit_mask)
     fig.suptitle(suptitle, fontsize=10)
     paths = [path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")]
     for path in paths:
