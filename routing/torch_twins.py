@@ -1,0 +1,297 @@
+"""Torch twins of the hash families and Top-K: same parameters, same buckets, any device.
+
+Each module holds its hasher's parameters as registered buffers (float64, int8 or int64
+tensors), so they move with ``.to(device)`` and survive ``state_dict``; build one with
+``Hasher.to_torch()`` or ``TorchX.from_hasher(hasher)``. The forward pass follows the numpy
+class exactly (same dtype rules: float32 input is projected with float32 directions, float64
+with float64), so on CPU the two agree on every point that is not within rounding of a bucket
+boundary; the tests check 1e-5·width (Euclidean) and 1e-5 in projection (signs).
+
+Inputs are not copied to float64; non-finite inputs raise ValueError like the numpy classes
+(this check synchronises with the device; pass ``check_finite=False`` to skip it inside
+compiled or graph-captured code, at the price of garbage buckets for NaN rows).
+
+Keep the float64 buffers in float64: ``module.float()`` or ``.half()`` would round the
+directions, and float64 inputs would then hash differently from numpy (``.to(device)`` is
+fine).
+
+Source: Baykal et al. 2022, §2.2 (LSH model), §3.2 (LSH model as a DSM network).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from lipschitz.validation import check_int
+
+from ._hadamard import TIE_TOL
+from ._mixer import GOLDEN, MIX1, MIX2
+
+__all__ = [
+    "TorchEuclideanLSH",
+    "TorchHyperplaneLSH",
+    "TorchCrossPolytopeLSH",
+    "TorchUniformHash",
+    "topk_indices",
+    "topk_mask",
+]
+
+
+def _check_points(X: torch.Tensor, dim: int | None, check_finite: bool) -> torch.Tensor:
+    if not isinstance(X, torch.Tensor):
+        raise ValueError(f"X must be a torch.Tensor, got {type(X).__name__}")
+    if X.ndim != 2 or (dim is not None and X.shape[1] != dim):
+        expected = "(N, n_inputs)" if dim is None else f"(N, {dim})"
+        raise ValueError(f"X must have shape {expected}, got shape {tuple(X.shape)}")
+    if X.dtype not in (torch.float32, torch.float64):
+        if X.is_complex() or X.dtype == torch.bool:
+            raise ValueError(f"X must be a real-valued tensor, got dtype {X.dtype}")
+        X = X.to(torch.float64)
+    if check_finite and not bool(torch.isfinite(X).all()):
+        bad = int((~torch.isfinite(X)).sum())
+        raise ValueError(f"X must be finite; it has {bad} NaN or infinite entries")
+    return X
+
+
+def _check_output(ok: torch.Tensor, check_finite: bool, reason: str) -> None:
+    if check_finite and not bool(ok):
+        raise ValueError(f"X is too large: {reason}; rescale X")
+
+
+class TorchEuclideanLSH(nn.Module):
+    """Torch twin of :class:`routing.EuclideanLSH`: forward(X) -> integer codes.
+
+    Buffers: ``directions`` (n_tables, n_hashes, dim) float64, ``offsets`` (n_tables,
+    n_hashes) float64, ``width`` () float64.
+
+    forward(X): (N, dim) float32/float64 tensor -> (N, n_tables, n_hashes) int64 on X's
+    device, h_i(x) = floor((a_i·x + b_i)/width) with a_i·x in X's dtype and the rest in
+    float64. Bucket ids (the exact codebook) stay on the numpy side; on the device use the
+    codes, e.g. ``torch.unique(codes[:, t], dim=0, return_inverse=True)`` for batch-local ids.
+
+    Raises:
+        ValueError: for a wrong shape, non-finite X, or codes beyond ±2**62.
+
+    Source: Datar et al. 2004; Baykal et al. 2022, §2.2.
+    """
+
+    def __init__(self, directions: torch.Tensor, offsets: torch.Tensor, width: float,
+                 check_finite: bool = True):
+        super().__init__()
+        self.register_buffer("directions", torch.as_tensor(directions, dtype=torch.float64))
+        self.register_buffer("offsets", torch.as_tensor(offsets, dtype=torch.float64))
+        self.register_buffer("width", torch.tensor(float(width), dtype=torch.float64))
+        self.check_finite = check_finite
+
+    @classmethod
+    def from_hasher(cls, hasher) -> "TorchEuclideanLSH":
+        """The twin of a ``routing.EuclideanLSH`` (its parameters copied to CPU buffers)."""
+        return cls(torch.from_numpy(hasher.directions.copy()),
+                   torch.from_numpy(hasher.offsets.copy()), hasher.width)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        n_tables, n_hashes, dim = self.directions.shape
+        X = _check_points(X, dim, self.check_finite)
+        A = self.directions.reshape(-1, dim).to(X.dtype)
+        proj = (X @ A.T).to(torch.float64).reshape(-1, n_tables, n_hashes)  # (N, T, H)
+        q = (proj + self.offsets) / self.width
+        _check_output((q.abs() < 2.0**62).all(), self.check_finite,
+                      "a code (a·x + b)/width exceeds 2**62 in absolute value")
+        return torch.floor(q).to(torch.int64)
+
+
+class TorchHyperplaneLSH(nn.Module):
+    """Torch twin of :class:`routing.HyperplaneLSH`: forward(X) -> packed int64 keys.
+
+    Buffer: ``directions`` (n_tables, n_bits, dim) float64.
+
+    forward(X): (N, dim) float32/float64 -> (N, n_tables) int64 on X's device, bit i set iff
+    directions[t, i]·x >= 0 (projection in X's dtype), identical packing to the numpy keys
+    (n_bits = 64 gives the uint64 pattern as int64).
+
+    Source: Charikar 2002; Baykal et al. 2022, §2.2.
+    """
+
+    def __init__(self, directions: torch.Tensor, check_finite: bool = True):
+        super().__init__()
+        self.register_buffer("directions", torch.as_tensor(directions, dtype=torch.float64))
+        n_bits = self.directions.shape[1]
+        check_int(n_bits, "n_bits", 1, 64)
+        # 1 << 63 wraps to the int64 minimum, which is the intended bit pattern
+        self.register_buffer("powers", torch.ones(n_bits, dtype=torch.int64)
+                             << torch.arange(n_bits, dtype=torch.int64))
+        self.check_finite = check_finite
+
+    @classmethod
+    def from_hasher(cls, hasher) -> "TorchHyperplaneLSH":
+        """The twin of a ``routing.HyperplaneLSH`` (its parameters copied to CPU buffers)."""
+        return cls(torch.from_numpy(hasher.directions.copy()))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        n_tables, n_bits, dim = self.directions.shape
+        X = _check_points(X, dim, self.check_finite)
+        A = self.directions.reshape(-1, dim).to(X.dtype)
+        proj = (X @ A.T).reshape(-1, n_tables, n_bits)  # (N, T, B)
+        _check_output(torch.isfinite(proj).all(), self.check_finite,
+                      f"a projection a·x overflows {X.dtype}")
+        bits = (proj >= 0).to(torch.int64)
+        return (bits * self.powers).sum(dim=2)  # distinct powers: the sum is a bitwise or
+
+
+class TorchCrossPolytopeLSH(nn.Module):
+    """Torch twin of :class:`routing.CrossPolytopeLSH`.
+
+    Buffers: ``signs`` (n_tables, n_rotations, 3, D) int8, ``shifts`` (n_rotations,) int64.
+
+    ``codes(X)``: (N, dim) -> (N, n_tables, n_rotations) int64 hash values in [0, 2·D);
+    forward(X): -> (N, n_tables) packed int64 keys, identical to the numpy keys (same
+    tie rule: lowest index within ``TIE_TOL`` of the largest |y_i|). The fast Walsh–Hadamard
+    butterflies run in the same order as the Numba kernel, so on CPU the rotated vectors
+    agree bit for bit.
+
+    Source: Andoni et al. 2015, §5; Baykal et al. 2022, §2.2.
+    """
+
+    def __init__(self, signs: torch.Tensor, dim: int, check_finite: bool = True):
+        super().__init__()
+        self.register_buffer("signs", torch.as_tensor(signs, dtype=torch.int8))
+        n_rotations, size = self.signs.shape[1], self.signs.shape[3]
+        self.dim = check_int(dim, "dim", 1, size)
+        bits = size.bit_length()
+        self.register_buffer("shifts", bits * torch.arange(n_rotations, dtype=torch.int64))
+        self.check_finite = check_finite
+
+    @classmethod
+    def from_hasher(cls, hasher) -> "TorchCrossPolytopeLSH":
+        """The twin of a ``routing.CrossPolytopeLSH`` (its parameters copied to CPU buffers)."""
+        return cls(torch.from_numpy(hasher.signs.copy()), hasher.dim)
+
+    def codes(self, X: torch.Tensor) -> torch.Tensor:
+        n_tables, n_rot, _, size = self.signs.shape
+        X = _check_points(X, self.dim, self.check_finite)
+        n = X.shape[0]
+        y = X.new_zeros(n, n_tables, n_rot, size)
+        y[..., : self.dim] = X[:, None, None, :]
+        signs = self.signs.to(X.dtype)
+        for k in range(3):
+            y = _fwht(y * signs[:, :, k])
+        _check_output(torch.isfinite(y).all(), self.check_finite,
+                      f"the rotated vector H D3 H D2 H D1 x overflows {X.dtype}")
+        magnitude = y.abs()
+        tol = TIE_TOL[torch.empty((), dtype=X.dtype).numpy().dtype]
+        near_top = magnitude >= (1 - tol) * magnitude.amax(dim=-1, keepdim=True)
+        best = near_top.to(torch.uint8).argmax(dim=-1)  # lowest index within the tolerance
+        negative = torch.gather(y, -1, best[..., None])[..., 0] < 0
+        return 2 * best + negative.to(torch.int64)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return (self.codes(X) << self.shifts).sum(dim=2)
+
+
+def _fwht(y: torch.Tensor) -> torch.Tensor:
+    """Unnormalised Walsh–Hadamard transform over the last axis, butterflies h = 1, 2, 4, ..."""
+    size = y.shape[-1]
+    lead = y.shape[:-1]
+    h = 1
+    while h < size:
+        z = y.reshape(*lead, size // (2 * h), 2, h)
+        a, b = z[..., 0, :], z[..., 1, :]
+        y = torch.stack((a + b, a - b), dim=-2).reshape(*lead, size)
+        h *= 2
+    return y
+
+
+def _as_int64(u: int) -> int:
+    return u - (1 << 64) if u >= 1 << 63 else u
+
+
+def _shr(z: torch.Tensor, k: int) -> torch.Tensor:
+    """Logical right shift of int64 tensors holding uint64 bit patterns."""
+    return (z >> k) & ((1 << (64 - k)) - 1)
+
+
+def _splitmix64(z: torch.Tensor) -> torch.Tensor:
+    # int64 arithmetic wraps modulo 2**64 on CPU and CUDA, matching uint64 in the kernel
+    z = z + _as_int64(GOLDEN)
+    z = (z ^ _shr(z, 30)) * _as_int64(MIX1)
+    z = (z ^ _shr(z, 27)) * _as_int64(MIX2)
+    return z ^ _shr(z, 31)
+
+
+class TorchUniformHash(nn.Module):
+    """Torch twin of :class:`routing.UniformHash`: forward(X) -> (N, 1) int64 buckets.
+
+    Buffers: ``key`` () int64 (the uint64 key's bit pattern), ``n_buckets`` () int64.
+    Same hash as the Numba kernel (splitmix64 over the float64 bit patterns of each row),
+    emulating uint64 arithmetic with wrapping int64 operations.
+
+    Source: Roller et al. 2021; Baykal et al. 2022, §5 Figure 4 baseline.
+    """
+
+    def __init__(self, key: int, n_buckets: int, dim: int | None = None,
+                 check_finite: bool = True):
+        super().__init__()
+        self.register_buffer("key", torch.tensor(_as_int64(int(key)), dtype=torch.int64))
+        self.register_buffer("n_buckets", torch.tensor(
+            check_int(n_buckets, "n_buckets", 1, 2**63 - 1), dtype=torch.int64))
+        self.dim = dim
+        self.check_finite = check_finite
+
+    @classmethod
+    def from_hasher(cls, hasher) -> "TorchUniformHash":
+        """The twin of a ``routing.UniformHash`` (its parameters copied to CPU buffers)."""
+        return cls(hasher.key, hasher.n_buckets, hasher.dim)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        X = _check_points(X, self.dim, self.check_finite)
+        bits = (X.to(torch.float64) + 0.0).view(torch.int64)  # (N, n_cols)
+        h = _splitmix64(self.key ^ bits.shape[1]).expand(bits.shape[0]).clone()
+        for j in range(bits.shape[1]):
+            h = _splitmix64(h ^ bits[:, j])
+        return (_shr(h, 1) % self.n_buckets)[:, None]
+
+
+def topk_indices(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """Torch twin of :func:`routing.topk_indices`: (N, n_units) -> (N, k) int64 on the device.
+
+    Winners by decreasing score, equal scores in increasing index order (a stable
+    descending sort), so the result equals the numpy function's.
+
+    Raises:
+        ValueError: if ``scores`` is not 2-D, contains NaN (checked on the device), or ``k``
+            is outside 1..n_units.
+    """
+    k = _check_scores(scores, k)
+    return torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :k]
+
+
+def topk_mask(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """Torch twin of :func:`routing.topk_mask`: exactly k True per row, ties by lowest index.
+
+    O(n_units) per row: the k-th largest value v from ``torch.topk``, then all scores > v plus
+    the first (k - #greater) scores equal to v.
+
+    Raises:
+        ValueError: as :func:`topk_indices`.
+    """
+    k = _check_scores(scores, k)
+    kth = torch.topk(scores, k, dim=1).values[:, -1:]  # (N, 1)
+    greater = scores > kth
+    equal = scores == kth
+    need = k - greater.sum(dim=1, keepdim=True)
+    return greater | (equal & (torch.cumsum(equal, dim=1) <= need))
+
+
+def _check_scores(scores, k: int) -> int:
+    if not isinstance(scores, torch.Tensor):
+        raise ValueError(f"scores must be a torch.Tensor, got {type(scores).__name__}")
+    if scores.ndim != 2:
+        raise ValueError(f"scores must have shape (N, n_units), got shape {tuple(scores.shape)}")
+    if scores.is_complex() or scores.dtype == torch.bool:
+        raise ValueError(f"scores must be a real-valued tensor, got dtype {scores.dtype}")
+    k = check_int(k, "k", 1, scores.shape[1])
+    if scores.is_floating_point() and bool(torch.isnan(scores).any()):
+        raise ValueError(f"scores must not contain NaN; it has "
+                         f"{int(torch.isnan(scores).sum())} NaN entries")
+    return k

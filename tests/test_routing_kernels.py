@@ -1,0 +1,146 @@
+"""Numba kernels of ``routing`` against their short numpy / Python reference implementations."""
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.linalg import hadamard
+
+from routing._codebook import Codebook, CodebookReference
+from routing._floor_kernel import floor_codes, floor_codes_reference
+from routing._hadamard import (TIE_TOL, cross_polytope_codes, cross_polytope_reference, fwht,
+                               rotate_reference)
+from routing._mixer import row_buckets, row_buckets_reference, seed_key
+from routing._projection import pad_groups, project_reference
+from routing._sign_kernel import packed_signs, packed_signs_reference
+from routing.topk import topk_indices, topk_indices_reference, topk_mask
+
+DTYPES = st.sampled_from([np.float64, np.float32])
+# relative rounding margin inside which kernel and reference may legitimately disagree
+MARGIN = {np.float64: 1e-9, np.float32: 1e-4}
+
+
+def _points(seed, n, dim, dtype, scale=1.0):
+    return (scale * np.random.default_rng(seed).standard_normal((n, dim))).astype(dtype)
+
+
+@given(seed=st.integers(0, 2**32), n=st.integers(1, 40), dim=st.integers(1, 20),
+       n_tables=st.integers(1, 3), n_bits=st.integers(1, 64), dtype=DTYPES)
+def test_packed_signs_matches_reference(seed, n, dim, n_tables, n_bits, dtype):
+    rng = np.random.default_rng(seed)
+    X = _points(seed, n, dim, dtype)
+    D = rng.standard_normal((n_tables, n_bits, dim))
+    out = np.empty((n, n_tables), np.int64)
+    assert packed_signs(X, pad_groups(D, dtype), n_bits, dtype(0), out)
+    ref = packed_signs_reference(X, D)
+    proj = project_reference(X.astype(np.float64), D)  # (n, T, B)
+    scale = np.abs(X).sum(axis=1)[:, None, None] * np.abs(D).max() + 1e-300
+    clear = np.abs(proj) > MARGIN[dtype] * scale  # bits far from their hyperplane
+    shifts = np.arange(n_bits, dtype=np.uint64)
+    bits = (out.view(np.uint64)[:, :, None] >> shifts) & np.uint64(1)
+    ref_bits = (ref.view(np.uint64)[:, :, None] >> shifts) & np.uint64(1)
+    np.testing.assert_array_equal(bits[clear], ref_bits[clear])
+    if n_bits < 64:
+        assert (out >= 0).all() and (out < 2**n_bits).all()
+
+
+@given(seed=st.integers(0, 2**32), n=st.integers(1, 40), dim=st.integers(1, 20),
+       n_tables=st.integers(1, 3), n_hashes=st.integers(1, 20), dtype=DTYPES,
+       width=st.floats(0.05, 20.0))
+def test_floor_codes_match_reference(seed, n, dim, n_tables, n_hashes, dtype, width):
+    rng = np.random.default_rng(seed)
+    X = _points(seed, n, dim, dtype, scale=3.0)
+    D = rng.standard_normal((n_tables, n_hashes, dim))
+    b = rng.uniform(0, width, (n_tables, n_hashes))
+    out = np.empty((n, n_tables, n_hashes), np.int64)
+    assert floor_codes(X, pad_groups(D, dtype), b, width, dtype(0), out)
+    ref = floor_codes_reference(X, D, b, width)
+    q = (project_reference(X.astype(np.float64), D) + b) / width
+    scale = (np.abs(X).sum(axis=1)[:, None, None] * np.abs(D).max() + width) / width
+    clear = np.abs(q - np.round(q)) > MARGIN[dtype] * scale
+    np.testing.assert_array_equal(out[clear], ref[clear])
+    assert np.abs(out - ref).max(initial=0) <= 1  # near a boundary: off by one at most
+
+
+def test_floor_codes_report_overflow_and_nan():
+    D = np.ones((1, 1, 2))
+    out = np.empty((1, 1, 1), np.int64)
+    big = np.array([[1e300, 0.0]])
+    assert not floor_codes(big, pad_groups(D, np.float64), np.zeros((1, 1)), 1.0, 0.0, out)
+    nan = np.array([[np.nan, 0.0]])
+    assert not floor_codes(nan, pad_groups(D, np.float64), np.zeros((1, 1)), 1.0, 0.0, out)
+
+
+@given(log_size=st.integers(0, 8), seed=st.integers(0, 2**32))
+def test_fwht_is_sylvester_hadamard(log_size, seed):
+    v = np.random.default_rng(seed).standard_normal(2**log_size)
+    w = v.copy()
+    fwht(w)
+    np.testing.assert_allclose(w, hadamard(2**log_size) @ v, rtol=1e-12, atol=1e-9)
+
+
+@given(seed=st.integers(0, 2**32), n=st.integers(1, 30), dim=st.integers(1, 40),
+       n_tables=st.integers(1, 2), n_rot=st.integers(1, 3), dtype=DTYPES)
+def test_cross_polytope_codes_match_reference(seed, n, dim, n_tables, n_rot, dtype):
+    rng = np.random.default_rng(seed)
+    size = 1 << (dim - 1).bit_length()
+    X = _points(seed, n, dim, dtype)
+    signs = (2 * rng.integers(0, 2, (n_tables, n_rot, 3, size)) - 1).astype(dtype)
+    out = np.empty((n, n_tables, n_rot), np.int64)
+    assert cross_polytope_codes(X, signs, TIE_TOL[np.dtype(dtype)], out)
+    ref = cross_polytope_reference(X, signs)
+    for t in range(n_tables):
+        for r in range(n_rot):
+            y = np.abs(rotate_reference(X.astype(np.float64), signs[t, r]))
+            threshold = (1 - TIE_TOL[np.dtype(dtype)]) * y.max(axis=1, keepdims=True)
+            # rows where no |y_j| is within rounding of the tie threshold (a worst-case bound:
+            # structural exact ties, 1e-10 or 1e-4 below the top, stay in the comparison)
+            eps = np.finfo(dtype).eps
+            scale = 8 * eps * (np.log2(size) + 1) * size**1.5 * np.abs(X).sum(axis=1, keepdims=True)
+            clear = (np.abs(y - threshold) > scale).all(axis=1)
+            np.testing.assert_array_equal(out[clear, t, r], ref[clear, t, r])
+    assert ((out >= 0) & (out < 2 * size)).all()
+
+
+@given(seed=st.integers(0, 2**40), n=st.integers(1, 30), dim=st.integers(1, 6),
+       n_buckets=st.integers(1, 2**62), dtype=DTYPES)
+def test_row_buckets_match_reference(seed, n, dim, n_buckets, dtype):
+    X = _points(seed, n, dim, dtype)
+    X[0, 0] = -0.0
+    out = np.empty(n, np.int64)
+    assert row_buckets(X, np.uint64(seed_key(seed)), n_buckets, out)
+    np.testing.assert_array_equal(out, row_buckets_reference(X, seed, n_buckets))
+
+
+def test_row_buckets_flag_non_finite():
+    out = np.empty(2, np.int64)
+    for bad in (np.nan, np.inf, -np.inf):
+        X = np.array([[0.5, 1.0], [bad, 2.0]])
+        assert not row_buckets(X, np.uint64(seed_key(0)), 7, out)
+
+
+_vectors = st.lists(st.lists(st.integers(-3, 3), min_size=3, max_size=3), min_size=0,
+                    max_size=60)
+
+
+@given(batches=st.lists(st.tuples(_vectors, st.booleans()), min_size=1, max_size=4))
+def test_codebook_matches_dict_reference(batches):
+    book, ref = Codebook(3), CodebookReference(3)
+    for rows, add in batches:
+        codes = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        np.testing.assert_array_equal(book.ids(codes, add=add), ref.ids(codes, add=add))
+        assert book.n_ids == ref.n_ids
+
+
+@given(seed=st.integers(0, 2**32), n=st.integers(0, 30), n_units=st.integers(1, 12),
+       data=st.data(), dtype=DTYPES)
+def test_topk_matches_stable_argsort(seed, n, n_units, data, dtype):
+    k = data.draw(st.integers(1, n_units))
+    rng = np.random.default_rng(seed)
+    # few distinct values so that ties are common; some infinities and signed zeros
+    scores = rng.choice([-np.inf, -1.0, -0.0, 0.0, 0.5, 2.0, np.inf], size=(n, n_units))
+    scores = scores.astype(dtype)
+    ref = topk_indices_reference(scores, k)
+    np.testing.assert_array_equal(topk_indices(scores, k), ref)
+    expected = np.zeros((n, n_units), bool)
+    np.put_along_axis(expected, ref, True, axis=1)
+    np.testing.assert_array_equal(topk_mask(scores, k), expected)
