@@ -1,0 +1,508 @@
+"""Fitting the trainable top layer of a model: exact ridge least squares, or Adam on the MSE.
+
+Every model of ``experiments.models`` is g(x) = bias + θ · features(x) with frozen features, so
+its best top layer on a training set is a linear least-squares problem (Baykal et al. 2022,
+§5.1 train the top layer with an optimiser; the exact fit removes optimiser noise from scaling
+comparisons, and ``FitReport.fit`` records which was used).
+
+``fit="exact"`` minimises Σ_n (g(x_n) − y_n)² + λ‖θ‖² (the bias is not penalised) through the
+normal equations in float64, built from the sparse features without forming the dense design:
+
+* dense features (``Dense``): G = ΦᵀΦ by matrix products over chunks of rows;
+* sparse features with at most ``MAX_DENSE_COEF`` coefficients (``DSM``, ``RandomHashModel``):
+  each example touches a coefficients, so G is accumulated by scattering its a×a block
+  (O(N·a²): a Numba kernel on the upper triangle on CPU, ``index_add_`` elsewhere; reference
+  ``_scatter_gram_reference``) when a <= n_coef/``SCATTER_RATIO``; for denser features the
+  chunk is densified and multiplied (O(N·n_coef²) but far faster per operation);
+* larger sparse problems (``LSHModel``: n_tables·2^n_bits buckets): Φ as a
+  ``scipy.sparse`` matrix and G = ΦᵀΦ sparse; a diagonal G is divided out, otherwise it is
+  solved by sparse LU (``spsolve``) when λ > 0 and by LSQR on Φ (minimum norm) when λ = 0.
+
+For the LSH model with one table and Δ = 0 (any size), G is diagonal and the exact fit is the
+bucket means Σ_{x_n in z} y_n / (count_z + λ); with s > 1 tables it is the joint least-squares
+fit of all tables (what SGD converges to), not the average of per-table means
+(``routing.LSHTable``'s estimator). With Δ > 0 it is a least-squares polynomial per bucket.
+
+Coefficients that no training example activates (G_jj = 0: unused units, empty buckets) are
+left out of the system and set to 0, which is also where SGD leaves them. The ridge is
+relative: λ = ``ridge`` · mean(G_jj over the active coefficients), so the default 1e-6 is a
+numerical jitter invariant to the number of samples and the feature scale. Dense systems are
+Jacobi-scaled and solved by Cholesky, with an eigendecomposition pseudo-inverse (minimum
+norm) as the fallback for numerically singular systems (ridge = 0 with collinear features).
+
+``fit="sgd"`` runs Adam on the mean squared error (``SGDConfig``). The sparse frozen features
+of the training set (N·k indices and values; the routing of DSM, RandomHashModel, LSHModel)
+are computed once and cached when they fit in ``SGDConfig.max_cache_bytes``, so a step costs
+only the top layer; dense features (N·width values) and larger caches are recomputed per
+batch (at small dim, gathering cached dense rows is no faster than recomputing them: measured
+2.5× slower for width 4096). Deterministic given ``seed`` on CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import scipy.sparse
+import scipy.sparse.linalg
+import torch
+from numba import njit
+from tqdm.auto import tqdm
+
+from experiments.models._base import Features, RegressionModel
+from lipschitz.validation import check_int, check_real, check_seed
+
+__all__ = ["SGDConfig", "FitReport", "fit_model", "evaluate", "MAX_DENSE_COEF"]
+
+FITS = ("exact", "sgd")
+SCHEDULES = ("cosine", "constant")
+# Dense normal equations of at most this many coefficients (2 GiB in float64).
+MAX_DENSE_COEF = 16384
+# Scatter a×a blocks while a·SCATTER_RATIO <= n_coef; above, densify the chunk and multiply.
+# Measured on CPU (float64, one thread, DSM width 2048, N = 20000): the Numba scatter of the
+# upper triangle (~10 ns per entry: cache misses in G) takes 0.55 s at k = 64 and 7.2 s at
+# k = 256, the matrix product 3.6–4.3 s whatever k: the crossover is near width/k ≈ 12.
+SCATTER_RATIO = 12
+# Entries of the sparse G = ΦᵀΦ the scipy path accepts (about 1.5 GiB).
+MAX_SPARSE_GRAM = 2**27
+_CHUNK_ELEMENTS = 2**22  # feature values (or scattered block entries) per chunk of rows
+
+
+@dataclass(frozen=True)
+class SGDConfig:
+    """Settings of ``fit="sgd"`` (Adam on the MSE of the top layer).
+
+    Attributes:
+        lr: Adam learning rate (default 1e-3, Adam's usual default).
+        batch_size: examples per step (default 256; the whole set if it is smaller).
+        steps: number of steps; ``None`` (default) means ``epochs`` passes over the data.
+        epochs: passes over the data when ``steps`` is None (default 20); each pass is a new
+            random permutation, an incomplete last batch is dropped.
+        schedule: "cosine" (default: lr · (1 + cos(π·step/steps))/2, decaying to 0, which
+            lets Adam settle near the least-squares solution) or "constant".
+        betas: Adam's (β1, β2), default (0.9, 0.999).
+        cache_features: cache the training set's sparse frozen features (default True) when
+            they take at most ``max_cache_bytes`` (default 1 GiB); dense features never are.
+
+    Raises:
+        ValueError: for values outside lr > 0, batch_size >= 1, steps >= 1, epochs >= 1,
+            the schedules above, 0 <= β < 1, max_cache_bytes >= 0.
+    """
+
+    lr: float = 1e-3
+    batch_size: int = 256
+    steps: int | None = None
+    epochs: int = 20
+    schedule: str = "cosine"
+    betas: tuple[float, float] = (0.9, 0.999)
+    cache_features: bool = True
+    max_cache_bytes: int = 2**30
+
+    def __post_init__(self):
+        check_real(self.lr, "lr", 0.0, low_open=True)
+        check_int(self.batch_size, "batch_size", 1)
+        if self.steps is not None:
+            check_int(self.steps, "steps", 1)
+        check_int(self.epochs, "epochs", 1)
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if len(self.betas) != 2:
+            raise ValueError(f"betas must be a pair (β1, β2), got {self.betas!r}")
+        for i, beta in enumerate(self.betas):
+            check_real(beta, f"betas[{i}]", 0.0, 1.0, high_open=True)
+        check_int(self.max_cache_bytes, "max_cache_bytes", 0)
+
+
+@dataclass
+class FitReport:
+    """What ``fit_model`` did.
+
+    Attributes:
+        fit: "exact" or "sgd".
+        train_mse: mean squared error of the fitted model on the training set (recomputed
+            after fitting, not a running average).
+        steps: optimiser steps (0 for the exact fit).
+        epochs: passes over the training data (steps·batch_size/N for SGD; 1 for exact).
+        wall_s: seconds spent in ``fit_model``.
+        n_train: training examples.
+        device: where the fit ran.
+        solver: "cholesky" or "eigh-pinv" (dense normal equations), "diagonal" (bucket
+            means), "sparse-lu" or "lsqr" (sparse normal equations); "adam" (sgd).
+        ridge: the relative ridge argument; ridge_abs: the λ actually added (exact only).
+        features_cached: whether SGD trained on cached features (None for exact).
+        loss_history: (step, batch loss) about 100 times during SGD.
+        sgd: the ``SGDConfig`` as a dict (None for exact).
+    """
+
+    fit: str
+    train_mse: float
+    steps: int
+    epochs: float
+    wall_s: float
+    n_train: int
+    device: str
+    solver: str
+    ridge: float | None = None
+    ridge_abs: float | None = None
+    features_cached: bool | None = None
+    loss_history: list[tuple[int, float]] = field(default_factory=list)
+    sgd: dict | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def fit_model(model: RegressionModel, X, y, fit: str = "exact", *, sgd: SGDConfig | None = None,
+              ridge: float = 1e-6, seed: int = 0, progress: bool = False) -> FitReport:
+    """Fit the top layer of ``model`` to (X, y) in place.
+
+    Arguments:
+        model: an ``experiments.models`` model; its device and dtype are used.
+        X: (N, dim) array or tensor, N >= 1; moved to the model's device.
+        y: (N,) targets.
+        fit: "exact" (ridge least squares) or "sgd" (Adam).
+        sgd: the SGD settings (default ``SGDConfig()``); ignored by the exact fit.
+        ridge: relative ridge of the exact fit, >= 0 (see the module docstring).
+        seed: seed of the SGD batch order (the model's own seed fixes its frozen parts).
+        progress: show a progress bar (SGD steps, exact-fit chunks).
+
+    Returns:
+        ``FitReport``.
+
+    Raises:
+        ValueError: for an unknown ``fit``, a negative ridge, X or y of the wrong shape or
+            not finite, or an exact fit too large for memory (more than MAX_DENSE_COEF
+            coefficients with dense features, or a sparse normal matrix beyond
+            MAX_SPARSE_GRAM entries): use fit="sgd" then.
+    """
+    if not isinstance(model, RegressionModel):
+        raise ValueError(f"model must be an experiments.models model, got {type(model).__name__}")
+    if fit not in FITS:
+        raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
+    ridge = check_real(ridge, "ridge", 0.0)
+    seed = check_seed(seed)
+    if sgd is None:
+        sgd = SGDConfig()
+    elif not isinstance(sgd, SGDConfig):
+        raise ValueError(f"sgd must be an SGDConfig, got {type(sgd).__name__}")
+    X = model.prepare(X)
+    y = _prepare_targets(y, len(X), model)
+    if len(X) == 0:
+        raise ValueError("X must have at least one row")
+    start = time.perf_counter()
+    if fit == "exact":
+        report = _fit_exact(model, X, y, ridge, progress)
+    else:
+        report = _fit_sgd(model, X, y, sgd, seed, progress)
+    report.wall_s = time.perf_counter() - start
+    return report
+
+
+@torch.no_grad()
+def evaluate(model: RegressionModel, X, y, batch_size: int = 8192) -> dict[str, float]:
+    """Mean squared error and ℓ∞ error (max |g(x) − y|) of ``model`` on (X, y).
+
+    Arguments:
+        model: a model; X (N, dim) and y (N,) arrays or tensors, N >= 1.
+        batch_size: rows per forward pass.
+
+    Returns:
+        {"mse": float, "linf": float}, computed in float64.
+
+    Raises:
+        ValueError: if X or y has the wrong shape or is not finite, or N = 0.
+    """
+    X = model.prepare(X)
+    y = _prepare_targets(y, len(X), model).to(torch.float64)
+    if len(X) == 0:
+        raise ValueError("X must have at least one row")
+    batch_size = check_int(batch_size, "batch_size", 1)
+    sq, worst = 0.0, 0.0
+    for lo in range(0, len(X), batch_size):
+        err = model(X[lo:lo + batch_size]).to(torch.float64) - y[lo:lo + batch_size]
+        sq += float((err * err).sum())
+        worst = max(worst, float(err.abs().max()))
+    return {"mse": sq / len(X), "linf": worst}
+
+
+# --------------------------------------------------------------------------------------------
+# exact fit
+
+
+def _fit_exact(model, X, y, ridge, progress) -> FitReport:
+    n = len(X)
+    probe = model.features(X[:1])
+    width = probe.vals.shape[1]  # features per example (a)
+    sparse = probe.cols is not None
+    n_coef = model.n_coef
+    if n_coef <= MAX_DENSE_COEF:
+        G, r = _normal_equations_dense(model, X, y, sparse, width, progress)
+        theta, bias, solver, lam = _solve_dense(G, r, n_coef, ridge)
+    elif sparse:
+        gram_entries = min(n_coef**2, n * width**2)
+        if gram_entries > MAX_SPARSE_GRAM:
+            raise ValueError(f"fit='exact' would need a sparse normal matrix of up to "
+                             f"{gram_entries} entries (at most {MAX_SPARSE_GRAM}); "
+                             f"use fit='sgd'")
+        theta, bias, solver, lam = _solve_sparse(model, X, y, ridge, progress)
+    else:
+        raise ValueError(f"fit='exact' needs a {n_coef}×{n_coef} normal matrix; at most "
+                         f"{MAX_DENSE_COEF} coefficients (width) are supported; use fit='sgd'")
+    model.set_coefficients(theta, bias)
+    train_mse = evaluate(model, X, y)["mse"]
+    return FitReport(fit="exact", train_mse=train_mse, steps=0, epochs=1.0, wall_s=0.0,
+                     n_train=n, device=str(X.device), solver=solver, ridge=ridge,
+                     ridge_abs=lam)
+
+
+def _chunks(n: int, rows: int, progress: bool, what: str):
+    starts = range(0, n, max(1, rows))
+    return tqdm(starts, desc=what, disable=not progress, leave=False)
+
+
+@torch.no_grad()
+def _normal_equations_dense(model, X, y, sparse, width, progress):
+    """(G, r) of the system [θ; bias], float64 on the model's device (bias row last if any)."""
+    n_coef = model.n_coef
+    has_bias = model.output_bias is not None
+    size = n_coef + has_bias
+    device = X.device
+    G = torch.zeros(size, size, dtype=torch.float64, device=device)
+    r = torch.zeros(size, dtype=torch.float64, device=device)
+    scatter = sparse and width * SCATTER_RATIO <= n_coef
+    if scatter and device.type != "cpu":
+        rows = _CHUNK_ELEMENTS // (width * width)  # the reference builds (rows, a, a) blocks
+    else:
+        rows = _CHUNK_ELEMENTS // (width if scatter else n_coef)
+    y64 = y.to(torch.float64)
+    for lo in _chunks(len(X), rows, progress, "normal equations"):
+        f = model.features(X[lo:lo + max(1, rows)])
+        yc = y64[lo:lo + len(f)]
+        V = f.vals.to(torch.float64)  # (c, a)
+        if scatter:
+            colsum = torch.zeros(n_coef, dtype=torch.float64, device=device)
+            if device.type == "cpu":  # upper triangle only, mirrored below
+                _scatter_gram_upper(f.cols.contiguous().numpy(), V.contiguous().numpy(),
+                                    yc.contiguous().numpy(), G.numpy(), r.numpy(),
+                                    colsum.numpy())
+            else:
+                _scatter_gram_reference(f.cols, V, yc, G, r, colsum)
+            if has_bias:
+                G[:n_coef, n_coef] += colsum
+        else:
+            if sparse:  # densify the chunk: (c, n_coef)
+                V = torch.zeros(len(f), n_coef, dtype=torch.float64,
+                                device=device).scatter_(1, f.cols, V)
+            G[:n_coef, :n_coef].addmm_(V.T, V)
+            r[:n_coef].addmv_(V.T, yc)
+            if has_bias:
+                G[:n_coef, n_coef] += V.sum(dim=0)
+        if has_bias:
+            r[n_coef] += yc.sum()
+            G[n_coef, n_coef] += len(f)
+    if scatter and device.type == "cpu":
+        G[:n_coef, :n_coef] = torch.triu(G[:n_coef, :n_coef]) + torch.triu(G[:n_coef, :n_coef], 1).T
+    if has_bias:
+        G[n_coef, :n_coef] = G[:n_coef, n_coef]
+    return G, r
+
+
+@njit(cache=True)
+def _scatter_gram_upper(cols, vals, y, G, r, colsum):
+    """G[ci, cj] += v_i v_j for i <= j (cols increasing per row, so ci <= cj: the upper
+    triangle), r[ci] += v_i y, colsum[ci] += v_i, for every row. Serial; O(N·a²/2)."""
+    n, a = cols.shape
+    for row in range(n):
+        c = cols[row]
+        v = vals[row]
+        for i in range(a):
+            ci = c[i]
+            vi = v[i]
+            r[ci] += vi * y[row]
+            colsum[ci] += vi
+            Gi = G[ci]
+            for j in range(i, a):
+                Gi[c[j]] += vi * v[j]
+
+
+def _scatter_gram_reference(cols, V, y, G, r, colsum):
+    """Torch version of :func:`_scatter_gram_upper` on the full square (any device)."""
+    size = G.shape[0]
+    block = (V[:, :, None] * V[:, None, :]).reshape(-1)  # (c·a·a,)
+    index = (cols[:, :, None] * size + cols[:, None, :]).reshape(-1)
+    G.view(-1).index_add_(0, index, block)
+    r.index_add_(0, cols.reshape(-1), (V * y[:, None]).reshape(-1))
+    colsum.index_add_(0, cols.reshape(-1), V.reshape(-1))
+
+
+def _solve_dense(G, r, n_coef, ridge):
+    """Solve (G + λ·I_θ) w = r on the active coefficients; returns (θ, bias, solver, λ)."""
+    size = G.shape[0]
+    diag = G.diagonal()
+    active = (diag > 0).nonzero()[:, 0]
+    is_theta = active < n_coef
+    lam = float(ridge * diag[active][is_theta].mean()) if bool(is_theta.any()) else 0.0
+    Ga = G[active][:, active]
+    Ga.diagonal().add_(lam * is_theta.to(Ga.dtype))
+    ra = r[active]
+    scale = Ga.diagonal().rsqrt()  # Jacobi scaling: unit diagonal
+    Gs = Ga * scale[:, None] * scale[None, :]
+    L, info = torch.linalg.cholesky_ex(Gs)
+    # a numerically singular system (ridge 0, collinear features) may still factor, with
+    # pivots at rounding level: its solution would blow up along the null space
+    eps = torch.finfo(Gs.dtype).eps
+    singular = int(info) != 0 or float(L.diagonal().min()) ** 2 < 1e3 * len(Gs) * eps
+    if not singular:
+        ws = torch.cholesky_solve((ra * scale)[:, None], L)[:, 0]
+        solver = "cholesky"
+    else:  # singular (ridge 0, collinear features): minimum-norm solution
+        evals, evecs = torch.linalg.eigh(Gs)
+        keep = evals > evals.max() * len(evals) * torch.finfo(evals.dtype).eps
+        V = evecs[:, keep]
+        ws = V @ ((V.T @ (ra * scale)) / evals[keep])
+        solver = "eigh-pinv"
+    w = torch.zeros(size, dtype=torch.float64, device=G.device)
+    w[active] = ws * scale
+    bias = w[n_coef] if size > n_coef else None
+    return w[:n_coef], bias, solver, lam
+
+
+@torch.no_grad()
+def _solve_sparse(model, X, y, ridge, progress):
+    """Sparse normal equations with scipy; returns (θ, bias, solver, λ)."""
+    n_coef = model.n_coef
+    has_bias = model.output_bias is not None
+    cols, vals = [], []
+    for lo in _chunks(len(X), 2**16, progress, "sparse features"):
+        f = model.features(X[lo:lo + 2**16])
+        cols.append(f.cols.cpu().numpy())
+        vals.append(f.vals.to(torch.float64).cpu().numpy())
+    cols, vals = np.concatenate(cols), np.concatenate(vals)
+    n, a = cols.shape
+    indptr = np.arange(0, n * a + 1, a)
+    Phi = scipy.sparse.csr_matrix((vals.ravel(), cols.ravel(), indptr), shape=(n, n_coef))
+    if has_bias:
+        Phi = scipy.sparse.hstack([Phi, np.ones((n, 1))], format="csr")
+    yn = y.to(torch.float64).cpu().numpy()
+    G = (Phi.T @ Phi).tocsc()
+    r = Phi.T @ yn
+    diag = G.diagonal()
+    active = np.flatnonzero(diag > 0)
+    is_theta = active < n_coef
+    lam = float(ridge * diag[active][is_theta].mean()) if is_theta.any() else 0.0
+    Ga = (G[active][:, active] + scipy.sparse.diags(lam * is_theta.astype(np.float64))).tocsc()
+    ra = r[active]
+    wa, solver = None, "sparse-lu"
+    if Ga.nnz == Ga.shape[0]:  # diagonal (one table, Δ = 0): bucket means
+        wa, solver = ra / Ga.diagonal(), "diagonal"
+    elif lam > 0:  # positive definite
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", scipy.sparse.linalg.MatrixRankWarning)
+            wa = scipy.sparse.linalg.spsolve(Ga, ra)
+        if not (np.all(np.isfinite(wa))
+                and np.linalg.norm(Ga @ wa - ra) <= 1e-8 * max(np.linalg.norm(ra), 1e-300)):
+            wa = None
+    if wa is None:  # ridge 0 (possibly singular): minimum-norm least squares on the design
+        wa = scipy.sparse.linalg.lsqr(Phi[:, active], yn, damp=math.sqrt(lam), atol=1e-14,
+                                      btol=1e-14, iter_lim=20 * len(active) + 100)[0]
+        solver = "lsqr"
+    w = np.zeros(Phi.shape[1])
+    w[active] = wa
+    device = model.device
+    theta = torch.from_numpy(w[:n_coef]).to(device)
+    bias = torch.tensor(w[n_coef]).to(device) if has_bias else None
+    return theta, bias, solver, lam
+
+
+# --------------------------------------------------------------------------------------------
+# SGD
+
+
+def _fit_sgd(model, X, y, cfg: SGDConfig, seed: int, progress: bool) -> FitReport:
+    n = len(X)
+    bs = min(cfg.batch_size, n)
+    per_epoch = n // bs
+    steps = cfg.steps if cfg.steps is not None else cfg.epochs * per_epoch
+    cache = _feature_cache(model, X, cfg)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(params, lr=cfg.lr, betas=cfg.betas)
+    if cfg.schedule == "cosine":
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: 0.5 * (1.0 + math.cos(math.pi * min(step, steps) / steps)))
+    else:
+        schedule = None
+    generator = torch.Generator().manual_seed(seed)
+    y = y.to(model.dtype)
+    every = max(1, steps // 100)
+    history = []
+    order, pos = None, n
+    model.train()
+    for step in tqdm(range(steps), desc=f"sgd {model.name}", disable=not progress, leave=False):
+        if pos + bs > n:
+            order = torch.randperm(n, generator=generator).to(X.device)
+            pos = 0
+        batch = order[pos:pos + bs]
+        pos += bs
+        with torch.no_grad():
+            features = cache[batch] if cache is not None else model.features(X[batch])
+        error = model.top_layer(features) - y[batch]
+        loss = (error * error).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if schedule is not None:
+            schedule.step()
+        if step % every == 0 or step == steps - 1:
+            history.append((step, float(loss.detach())))
+    model.eval()
+    train_mse = _mse_from_cache(model, cache, y) if cache is not None else evaluate(model, X, y)["mse"]
+    return FitReport(fit="sgd", train_mse=train_mse, steps=steps, epochs=steps * bs / n,
+                     wall_s=0.0, n_train=n, device=str(X.device), solver="adam",
+                     features_cached=cache is not None, loss_history=history, sgd=asdict(cfg))
+
+
+@torch.no_grad()
+def _feature_cache(model, X, cfg: SGDConfig) -> Features | None:
+    """The frozen features of all of X, or None if not wanted or larger than allowed."""
+    if not cfg.cache_features:
+        return None
+    probe = model.features(X[: min(len(X), 256)])
+    if probe.cols is None:
+        return None  # dense features: reading a cached row costs as much as recomputing it
+    if probe.nbytes() / len(probe) * len(X) > cfg.max_cache_bytes:
+        return None
+    rows = max(1, _CHUNK_ELEMENTS // probe.vals.shape[1])
+    parts = [model.features(X[lo:lo + rows]) for lo in range(0, len(X), rows)]
+    cols = None if probe.cols is None else torch.cat([p.cols for p in parts])
+    return Features(cols, torch.cat([p.vals for p in parts]))
+
+
+@torch.no_grad()
+def _mse_from_cache(model, cache: Features, y) -> float:
+    rows = max(1, _CHUNK_ELEMENTS // cache.vals.shape[1])
+    sq = 0.0
+    for lo in range(0, len(cache), rows):
+        err = model.top_layer(cache[lo:lo + rows]).to(torch.float64) - y[lo:lo + rows].to(torch.float64)
+        sq += float((err * err).sum())
+    return sq / len(cache)
+
+
+def _prepare_targets(y, n: int, model) -> torch.Tensor:
+    if not isinstance(y, torch.Tensor):
+        arr = np.asarray(y)
+        if arr.dtype == object or not np.issubdtype(arr.dtype, np.number) or \
+                np.issubdtype(arr.dtype, np.complexfloating):
+            raise ValueError(f"y must be a real-valued array, got dtype {arr.dtype}")
+        y = torch.from_numpy(np.ascontiguousarray(arr))
+    if y.is_complex() or y.dtype == torch.bool:
+        raise ValueError(f"y must be real-valued, got dtype {y.dtype}")
+    if y.shape != (n,):
+        raise ValueError(f"y must have shape ({n},) to match X, got shape {tuple(y.shape)}")
+    y = y.to(device=model.device, dtype=torch.float64 if y.dtype == torch.float64 else model.dtype)
+    if not bool(torch.isfinite(y).all()):
+        raise ValueError(f"y must be finite; it has {int((~torch.isfinite(y)).sum())} "
+                         "NaN or infinite entries")
+    return y

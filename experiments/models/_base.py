@@ -1,0 +1,222 @@
+"""What every regression model of sparselab shares: frozen features, a trainable linear top layer.
+
+Every model of Baykal et al. 2022, §5.1 is "a random-initialized, non-trainable bottom layer
+… and a trainable top layer" (for the LSH model: frozen hashes and a trainable scalar per
+bucket). So each model here splits into
+
+* ``features(X)``: the frozen part, a sparse (or dense) feature vector per input, given as
+  ``Features(cols, vals)``: example n has value ``vals[n, i]`` at coefficient ``cols[n, i]``;
+* ``top_layer(features)``: the trainable part, ``bias + Σ_i θ[cols[n, i]] · vals[n, i]`` with
+  θ the flat vector of trainable coefficients (``coefficients()``).
+
+The output is linear in θ, which is what ``experiments.fitting`` uses for the exact fit
+(ridge least squares on the features) and for SGD on cached features.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from lipschitz.validation import check_int
+
+from ._sparse_dot import sparse_dot
+
+__all__ = ["Features", "RegressionModel", "bottom_layer", "sparse_dot"]
+
+# Default bottom layer: B_ij ~ N(0, 1/dim), c_j ~ N(0, BIAS_VARIANCE). For x uniform on
+# [-1, 1]^dim, b_j·x has variance |x|²/dim ≈ 1/3, so the bias has the same scale and the
+# kink of each ReLU unit falls inside the data.
+BIAS_VARIANCE = 1.0 / 3.0
+
+
+@dataclass(frozen=True)
+class Features:
+    """Frozen features of a batch: example n has value ``vals[n, i]`` at column ``cols[n, i]``.
+
+    Attributes:
+        cols: (N, a) int64 column indices into the coefficient vector θ (a = activated
+            features per example), or ``None`` for dense features (column i is θ[i]).
+        vals: (N, a) floating values (for dense features a = number of coefficients).
+    """
+
+    cols: torch.Tensor | None
+    vals: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.vals.shape[0]
+
+    def __getitem__(self, rows) -> "Features":
+        return Features(None if self.cols is None else self.cols[rows], self.vals[rows])
+
+    def to(self, device) -> "Features":
+        return Features(None if self.cols is None else self.cols.to(device), self.vals.to(device))
+
+    def nbytes(self) -> int:
+        cols = 0 if self.cols is None else self.cols.numel() * self.cols.element_size()
+        return cols + self.vals.numel() * self.vals.element_size()
+
+
+def bottom_layer(dim: int, width: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The frozen random layer x -> Bx + c shared by Dense, DSM and RandomHashModel.
+
+    B (width, dim) has i.i.d. N(0, 1/dim) entries (rows of expected unit norm) and c (width,)
+    i.i.d. N(0, 1/3) entries, drawn in that order from ``numpy.random.default_rng(seed)``, so
+    models with the same (dim, width, seed) share their bottom layer. Returns float64 arrays.
+    """
+    rng = np.random.default_rng(seed)
+    B = rng.standard_normal((width, dim)) / np.sqrt(dim)
+    c = rng.standard_normal(width) * np.sqrt(BIAS_VARIANCE)
+    return B, c
+
+
+class RegressionModel(nn.Module, abc.ABC):
+    """Base class: y ≈ g(x) = bias + θ · features(x), output shape (B,).
+
+    Subclasses set ``dim`` and register their trainable parameters and frozen buffers, and
+    implement ``features``, ``coefficients``, ``set_coefficients`` and the size and cost
+    properties. Parameters are float32 by default; ``model.to(device, dtype)`` moves and casts
+    the frozen parts too (they are buffers).
+    """
+
+    name: str = "model"
+    dim: int
+
+    # -- the two halves ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def features(self, X: torch.Tensor) -> Features:
+        """Frozen features of a validated (B, dim) tensor on the model's device and dtype."""
+
+    @abc.abstractmethod
+    def coefficients(self) -> torch.Tensor:
+        """The trainable coefficients θ as a flat view (n_coef,) of the parameter."""
+
+    @property
+    def output_bias(self) -> torch.Tensor | None:
+        """The trainable scalar output bias (the parameter named ``bias``), or None."""
+        return self._parameters.get("bias")
+
+    def top_layer(self, features: Features) -> torch.Tensor:
+        """(B,) outputs from frozen features; differentiable in the trainable parameters."""
+        theta = self.coefficients()
+        if features.cols is None:
+            out = features.vals @ theta  # (B,)
+        else:
+            out = sparse_dot(theta, features.cols, features.vals)  # (B,)
+        bias = self.output_bias
+        return out if bias is None else out + bias
+
+    def forward(self, X) -> torch.Tensor:
+        """Predictions g(x).
+
+        Arguments:
+            X: (B, dim) real tensor or array; moved to the model's device and dtype.
+
+        Returns:
+            (B,) tensor on the model's device.
+
+        Raises:
+            ValueError: if X is not (B, dim), not real-valued, or has NaN / infinite entries.
+        """
+        return self.top_layer(self.features(self.prepare(X)))
+
+    @torch.no_grad()
+    def set_coefficients(self, theta, bias=None) -> None:
+        """Overwrite θ (n_coef,) and, if the model has one, the scalar bias."""
+        theta = torch.as_tensor(theta)
+        target = self.coefficients()
+        if theta.shape != target.shape:
+            raise ValueError(f"theta must have shape {tuple(target.shape)}, got {tuple(theta.shape)}")
+        target.copy_(theta.to(target))
+        if self.output_bias is not None:
+            self.output_bias.copy_(torch.as_tensor(0.0 if bias is None else bias).to(self.output_bias))
+
+    # -- input handling ---------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        return self.coefficients().device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.coefficients().dtype
+
+    def prepare(self, X, name: str = "X") -> torch.Tensor:
+        """X as a (B, dim) tensor on the model's device and dtype, after checking it.
+
+        Raises:
+            ValueError: if X is not 2-D with ``dim`` columns, not real-valued, or not finite.
+        """
+        if not isinstance(X, torch.Tensor):
+            arr = np.asarray(X)
+            if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
+                                           or arr.dtype == np.bool_):
+                raise ValueError(f"{name} must be a real-valued array, got dtype {arr.dtype}")
+            X = torch.from_numpy(np.ascontiguousarray(arr))
+        if X.is_complex():
+            raise ValueError(f"{name} must be real-valued, got dtype {X.dtype}")
+        if X.ndim != 2 or X.shape[1] != self.dim:
+            raise ValueError(f"{name} must have shape (N, {self.dim}), got shape {tuple(X.shape)}")
+        X = X.to(device=self.device, dtype=self.dtype)
+        if not bool(torch.isfinite(X).all()):
+            bad = int((~torch.isfinite(X)).sum())
+            raise ValueError(f"{name} must be finite; it has {bad} NaN or infinite entries")
+        return X
+
+    # -- sizes and costs --------------------------------------------------------------------
+    @property
+    def n_coef(self) -> int:
+        """Number of trainable coefficients θ (without the bias)."""
+        return self.coefficients().numel()
+
+    @property
+    def n_params(self) -> int:
+        """Trainable parameters (θ and the bias if any)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    @property
+    @abc.abstractmethod
+    def total_units(self) -> int:
+        """Total width (or number of buckets n_tables·2^n_bits for the LSH model)."""
+
+    @property
+    @abc.abstractmethod
+    def activated_units(self) -> int:
+        """Units (buckets) that take part in one prediction."""
+
+    def flops_paper(self) -> int:
+        """FLOPs per example in the paper's convention: 2·(dim + 1)·activated_units.
+
+        With dim = 8 this gives Table 1's column of Baykal et al. 2022 (18432, 36864, 73728
+        for 1024, 2048, 4096 activated units). It ignores routing.
+        """
+        return 2 * (self.dim + 1) * self.activated_units
+
+    @abc.abstractmethod
+    def flops_true(self) -> int:
+        """FLOPs (and integer operations) per example including routing; see each model."""
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-serialisable summary: model name, sizes, costs and construction arguments."""
+        summary = {"model": self.name, "dim": self.dim, "width": None, "k": None,
+                   "buckets": None, "n_bits": None, "n_tables": None, "degree": None}
+        summary.update(self._arguments())
+        summary.update(total_units=self.total_units, activated_units=self.activated_units,
+                       n_params=self.n_params, flops_paper=self.flops_paper(),
+                       flops_true=self.flops_true())
+        return summary
+
+    @abc.abstractmethod
+    def _arguments(self) -> dict[str, Any]:
+        """The constructor arguments (for ``describe`` and ``repr``)."""
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self._arguments().items())
+
+
+def check_dim_width(dim, width) -> tuple[int, int]:
+    return check_int(dim, "dim", 1), check_int(width, "width", 1)

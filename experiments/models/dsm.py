@@ -1,0 +1,104 @@
+"""``DSM``: the Data-Dependent Sparse Model with a Top-K mask (Baykal et al. 2022, §2.1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from lipschitz.validation import check_int, check_seed
+
+from ._base import Features, RegressionModel, bottom_layer, check_dim_width
+from ._topk_kernel import bracket_quantiles, relu_topk, relu_topk_reference, unit_moments
+
+__all__ = ["DSM"]
+
+
+class DSM(RegressionModel):
+    """g(x) = (A ∘ mask(x)) φ(x) + a₀ with mask(x) = Top-K of φ(x) = ReLU(Bx + c).
+
+    DSM(d, k, t) of Baykal et al. 2022, §2.1: the same frozen bottom layer as ``Dense`` (with
+    the same seed), and a top layer that reads only the k units with the largest activations
+    (exactly k; among equal activations the lowest unit index wins, as in ``routing.topk``).
+    The top layer gathers the k active columns of A, so its cost grows with k, not width.
+
+    Arguments:
+        dim: input dimension, >= 1.
+        width: total number of hidden units t, >= 1.
+        k: activated units per input, 1 <= k <= width.
+        seed: seed of the bottom layer (as ``Dense``).
+
+    Buffers: ``B`` (width, dim), ``c`` (width,), ``unit_moments`` (dim + 2, dim + 1) (used only
+    to guess the Top-K threshold in the CPU kernel). Parameters: ``weight`` (1, width) and
+    ``bias`` (), zero-initialised.
+
+    Computation: on CPU (float32/float64, input not requiring a gradient) a fused Numba
+    kernel computes each row of Bx + c in cache and keeps only the k winners
+    (``_topk_kernel.relu_topk``); elsewhere (CUDA, or when dg/dx is needed) the torch path
+    ``relu_topk_reference`` (addmm, ReLU, ``routing.torch_twins.topk_mask``). Both return the
+    winners in increasing unit order.
+
+    Costs per example: ``flops_paper`` = 2·(dim + 1)·k. ``flops_true`` = 2·dim·width (the
+    whole bottom layer: Top-K needs every activation) + width (the selection, counted as one
+    comparison per unit, a lower bound for any exact selection) + 2·k (top layer).
+
+    Raises:
+        ValueError: if dim < 1, width < 1, k outside [1, width] or seed < 0.
+    """
+
+    name = "dsm"
+
+    def __init__(self, dim: int, width: int, k: int, seed: int = 0):
+        super().__init__()
+        self.dim, self.width = check_dim_width(dim, width)
+        self.k = check_int(k, "k", 1, self.width)
+        self.seed = check_seed(seed)
+        B, c = bottom_layer(self.dim, self.width, self.seed)
+        self.register_buffer("B", torch.tensor(B, dtype=torch.float32))  # (width, dim)
+        self.register_buffer("c", torch.tensor(c, dtype=torch.float32))  # (width,)
+        self.register_buffer("unit_moments", torch.from_numpy(unit_moments(B, c)), persistent=False)
+        self.weight = nn.Parameter(torch.zeros(1, self.width))
+        self.bias = nn.Parameter(torch.zeros(()))
+        self._quantiles = bracket_quantiles(self.width, self.k)
+
+    def features(self, X: torch.Tensor) -> Features:
+        """The k winners of each row: ``Features(cols (N, k) increasing, vals (N, k) = φ)``."""
+        if X.device.type == "cpu" and X.dtype in (torch.float32, torch.float64) \
+                and not X.requires_grad and self.B.dtype == X.dtype:
+            return Features(*self._kernel(X))
+        return Features(*relu_topk_reference(X, self.B, self.c, self.k))
+
+    def _kernel(self, X: torch.Tensor):
+        Xn = X.detach().contiguous().numpy()
+        BT = self.B.T.contiguous().numpy()  # (dim, width)
+        c = self.c.contiguous().numpy()
+        moments = self.unit_moments.to(torch.float64).numpy()
+        cols = np.empty((len(Xn), self.k), np.int64)
+        vals = np.empty((len(Xn), self.k), Xn.dtype)
+        if len(Xn):
+            relu_topk(Xn, BT, c, moments, self.k, *self._quantiles, cols, vals)
+        return torch.from_numpy(cols), torch.from_numpy(vals)
+
+    @torch.no_grad()
+    def mask(self, X) -> torch.Tensor:
+        """mask(x) of §2.1: (N, width) bool, exactly k True per row."""
+        f = self.features(self.prepare(X))
+        out = torch.zeros(len(f), self.width, dtype=torch.bool, device=f.vals.device)
+        return out.scatter_(1, f.cols, True)
+
+    def coefficients(self) -> torch.Tensor:
+        return self.weight.view(-1)
+
+    @property
+    def total_units(self) -> int:
+        return self.width
+
+    @property
+    def activated_units(self) -> int:
+        return self.k
+
+    def flops_true(self) -> int:
+        return 2 * self.dim * self.width + self.width + 2 * self.k
+
+    def _arguments(self) -> dict:
+        return {"width": self.width, "k": self.k, "seed": self.seed}

@@ -1,0 +1,193 @@
+"""``LSHModel``: the LSH(d, s, m, Δ) model, a trainable value per hash bucket (Baykal et al. 2022, §2.2)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from lipschitz.validation import check_int, check_seed
+from routing.euclidean_lsh import EuclideanLSH
+from routing.hyperplane_lsh import HyperplaneLSH
+from routing.lsh_table import polynomial_powers
+
+from ._base import Features, RegressionModel
+
+__all__ = ["LSHModel", "MAX_TABLE_VALUES"]
+
+# The bucket table holds n_tables · 2^n_bits · P values (P = polynomial features per bucket).
+# 2^27 float32 values are 512 MiB; training with Adam adds the gradient and two moments, 2 GiB.
+MAX_TABLE_VALUES = 2**27
+MAX_POLY_FEATURES = 1024
+
+_GOLDEN = 0x9E3779B97F4A7C15  # splitmix64 constants (Steele et al. 2014)
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+
+
+def _i64(u: int) -> int:
+    return u - (1 << 64) if u >= 1 << 63 else u
+
+
+def _shr(z: torch.Tensor, s: int) -> torch.Tensor:
+    """Logical right shift of int64 tensors holding uint64 bit patterns."""
+    return (z >> s) & ((1 << (64 - s)) - 1)
+
+
+def _splitmix64(z: torch.Tensor) -> torch.Tensor:
+    # int64 arithmetic wraps modulo 2^64 on CPU and CUDA
+    z = z + _i64(_GOLDEN)
+    z = (z ^ _shr(z, 30)) * _i64(_MIX1)
+    z = (z ^ _shr(z, 27)) * _i64(_MIX2)
+    return z ^ _shr(z, 31)
+
+
+def fold_codes(codes: torch.Tensor, n_bits: int) -> torch.Tensor:
+    """Integer code vectors (N, T, H) -> slots (N, T) in [0, 2^n_bits) by a splitmix64 chain.
+
+    Equal code vectors get equal slots; distinct ones collide with probability 2^-n_bits.
+    """
+    h = torch.full(codes.shape[:2], _i64(_GOLDEN), dtype=torch.int64, device=codes.device)
+    for i in range(codes.shape[2]):
+        h = _splitmix64(h ^ codes[:, :, i])
+    return _shr(h, 1) & ((1 << n_bits) - 1)
+
+
+class LSHModel(RegressionModel):
+    """g(x) = (1/s) Σ_{i=1..s} ĝ^i_{z^i(x)}(x): one trainable value (Δ = 0) or polynomial per bucket.
+
+    The LSH(d, s, m, Δ) model of Baykal et al. 2022, §2.2 with α_i = 1/s: s = ``n_tables``
+    independent tables of m = ``n_bits`` hyperplane hashes split R^dim into 2^m buckets each
+    (frozen, "non-trainable hyperplane coefficients for hashing", §5.1); each bucket stores a
+    trainable degree-Δ polynomial ĝ (Δ = 0: a scalar, the paper's experiments). The model is
+    the DSM of §3.2 with width s·2^m and sparsity s. All values start at 0, so a bucket no
+    training point reaches predicts 0.
+
+    Arguments:
+        dim: input dimension, >= 1.
+        n_bits: hash bits per table (buckets per table: 2^n_bits). Required unless ``hasher``
+            is a ``HyperplaneLSH`` (then it defaults to, and must equal, hasher.n_bits).
+        hasher: optional ``routing.HyperplaneLSH`` (keys are the bucket indices) or
+            ``routing.EuclideanLSH`` (its integer code vectors are folded into 2^n_bits slots
+            per table by a splitmix64 hash: distinct buckets share a slot with probability
+            2^-n_bits). Default: ``HyperplaneLSH(dim, n_bits, n_tables, seed)``.
+        n_tables: s, >= 1 (must equal hasher.n_tables when a hasher is given).
+        degree: Δ >= 0, the degree of the polynomial in each bucket (monomials in the order of
+            ``routing.lsh_table.polynomial_powers``; at most 1024 of them).
+        seed: seed of the default hasher.
+
+    Parameter: ``values`` (n_tables, 2^n_bits, P), P = C(dim + Δ, Δ) monomials, zero-initialised.
+    The table is refused (ValueError naming n_bits) beyond MAX_TABLE_VALUES = 2^27 values
+    (512 MiB in float32, 2 GiB while training with Adam), estimated before allocating.
+
+    Costs per example: ``flops_paper`` = 2·(dim + 1)·s. ``flops_true`` = s·2·dim·H (the
+    projections, H = hashes per table: n_bits for hyperplanes, n_hashes for Euclidean) + s (the
+    average of s looked-up values); for Δ > 0 add max(P − 1 − dim, 0) multiplications for the
+    monomials and s·(2P − 1) for the per-table dot products.
+
+    Raises:
+        ValueError: for arguments outside the ranges above or a table that is too large.
+    """
+
+    name = "lsh"
+
+    def __init__(self, dim: int, n_bits: int | None = None, hasher=None, n_tables: int = 1,
+                 degree: int = 0, seed: int = 0):
+        super().__init__()
+        self.dim = check_int(dim, "dim", 1)
+        self.degree = check_int(degree, "degree", 0)
+        self.seed = check_seed(seed)
+        n_tables = check_int(n_tables, "n_tables", 1)
+        if hasher is None:
+            if n_bits is None:
+                raise ValueError("n_bits is required when no hasher is given")
+            n_bits = check_int(n_bits, "n_bits", 1, 62)
+        elif isinstance(hasher, (HyperplaneLSH, EuclideanLSH)):
+            if hasher.dim != self.dim:
+                raise ValueError(f"hasher.dim must equal dim={self.dim}, got {hasher.dim}")
+            if n_tables not in (1, hasher.n_tables):
+                raise ValueError(f"n_tables must equal hasher.n_tables={hasher.n_tables}, "
+                                 f"got {n_tables}")
+            n_tables = hasher.n_tables
+            if isinstance(hasher, HyperplaneLSH):
+                if n_bits is not None and n_bits != hasher.n_bits:
+                    raise ValueError(f"n_bits must equal hasher.n_bits={hasher.n_bits}, "
+                                     f"got {n_bits}")
+                n_bits = check_int(hasher.n_bits, "n_bits", 1, 62)
+            elif n_bits is None:
+                raise ValueError("n_bits (the table size 2^n_bits per table) is required "
+                                 "with a EuclideanLSH hasher")
+            else:
+                n_bits = check_int(n_bits, "n_bits", 1, 62)
+        else:
+            raise ValueError(f"hasher must be a routing HyperplaneLSH or EuclideanLSH, "
+                             f"got {type(hasher).__name__}")
+        self.n_bits, self.n_tables = n_bits, n_tables
+        self.n_features = math.comb(self.dim + self.degree, self.degree)
+        if self.n_features > MAX_POLY_FEATURES:
+            raise ValueError(f"degree={self.degree} with dim={self.dim} gives "
+                             f"{self.n_features} monomials per bucket; at most {MAX_POLY_FEATURES}")
+        n_values = self.n_tables * 2**self.n_bits * self.n_features
+        if n_values > MAX_TABLE_VALUES:
+            raise ValueError(
+                f"n_bits={self.n_bits} is too large: n_tables·2^n_bits·P = {self.n_tables}·"
+                f"2^{self.n_bits}·{self.n_features} = {n_values} table values "
+                f"({4 * n_values / 2**30:.3g} GiB in float32); at most 2^27 = {MAX_TABLE_VALUES}")
+        if hasher is None:
+            hasher = HyperplaneLSH(self.dim, self.n_bits, self.n_tables, seed=self.seed)
+        self._folds = isinstance(hasher, EuclideanLSH)
+        self.n_hashes = int(hasher.directions.shape[1])
+        self.hasher_name = type(hasher).__name__
+        self.hasher = hasher.to_torch()
+        if self.degree:
+            self.register_buffer("powers", torch.from_numpy(
+                polynomial_powers(self.dim, self.degree)))  # (P, dim)
+        self.values = nn.Parameter(torch.zeros(self.n_tables, 2**self.n_bits, self.n_features))
+
+    def slots(self, X: torch.Tensor) -> torch.Tensor:
+        """Bucket index of each input in each table: (N, n_tables) int64 in [0, 2^n_bits)."""
+        keys = self.hasher(X)
+        return fold_codes(keys, self.n_bits) if self._folds else keys
+
+    def monomials(self, X: torch.Tensor) -> torch.Tensor:
+        """(N, P) monomials of x, ``polynomial_powers`` order (degree 0: a column of ones)."""
+        if not self.degree:
+            return X.new_ones(X.shape[0], 1)
+        return torch.prod(X[:, None, :] ** self.powers, dim=2)  # (N, P, dim) -> (N, P)
+
+    def features(self, X: torch.Tensor) -> Features:
+        """``Features(cols (N, s·P), vals (N, s·P))``: the P coefficients of each table's
+        bucket, with value monomial/s; coefficient index (t·2^n_bits + slot)·P + p."""
+        n, P, s = X.shape[0], self.n_features, self.n_tables
+        table = torch.arange(s, device=X.device) * 2**self.n_bits  # (s,)
+        base = (self.slots(X) + table) * P  # (N, s)
+        cols = (base[:, :, None] + torch.arange(P, device=X.device)).reshape(n, s * P)
+        vals = (self.monomials(X) / s)[:, None, :].expand(n, s, P).reshape(n, s * P)
+        return Features(cols, vals)
+
+    def coefficients(self) -> torch.Tensor:
+        return self.values.view(-1)
+
+    @property
+    def buckets(self) -> int:
+        return self.n_tables * 2**self.n_bits
+
+    @property
+    def total_units(self) -> int:
+        return self.buckets
+
+    @property
+    def activated_units(self) -> int:
+        return self.n_tables
+
+    def flops_true(self) -> int:
+        s, P = self.n_tables, self.n_features
+        flops = s * 2 * self.dim * self.n_hashes + s
+        if self.degree:
+            flops += max(P - 1 - self.dim, 0) + s * (2 * P - 1)
+        return flops
+
+    def _arguments(self) -> dict:
+        return {"buckets": self.buckets, "n_bits": self.n_bits, "n_tables": self.n_tables,
+                "degree": self.degree, "hasher": self.hasher_name, "seed": self.seed}

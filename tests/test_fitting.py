@@ -1,0 +1,346 @@
+"""experiments.fitting: exact fits against numpy least squares, SGD against the exact fit."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import experiments.fitting as fitting
+from experiments.fitting import FitReport, SGDConfig, evaluate, fit_model
+from experiments.models import DSM, Dense, LSHModel, RandomHashModel
+from lipschitz import RandomPolynomial, UniformCube, make_dataset
+from routing.hyperplane_lsh import HyperplaneLSH
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # the test machines have 2 shared cores: thread pools only add synchronisation delays
+    torch_threads, numba_threads = torch.get_num_threads(), numba.get_num_threads()
+    torch.set_num_threads(1)
+    numba.set_num_threads(1)
+    yield
+    torch.set_num_threads(torch_threads)
+    numba.set_num_threads(numba_threads)
+
+
+@pytest.fixture(scope="module")
+def data():
+    """A smooth target on [-1, 1]^4, rescaled to unit variance."""
+    target = RandomPolynomial(4, 3, seed=0)
+    X, y = make_dataset(target, UniformCube(4), 1500, seed=1)
+    y = (y - y.mean()) / y.std()
+    return X, y
+
+
+def design_lstsq(Phi, y, bias=True):
+    """Independent reference: numpy least squares (minimum norm) on an explicit design."""
+    A = np.hstack([Phi, np.ones((len(Phi), 1))]) if bias else Phi
+    w = np.linalg.lstsq(A, y, rcond=None)[0]
+    return A @ w
+
+
+def dense_phi(model, X):
+    return np.maximum(X @ model.B.double().numpy().T + model.c.double().numpy(), 0.0)
+
+
+def predictions(model, X):
+    with torch.no_grad():
+        return model(X).double().numpy()
+
+
+# --------------------------------------------------------------------------------------------
+# exact fit = numpy least squares
+
+
+def test_dense_exact_fit_equals_lstsq(data):
+    X, y = data
+    model = Dense(4, 48, seed=2).double()
+    report = fit_model(model, X, y, "exact", ridge=0.0)
+    expected = design_lstsq(dense_phi(model, X), y)
+    np.testing.assert_allclose(predictions(model, X), expected, atol=1e-8)
+    assert report.solver == "cholesky" and report.fit == "exact" and report.steps == 0
+    assert report.train_mse == pytest.approx(np.mean((expected - y) ** 2), rel=1e-8)
+
+
+@pytest.mark.parametrize("width,k", [(240, 8), (64, 16)], ids=["scatter", "densified"])
+def test_dsm_exact_fit_equals_lstsq(data, width, k):
+    X, y = data
+    model = DSM(4, width, k, seed=3).double()
+    # both ways of building the normal equations are exercised
+    assert (k * fitting.SCATTER_RATIO <= width) == (width == 240)
+    fit_model(model, X, y, "exact", ridge=0.0)
+    phi = dense_phi(model, X)
+    order = np.argsort(-phi, axis=1, kind="stable")[:, :k]
+    mask = np.zeros_like(phi, bool)
+    np.put_along_axis(mask, order, True, axis=1)
+    expected = design_lstsq(phi * mask, y)  # the masked design
+    np.testing.assert_allclose(predictions(model, X), expected, atol=1e-7)
+
+
+def test_gram_scatter_kernel_matches_torch_reference():
+    gen = torch.Generator().manual_seed(0)
+    cols = torch.sort(torch.randperm(30, generator=gen)[:6]).values.repeat(20, 1)
+    cols[::2] = torch.arange(6) * 5  # two different active sets, increasing per row
+    vals = torch.rand(20, 6, generator=gen, dtype=torch.float64)
+    y = torch.rand(20, generator=gen, dtype=torch.float64)
+    outputs = []
+    for kernel in ("numba", "torch"):
+        G, r, colsum = torch.zeros(30, 30, dtype=torch.float64), torch.zeros(30,
+                       dtype=torch.float64), torch.zeros(30, dtype=torch.float64)
+        if kernel == "numba":
+            fitting._scatter_gram_upper(cols.numpy(), vals.numpy(), y.numpy(), G.numpy(),
+                                        r.numpy(), colsum.numpy())
+            G = torch.triu(G) + torch.triu(G, 1).T
+        else:
+            fitting._scatter_gram_reference(cols, vals, y, G, r, colsum)
+        outputs.append((G, r, colsum))
+    for a, b in zip(*outputs):
+        torch.testing.assert_close(a, b)
+
+
+def test_random_hash_exact_fit_equals_lstsq(data):
+    X, y = data
+    model = RandomHashModel(4, 64, 8, seed=4).double()
+    fit_model(model, X, y, "exact", ridge=0.0)
+    mask = model.mask(X).numpy()
+    expected = design_lstsq(dense_phi(model, X) * mask, y)
+    np.testing.assert_allclose(predictions(model, X), expected, atol=1e-7)
+
+
+def test_lsh_exact_fit_is_bucket_means(data):
+    X, y = data
+    model = LSHModel(4, n_bits=6, seed=5).double()
+    report = fit_model(model, X, y, "exact", ridge=0.0)
+    keys = HyperplaneLSH(4, 6, seed=5).bucket_ids(X)[:, 0]
+    means = pd.Series(y).groupby(keys).mean()
+    np.testing.assert_allclose(predictions(model, X), means[keys].to_numpy(), atol=1e-12)
+    values = model.values.detach().numpy()[0, :, 0]
+    empty = np.setdiff1d(np.arange(64), keys)
+    assert (values[empty] == 0).all()  # buckets no point reaches keep their initial 0
+    assert report.solver == "cholesky"  # 64 buckets: the dense path (diagonal system)
+
+
+def test_lsh_exact_fit_large_table_uses_sparse_solver(data):
+    X, y = data
+    model = LSHModel(4, n_bits=16, seed=6).double()  # 65536 buckets > MAX_DENSE_COEF
+    report = fit_model(model, X, y, "exact", ridge=0.0)
+    keys = HyperplaneLSH(4, 16, seed=6).bucket_ids(X)[:, 0]
+    means = pd.Series(y).groupby(keys).mean()
+    np.testing.assert_allclose(predictions(model, X), means[keys].to_numpy(), atol=1e-12)
+    assert report.solver == "diagonal"
+    # the default ridge (1e-6 of the mean count) shrinks each bucket by a negligible factor
+    fit_model(model, X, y, "exact")
+    np.testing.assert_allclose(predictions(model, X), means[keys].to_numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("n_bits", [4, 13])
+def test_lsh_several_tables_is_the_joint_least_squares_fit(data, n_bits):
+    X, y = data
+    model = LSHModel(4, n_bits=n_bits, n_tables=3, seed=7).double()
+    report = fit_model(model, X, y, "exact", ridge=0.0)  # singular: tables share a constant
+    keys = HyperplaneLSH(4, n_bits, 3, seed=7).bucket_ids(X)
+    used = [np.unique(keys[:, t]) for t in range(3)]
+    Phi = np.hstack([(keys[:, [t]] == used[t][None, :]) / 3.0 for t in range(3)])
+    expected = design_lstsq(Phi, y, bias=False)
+    np.testing.assert_allclose(predictions(model, X), expected, atol=1e-6)
+    assert report.solver in ("eigh-pinv", "lsqr")
+    # minimum norm: no large opposite constants in the tables (they would leak into the
+    # predictions of points that fall into buckets left empty by the training set)
+    assert np.abs(model.values.detach().numpy()).max() < 3 * np.abs(y).max()
+
+
+def test_lsh_degree_one_exact_fit_equals_per_bucket_lstsq(data):
+    X, y = data
+    model = LSHModel(4, n_bits=3, degree=1, seed=8).double()
+    fit_model(model, X, y, "exact", ridge=0.0)
+    keys = HyperplaneLSH(4, 3, seed=8).bucket_ids(X)[:, 0]
+    expected = np.empty(len(y))
+    for z in np.unique(keys):
+        rows = keys == z
+        expected[rows] = design_lstsq(X[rows], y[rows])  # affine fit in each bucket
+    np.testing.assert_allclose(predictions(model, X), expected, atol=1e-7)
+
+
+def test_ridge_is_relative_to_the_mean_diagonal(data):
+    X, y = data
+    model = Dense(4, 32, seed=9).double()
+    report = fit_model(model, X, y, "exact", ridge=1e-2)
+    A = np.hstack([dense_phi(model, X), np.ones((len(X), 1))])
+    G = A.T @ A
+    lam = 1e-2 * np.mean(np.diag(G)[:-1])
+    penalty = np.diag(np.r_[np.full(32, lam), 0.0])  # the bias is not penalised
+    w = np.linalg.solve(G + penalty, A.T @ y)
+    np.testing.assert_allclose(model.weight.detach().numpy()[0], w[:-1], rtol=1e-6, atol=1e-9)
+    assert report.ridge_abs == pytest.approx(lam)
+
+
+def test_singular_dense_system_falls_back_to_pseudo_inverse():
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(-1, 1, (10, 3)), rng.standard_normal(10)
+    model = Dense(3, 50).double()  # 51 unknowns, 10 equations
+    report = fit_model(model, X, y, "exact", ridge=0.0)
+    assert report.solver == "eigh-pinv"
+    assert report.train_mse < 1e-12  # interpolates
+    unused = ~(dense_phi(model, X) > 0).any(axis=0)
+    assert (model.weight.detach().numpy()[0, unused] == 0).all()
+
+
+def test_exact_fit_is_too_large_for_a_very_wide_dense_model(data):
+    X, y = data
+    with pytest.raises(ValueError, match="fit='sgd'"):
+        fit_model(Dense(4, fitting.MAX_DENSE_COEF + 1), X[:10], y[:10], "exact")
+
+
+# --------------------------------------------------------------------------------------------
+# SGD
+
+
+@pytest.mark.parametrize("make,cfg", [
+    (lambda: LSHModel(4, n_bits=5, seed=1), SGDConfig(lr=0.05, batch_size=100, epochs=60)),
+    (lambda: DSM(4, 48, 6, seed=1), SGDConfig(lr=0.05, batch_size=100, epochs=150)),
+    (lambda: RandomHashModel(4, 48, 6, seed=1), SGDConfig(lr=0.05, batch_size=100, epochs=150)),
+    # dense random features are ill-conditioned: a narrow layer and a larger step converge
+    (lambda: Dense(4, 8, seed=2), SGDConfig(lr=0.2, batch_size=100, epochs=150)),
+], ids=["lsh", "dsm", "random_hash", "dense"])
+def test_sgd_agrees_with_the_exact_fit(data, make, cfg):
+    """The problem is convex: Adam with a decaying learning rate must reach the minimum.
+
+    The exact fit is the minimiser of the training MSE (up to the 1e-6 jitter), so SGD can
+    only be above it; 2 % above and predictions within 0.05 (targets have unit variance)
+    allows for the remaining optimiser noise and nothing else: an SGD or feature bug gives
+    errors of the order of the target's variance.
+    """
+    X, y = data
+    exact, sgd = make(), make()
+    best = fit_model(exact, X, y, "exact").train_mse
+    report = fit_model(sgd, X, y, "sgd", sgd=cfg, seed=0)
+    assert best * (1 - 1e-4) <= report.train_mse <= best * 1.02
+    gap = predictions(sgd, X) - predictions(exact, X)
+    assert np.sqrt(np.mean(gap**2)) < 0.05
+    assert report.fit == "sgd" and report.solver == "adam"
+    assert report.features_cached == (not isinstance(sgd, Dense))  # only sparse ones cached
+    assert report.steps == cfg.epochs * (len(X) // cfg.batch_size)
+    assert report.train_mse == pytest.approx(evaluate(sgd, X, y)["mse"], rel=1e-5)
+
+
+def test_sgd_is_deterministic_and_cache_does_not_change_it(data):
+    X, y = data
+    cfg = SGDConfig(lr=0.01, batch_size=64, steps=60)
+    runs = []
+    for seed, cache in [(3, True), (3, True), (3, False), (4, True)]:
+        model = DSM(4, 32, 4, seed=0)
+        fit_model(model, X, y, "sgd", sgd=SGDConfig(**{**cfg.__dict__, "cache_features": cache}),
+                  seed=seed)
+        runs.append(model.weight.detach().clone())
+    assert torch.equal(runs[0], runs[1])
+    torch.testing.assert_close(runs[0], runs[2], rtol=1e-6, atol=1e-7)
+    assert not torch.allclose(runs[0], runs[3])
+
+
+def test_sgd_without_cache_when_features_are_too_large(data):
+    X, y = data
+    small = SGDConfig(steps=5, max_cache_bytes=len(X) * 4 * 12 - 1)  # k = 4: 12 bytes a unit
+    assert fit_model(DSM(4, 16, 4), X, y, "sgd", sgd=small).features_cached is False
+    large = SGDConfig(steps=5, max_cache_bytes=len(X) * 4 * 12)
+    assert fit_model(DSM(4, 16, 4), X, y, "sgd", sgd=large).features_cached is True
+
+
+def test_sgd_steps_and_epochs(data):
+    X, y = data
+    report = fit_model(LSHModel(4, n_bits=3), X, y, "sgd", sgd=SGDConfig(batch_size=500, epochs=2))
+    assert report.steps == 6 and report.epochs == pytest.approx(2.0)
+    report = fit_model(LSHModel(4, n_bits=3), X[:7], y[:7], "sgd",
+                       sgd=SGDConfig(batch_size=500, steps=3))
+    assert report.steps == 3 and report.epochs == pytest.approx(3.0)  # batch = whole set
+    assert len(report.loss_history) == 3 and isinstance(report, FitReport)
+    assert report.to_dict()["sgd"]["batch_size"] == 500
+
+
+# --------------------------------------------------------------------------------------------
+# evaluate and bad input
+
+
+def test_evaluate_mse_and_linf():
+    model = Dense(2, 4)
+    with torch.no_grad():
+        model.bias.fill_(0.5)  # weights are 0: the model predicts 0.5 everywhere
+    X = np.zeros((5, 2))
+    y = np.array([0.0, 1.0, 0.5, -1.0, 2.0])
+    result = evaluate(model, X, y, batch_size=2)
+    assert result["mse"] == pytest.approx(np.mean((0.5 - y) ** 2))
+    assert result["linf"] == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(fit="adam"), "fit must be one of"),
+    (dict(ridge=-1.0), "ridge"),
+    (dict(ridge=float("nan")), "ridge"),
+    (dict(seed=-2), "seed"),
+    (dict(sgd={"lr": 1e-3}), "SGDConfig"),
+])
+def test_bad_fit_arguments(data, kwargs, match):
+    X, y = data
+    with pytest.raises(ValueError, match=match):
+        fit_model(Dense(4, 4), X, y, **kwargs)
+
+
+def test_bad_data(data):
+    X, y = data
+    model = Dense(4, 4)
+    with pytest.raises(ValueError, match=r"shape \(N, 4\)"):
+        fit_model(model, X[:, :3], y)
+    with pytest.raises(ValueError, match=r"y must have shape \(1500,\)"):
+        fit_model(model, X, y[:-1])
+    with pytest.raises(ValueError, match=r"y must have shape"):
+        fit_model(model, X, y[:, None])
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        fit_model(model, bad, y)
+    bad_y = y.copy()
+    bad_y[0] = np.inf
+    with pytest.raises(ValueError, match="finite"):
+        fit_model(model, X, bad_y, "sgd")
+    with pytest.raises(ValueError, match="at least one row"):
+        fit_model(model, X[:0], y[:0])
+    with pytest.raises(ValueError, match="model"):
+        fit_model(torch.nn.Linear(4, 1), X, y)
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(lr=0.0), "lr"), (dict(batch_size=0), "batch_size"), (dict(steps=0), "steps"),
+    (dict(epochs=0), "epochs"), (dict(schedule="linear"), "schedule"),
+    (dict(betas=(0.9, 1.0)), "betas"), (dict(max_cache_bytes=-1), "max_cache_bytes"),
+])
+def test_bad_sgd_config(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        SGDConfig(**kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# CUDA
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("make", [lambda: Dense(4, 64), lambda: DSM(4, 256, 8),
+                                  lambda: RandomHashModel(4, 64, 8),
+                                  lambda: LSHModel(4, n_bits=15, n_tables=2)],
+                         ids=["dense", "dsm", "random_hash", "lsh"])
+def test_cuda_exact_fit_matches_cpu(data, make):
+    X, y = data
+    cpu, gpu = make().double(), make().double().to("cuda")
+    fit_model(cpu, X, y, "exact")
+    report = fit_model(gpu, X, y, "exact")
+    assert report.device.startswith("cuda")
+    np.testing.assert_allclose(predictions(gpu, X), predictions(cpu, X), atol=1e-6)
+
+
+@pytest.mark.cuda
+def test_cuda_sgd_runs_and_learns(data):
+    X, y = data
+    model = DSM(4, 64, 8).to("cuda")
+    report = fit_model(model, X, y, "sgd", sgd=SGDConfig(lr=0.05, batch_size=100, epochs=50))
+    assert report.device.startswith("cuda") and report.train_mse < 0.5

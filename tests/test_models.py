@@ -1,0 +1,423 @@
+"""experiments.models: forward passes against slow references, masks, costs, errors, CUDA."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+import sympy
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from experiments.models import DSM, Dense, LSHModel, RandomHashModel
+from experiments.models._sparse_dot import sparse_dot, sparse_dot_reference
+from experiments.models._topk_kernel import (
+    bracket_quantiles, relu_topk, relu_topk_reference, unit_moments,
+)
+from experiments.models.lsh_model import MAX_TABLE_VALUES
+from routing.euclidean_lsh import EuclideanLSH
+from routing.hyperplane_lsh import HyperplaneLSH
+from routing.uniform_hash import UniformHash
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # the test machines have 2 shared cores: thread pools only add synchronisation delays
+    torch_threads, numba_threads = torch.get_num_threads(), numba.get_num_threads()
+    torch.set_num_threads(1)
+    numba.set_num_threads(1)
+    yield
+    torch.set_num_threads(torch_threads)
+    numba.set_num_threads(numba_threads)
+
+
+def cube(n, dim, seed=0, dtype=np.float32):
+    return (np.random.default_rng(seed).uniform(-1, 1, (n, dim))).astype(dtype)
+
+
+def randomise(model, seed=1):
+    """Random trainable parameters (the models start at zero, which would hide errors)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype))
+    return model
+
+
+def numpy_phi(model, X):
+    B = model.B.double().numpy()
+    c = model.c.double().numpy()
+    return np.maximum(X.astype(np.float64) @ B.T + c, 0.0)
+
+
+def stable_topk_mask(scores, k):
+    """Slow reference of the Top-K rule: stable sort, ties by lowest index."""
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    mask = np.zeros(scores.shape, bool)
+    np.put_along_axis(mask, order, True, axis=1)
+    return mask
+
+
+# --------------------------------------------------------------------------------------------
+# forward passes against slow references
+
+
+def test_dense_forward_equals_numpy():
+    model = randomise(Dense(5, 40, seed=3))
+    X = cube(64, 5)
+    ref = numpy_phi(model, X) @ model.weight.detach().double().numpy()[0] + float(model.bias.detach())
+    np.testing.assert_allclose(model(X).detach().numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("width,k", [(64, 1), (64, 7), (64, 63), (64, 64), (300, 19)])
+def test_dsm_forward_equals_masked_dense_product(width, k):
+    model = randomise(DSM(6, width, k, seed=2)).double()
+    X = cube(200, 6, dtype=np.float64)
+    phi = numpy_phi(model, X)
+    mask = stable_topk_mask(phi, k)
+    A = model.weight.detach().numpy()[0]
+    ref = ((A * mask) * phi).sum(axis=1) + float(model.bias.detach())  # (A ∘ mask(x)) φ(x)
+    out = model(X).detach().numpy()  # CPU kernel path
+    np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-10)
+    # the torch path (used on CUDA and for dg/dx) agrees as well
+    Xt = torch.from_numpy(X).requires_grad_()
+    np.testing.assert_allclose(model(Xt).detach().numpy(), ref, rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(model.mask(X).numpy(), mask)
+
+
+def test_dsm_float32_kernel_matches_torch_path():
+    model = randomise(DSM(8, 512, 32, seed=0))
+    X = torch.from_numpy(cube(300, 8))
+    fast = model.features(X)
+    cols, vals = relu_topk_reference(X, model.B, model.c, model.k)
+    assert (fast.cols == cols).float().mean() > 0.999  # float32 rounding may swap a near tie
+    np.testing.assert_allclose(model(X).detach().numpy(),
+                               model(X.clone().requires_grad_()).detach().numpy(), atol=1e-4)
+
+
+def test_dsm_top_layer_reads_only_active_columns():
+    model = DSM(4, 50, 5, seed=0)
+    X = cube(30, 4)
+    active = model.mask(X).any(dim=0)
+    with torch.no_grad():
+        model.weight[0, ~active] = float("nan")  # never read: must not reach the output
+    model.weight.data[0, active] = 1.0
+    assert torch.isfinite(model(X)).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sparse_dot_kernels_match_torch_reference(dtype):
+    gen = torch.Generator().manual_seed(0)
+    theta = torch.randn(50, generator=gen, dtype=dtype)
+    cols = torch.randint(0, 50, (40, 7), generator=gen)  # repeated columns included
+    vals = torch.randn(40, 7, generator=gen, dtype=dtype)
+    weights = torch.randn(40, generator=gen, dtype=dtype)
+    results = []
+    for fn in (sparse_dot, sparse_dot_reference):
+        t = theta.clone().requires_grad_()
+        out = fn(t, cols, vals)
+        (out * weights).sum().backward()
+        results.append((out.detach(), t.grad))
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(results[0][0], results[1][0], **tol)
+    torch.testing.assert_close(results[0][1], results[1][1], **tol)
+
+
+@st.composite
+def tie_problems(draw):
+    """Small integer-valued layers: many exactly equal activations (ties), zeros included."""
+    dim = draw(st.integers(1, 4))
+    width = draw(st.integers(1, 40))
+    k = draw(st.integers(1, width))
+    n = draw(st.integers(1, 20))
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    spread = draw(st.sampled_from([1, 2, 5]))
+    X = rng.integers(-spread, spread + 1, (n, dim)).astype(np.float64)
+    B = rng.integers(-1, 2, (width, dim)).astype(np.float64)
+    c = rng.integers(-1, 2, width).astype(np.float64)
+    return X, B, c, k
+
+
+@given(tie_problems())
+def test_topk_kernel_ties_go_to_lowest_index(problem):
+    X, B, c, k = problem
+    cols = np.empty((len(X), k), np.int64)
+    vals = np.empty((len(X), k))
+    relu_topk(X, np.ascontiguousarray(B.T), c, unit_moments(B, c), k,
+              *bracket_quantiles(len(c), k), cols, vals)
+    phi = np.maximum(X @ B.T + c, 0)
+    expected = np.sort(np.argsort(-phi, axis=1, kind="stable")[:, :k], axis=1)
+    np.testing.assert_array_equal(cols, expected)
+    np.testing.assert_array_equal(vals, np.take_along_axis(phi, expected, axis=1))
+
+
+def test_topk_kernel_survives_non_gaussian_rows():
+    """Heavy-tailed and constant rows defeat the Gaussian threshold guess: still exact."""
+    rng = np.random.default_rng(5)
+    B = rng.standard_cauchy((500, 3))
+    c = np.zeros(500)
+    c[:250] = 7.0  # half the units tie at 7 when Bx is small
+    X = np.vstack([rng.uniform(-1, 1, (50, 3)), np.zeros((5, 3))])
+    for k in (1, 10, 250, 251, 499):
+        cols = np.empty((len(X), k), np.int64)
+        vals = np.empty((len(X), k))
+        relu_topk(X, np.ascontiguousarray(B.T), c, unit_moments(B, c), k,
+                  *bracket_quantiles(500, k), cols, vals)
+        phi = np.maximum(X @ B.T + c, 0)
+        expected = np.sort(np.argsort(-phi, axis=1, kind="stable")[:, :k], axis=1)
+        np.testing.assert_array_equal(cols, expected)
+
+
+def test_random_hash_forward_equals_hash_and_sum_loop():
+    dim, width, k, seed = 3, 48, 8, 4
+    model = randomise(RandomHashModel(dim, width, k, seed=seed))
+    X = cube(40, dim)
+    hasher = UniformHash(width // k, seed=seed, dim=dim)
+    B, c = model.B.double().numpy(), model.c.double().numpy()
+    A, a0 = model.weight.detach().double().numpy()[0], float(model.bias.detach())
+    expected = []
+    for x in X:
+        block = int(hasher.bucket_ids(x[None])[0, 0])
+        total = a0
+        for j in range(block * k, (block + 1) * k):
+            total += A[j] * max(float(B[j] @ x.astype(np.float64) + c[j]), 0.0)
+        expected.append(total)
+    np.testing.assert_allclose(model(X).detach().numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_random_hash_ignores_geometry():
+    """Nearby points land in unrelated blocks (unlike DSM, whose masks overlap)."""
+    model = RandomHashModel(2, 64, 4, seed=0)
+    x = np.full((200, 2), 0.3, np.float32)
+    x[:, 0] += np.arange(200, dtype=np.float32) * 1e-4  # a tiny segment
+    blocks = model.blocks(model.prepare(x)).numpy()
+    assert len(np.unique(blocks)) > 12  # 16 blocks; a local router would use 1 or 2
+
+
+@pytest.mark.parametrize("n_bits,n_tables", [(4, 1), (7, 3)])
+def test_lsh_forward_equals_bucket_dictionary(n_bits, n_tables):
+    dim, seed = 5, 11
+    model = randomise(LSHModel(dim, n_bits=n_bits, n_tables=n_tables, seed=seed))
+    X = cube(100, dim)
+    keys = HyperplaneLSH(dim, n_bits, n_tables, seed=seed).bucket_ids(X)  # numpy hasher
+    values = model.values.detach().numpy()[:, :, 0]
+    table = {(t, z): float(values[t, z]) for t in range(n_tables) for z in range(2**n_bits)}
+    expected = [np.mean([table[(t, int(key[t]))] for t in range(n_tables)]) for key in keys]
+    np.testing.assert_allclose(model(X).detach().numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_lsh_degree_one_is_a_linear_function_per_bucket():
+    dim = 3
+    model = randomise(LSHModel(dim, n_bits=3, degree=1, seed=0))
+    X = cube(50, dim)
+    keys = HyperplaneLSH(dim, 3, 1, seed=0).bucket_ids(X)[:, 0]
+    coef = model.values.detach().numpy()[0]  # (8, 1 + dim): constant, x0, x1, x2
+    expected = [coef[z, 0] + coef[z, 1:] @ x for z, x in zip(keys, X)]
+    np.testing.assert_allclose(model(X).detach().numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_lsh_with_euclidean_hasher_shares_values_exactly_within_buckets():
+    hasher = EuclideanLSH(4, n_hashes=3, width=0.8, n_tables=2, seed=0)
+    model = randomise(LSHModel(4, n_bits=20, hasher=hasher))
+    X = cube(300, 4)
+    codes = hasher.hash(X)  # (N, 2, 3)
+    slots = model.slots(model.prepare(X)).numpy()
+    for t in range(2):
+        by_code = {}
+        for code, slot in zip(map(tuple, codes[:, t]), slots[:, t]):
+            assert by_code.setdefault(code, slot) == slot  # equal codes, equal slot
+        assert len(set(by_code.values())) == len(by_code)  # no collision at 2^20 slots
+
+
+# --------------------------------------------------------------------------------------------
+# exactly k active units
+
+
+@pytest.mark.parametrize("cls", [DSM, RandomHashModel])
+def test_exactly_k_active_units(cls):
+    model = cls(8, 256, 16, seed=1)
+    X = np.vstack([cube(500, 8), np.zeros((3, 8), np.float32), np.full((2, 8), 5.0, np.float32)])
+    mask = model.mask(X)
+    assert mask.shape == (len(X), 256)
+    assert (mask.sum(dim=1) == 16).all()
+    f = model.features(model.prepare(X))
+    assert f.cols.shape == (len(X), 16)
+    assert (f.cols.diff(dim=1) > 0).all()  # distinct and increasing
+
+
+def test_dsm_exactly_k_even_when_fewer_than_k_units_fire():
+    model = DSM(2, 30, 20, seed=0)
+    with torch.no_grad():
+        model.c.fill_(-10.0)  # every activation is 0: all ties, lowest indices win
+    mask = model.mask(cube(5, 2))
+    assert (mask.sum(dim=1) == 20).all()
+    assert mask[:, :20].all()
+
+
+# --------------------------------------------------------------------------------------------
+# sizes and FLOPs
+
+d, W, k, s, m, P = sympy.symbols("d W k s m P", positive=True, integer=True)
+FLOPS = {
+    "paper": lambda units: 2 * (d + 1) * units,
+    "dense": 2 * (d + 1) * W,
+    "dsm": 2 * d * W + W + 2 * k,
+    "random_hash": 10 * (d + 1) + 2 + 2 * d * k + 2 * k,
+    "lsh": s * 2 * d * m + s,
+    "lsh_poly": s * 2 * d * m + s + (P - 1 - d) + s * (2 * P - 1),
+}
+
+
+@pytest.mark.parametrize("dim,width,kk", [(8, 1024, 64), (3, 96, 8), (64, 4096, 256)])
+def test_flops_equal_the_formulas(dim, width, kk):
+    subs = {d: dim, W: width, k: kk}
+    dense, dsm, rh = Dense(dim, width), DSM(dim, width, kk), RandomHashModel(dim, width, kk)
+    assert dense.flops_paper() == FLOPS["paper"](W).subs(subs) == dense.flops_true()
+    assert dense.flops_true() == FLOPS["dense"].subs(subs)
+    assert dsm.flops_paper() == FLOPS["paper"](k).subs(subs)
+    assert dsm.flops_true() == FLOPS["dsm"].subs(subs)
+    assert rh.flops_paper() == FLOPS["paper"](k).subs(subs)
+    assert rh.flops_true() == FLOPS["random_hash"].subs(subs)
+    # routing makes DSM as costly as dense in the true count; random hashing does not
+    assert dsm.flops_true() > 0.9 * dense.flops_true() * (2 * dim) / (2 * dim + 2)
+    assert rh.flops_true() < dsm.flops_true()
+
+
+@pytest.mark.parametrize("dim,bits,tables,degree", [(8, 10, 1, 0), (8, 6, 4, 0), (5, 3, 2, 2)])
+def test_lsh_flops_and_sizes(dim, bits, tables, degree):
+    model = LSHModel(dim, n_bits=bits, n_tables=tables, degree=degree)
+    n_feat = sympy.binomial(d + degree, degree).subs(d, dim)
+    subs = {d: dim, m: bits, s: tables, P: n_feat}
+    assert model.flops_paper() == FLOPS["paper"](s).subs(subs)
+    formula = FLOPS["lsh_poly"] if degree else FLOPS["lsh"]
+    assert model.flops_true() == formula.subs(subs)
+    assert model.total_units == tables * 2**bits == model.buckets
+    assert model.activated_units == tables
+    assert model.n_params == tables * 2**bits * n_feat
+
+
+def test_table1_flops_column():
+    """Baykal et al. 2022, Table 1: dense and DSM at 50% / 25% sparsity with equal FLOPs."""
+    for units, flops in [(1024, 18432), (2048, 36864), (4096, 73728)]:
+        assert Dense(8, units).flops_paper() == flops
+        assert DSM(8, 2 * units, units).flops_paper() == flops  # 50% sparsity
+        assert DSM(8, 4 * units, units).flops_paper() == flops  # 25% sparsity
+
+
+def test_sizes_and_describe():
+    dense, dsm = Dense(8, 128, seed=5), DSM(8, 128, 16, seed=5)
+    assert (dense.total_units, dense.activated_units, dense.n_params) == (128, 128, 129)
+    assert (dsm.total_units, dsm.activated_units, dsm.n_params) == (128, 16, 129)
+    assert torch.equal(dense.B, dsm.B) and torch.equal(dense.c, dsm.c)  # same seed, same layer
+    assert not torch.equal(Dense(8, 128, seed=6).B, dense.B)
+    info = dsm.describe()
+    assert info["model"] == "dsm" and info["width"] == 128 and info["k"] == 16
+    assert info["buckets"] is None and info["flops_true"] == dsm.flops_true()
+    lsh = LSHModel(8, n_bits=5, n_tables=2).describe()
+    assert lsh["buckets"] == 64 and lsh["activated_units"] == 2 and lsh["width"] is None
+
+
+def test_state_dict_round_trip_keeps_frozen_parts():
+    for make in (lambda seed: DSM(4, 32, 4, seed=seed),
+                 lambda seed: RandomHashModel(4, 32, 4, seed=seed),
+                 lambda seed: LSHModel(4, n_bits=5, n_tables=2, seed=seed)):
+        source = randomise(make(1))
+        target = make(2)
+        target.load_state_dict(source.state_dict())
+        X = cube(20, 4)
+        torch.testing.assert_close(target(X), source(X))
+
+
+def test_double_precision_and_numpy_or_torch_inputs():
+    model = randomise(DSM(3, 20, 4)).double()
+    X = cube(10, 3, dtype=np.float64)
+    out = model(X)
+    assert out.dtype == torch.float64 and out.shape == (10,)
+    torch.testing.assert_close(out, model(torch.from_numpy(X)))
+    assert model(np.zeros((0, 3))).shape == (0,)
+
+
+# --------------------------------------------------------------------------------------------
+# bad input
+
+
+@pytest.mark.parametrize("make,name", [
+    (lambda: DSM(8, 16, 17), "k"),
+    (lambda: DSM(8, 16, 0), "k"),
+    (lambda: DSM(8, 0, 1), "width"),
+    (lambda: Dense(8, 0), "width"),
+    (lambda: Dense(0, 8), "dim"),
+    (lambda: Dense(8, 2.5), "width"),
+    (lambda: Dense(8, 8, seed=-1), "seed"),
+    (lambda: RandomHashModel(8, 16, 17), "k"),
+    (lambda: RandomHashModel(8, 16, 3), "k must divide width"),
+    (lambda: RandomHashModel(8, 0, 1), "width"),
+    (lambda: LSHModel(8), "n_bits"),
+    (lambda: LSHModel(8, n_bits=0), "n_bits"),
+    (lambda: LSHModel(8, n_bits=28), "n_bits"),
+    (lambda: LSHModel(8, n_bits=26, n_tables=4), "n_bits"),
+    (lambda: LSHModel(8, n_bits=22, degree=2), "n_bits"),
+    (lambda: LSHModel(8, n_bits=4, n_tables=0), "n_tables"),
+    (lambda: LSHModel(8, n_bits=4, degree=-1), "degree"),
+    (lambda: LSHModel(8, n_bits=5, hasher=HyperplaneLSH(8, 4)), "n_bits"),
+    (lambda: LSHModel(8, hasher=HyperplaneLSH(7, 4)), "dim"),
+    (lambda: LSHModel(8, hasher=EuclideanLSH(8, 3, 1.0)), "n_bits"),
+    (lambda: LSHModel(8, n_bits=4, hasher=UniformHash(16)), "hasher"),
+])
+def test_bad_constructor_arguments(make, name):
+    with pytest.raises(ValueError, match=name):
+        make()
+
+
+def test_lsh_memory_limit_is_checked_before_allocating():
+    with pytest.raises(ValueError, match=r"n_bits=40 is too large.*2\^27"):
+        LSHModel(8, n_bits=40)  # 2^40 values would be 4 TiB
+    assert LSHModel(8, n_bits=27).n_params == MAX_TABLE_VALUES  # the limit itself is fine
+    
+
+@pytest.mark.parametrize("model", [Dense(4, 8), DSM(4, 8, 2), RandomHashModel(4, 8, 2),
+                                   LSHModel(4, n_bits=3)], ids=lambda m: m.name)
+def test_bad_inputs(model):
+    with pytest.raises(ValueError, match=r"shape \(N, 4\)"):
+        model(np.zeros((3, 5)))
+    with pytest.raises(ValueError, match=r"shape \(N, 4\)"):
+        model(np.zeros(4))
+    X = np.zeros((3, 4))
+    X[1, 2] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        model(X)
+    X[1, 2] = np.inf
+    with pytest.raises(ValueError, match="finite"):
+        model(torch.from_numpy(X))
+    with pytest.raises(ValueError, match="real"):
+        model(np.array([["a"] * 4]))
+
+
+# --------------------------------------------------------------------------------------------
+# CUDA
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("make", [lambda: Dense(8, 256, seed=1), lambda: DSM(8, 256, 16, seed=1),
+                                  lambda: RandomHashModel(8, 256, 16, seed=1),
+                                  lambda: LSHModel(8, n_bits=10, n_tables=2, seed=1),
+                                  lambda: LSHModel(8, n_bits=4, degree=2, seed=1)],
+                         ids=["dense", "dsm", "random_hash", "lsh", "lsh_poly"])
+def test_cuda_forward_matches_cpu(make):
+    cpu = randomise(make()).double()
+    gpu = randomise(make()).double().to("cuda")
+    X = cube(2000, 8, dtype=np.float64)
+    torch.testing.assert_close(gpu(X).cpu(), cpu(X), rtol=1e-9, atol=1e-9)
+    if isinstance(cpu, (DSM, RandomHashModel)):
+        assert torch.equal(gpu.mask(X).cpu(), cpu.mask(X))
+    assert gpu(torch.from_numpy(X).cuda()).device.type == "cuda"
+
+
+@pytest.mark.cuda
+def test_cuda_float32_dsm_agrees_with_cpu():
+    cpu, gpu = randomise(DSM(8, 1024, 64)), randomise(DSM(8, 1024, 64)).to("cuda")
+    X = cube(4000, 8)
+    assert (gpu.mask(X).cpu() == cpu.mask(X)).float().mean() > 0.9999
+    torch.testing.assert_close(gpu(X).cpu(), cpu(X), rtol=1e-3, atol=1e-3)
