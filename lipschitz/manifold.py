@@ -27,8 +27,8 @@ class CurvedManifold:
     bounded by κ = ``curvature``, and each coordinate curve is an arc of a circle of radius 1/κ
     spanning the angle 2κa < π (so M has reach 1/κ along each arc and does not self-intersect).
 
-    ``half_width`` a is the largest value (found by bisection, at most π/(2κ), and for κ = 0 at
-    most √dim) such that M ⊂ [-1, 1]^dim; this is exact because each coordinate of φ is a sum
+    ``half_width`` a is the largest value (found by bisection, at most π/(2κ) and π√dim/2)
+    such that M ⊂ [-1, 1]^dim; this is exact because each coordinate of φ is a sum
     of one-variable functions whose extremes over [−a, a] have closed forms.
 
     Arguments:
@@ -64,13 +64,15 @@ class CurvedManifold:
 
     def embed(self, Z: np.ndarray) -> np.ndarray:
         """φ(z) for parameters Z of shape (N, k): float64 (N, dim)."""
-        kappa = self.curvature
-        if kappa == 0.0:
-            return Z @ self.tangent_frame.T
-        one_minus_cos = 2.0 * np.sin(0.5 * kappa * Z) ** 2  # 1 − cos, without cancellation
-        return (np.sin(kappa * Z) / kappa) @ self.tangent_frame.T + (
-            one_minus_cos / kappa
-        ) @ self.normal_frame.T
+        return self._tangent_part(Z) @ self.tangent_frame.T + self._normal_part(Z) @ self.normal_frame.T
+
+    def _tangent_part(self, z):
+        """sin(κz)/κ = z·sinc(κz/π): exact at κ = 0 and free of underflow for tiny κ."""
+        return z * np.sinc(self.curvature * z / np.pi)
+
+    def _normal_part(self, z):
+        """(1 − cos κz)/κ = (κz²/2)·sinc²(κz/(2π)), without cancellation."""
+        return 0.5 * self.curvature * z**2 * np.sinc(self.curvature * z / (2 * np.pi)) ** 2
 
     def sample(self, n: int, seed: int = 0) -> np.ndarray:
         """Draw ``n`` points uniform on M: float64 (n, dim), inside [-1, 1]^dim.
@@ -93,20 +95,26 @@ class CurvedManifold:
         return float(max(high.max(), -low.min()))
 
     def _arc_range(self, U: np.ndarray, V: np.ndarray, a: float) -> tuple[np.ndarray, np.ndarray]:
-        """max and min over z ∈ [−a, a] of g(z) = U sin(κz)/κ + V (1 − cos κz)/κ, per entry."""
+        """max and min over z ∈ [−a, a] of g(z) = U sin(κz)/κ + V (1 − cos κz)/κ, per entry:
+        the extremes lie at the ends or at stationary points U cos κz + V sin κz = 0."""
         kappa = self.curvature
-        if kappa == 0.0:
-            return np.abs(U) * a, -np.abs(U) * a
-        theta = np.stack([np.full_like(U, -kappa * a), np.full_like(U, kappa * a)])
-        # stationary points: U cos θ + V sin θ = 0, θ = atan2(−U, V) + mπ
-        base = np.arctan2(-U, V)
-        crit = np.stack([base + m * np.pi for m in (-2, -1, 0, 1, 2)])
-        crit = np.where(np.abs(crit) <= kappa * a, crit, theta[0])
-        values = (U * np.sin(np.vstack([theta, crit])) + V * (1 - np.cos(np.vstack([theta, crit]))))
-        return values.max(axis=0) / kappa, values.min(axis=0) / kappa
+        candidates = [np.full_like(U, -a), np.full_like(U, a)]
+        if kappa > 0:
+            base = np.arctan2(-U, V)  # θ = κz with tan θ = −U/V, plus multiples of π
+            for m in (-2, -1, 0, 1, 2):
+                theta = base + m * np.pi
+                inside = np.abs(theta) <= kappa * a
+                candidates.append(np.divide(theta, kappa, out=np.full_like(theta, a), where=inside))
+        z = np.stack(candidates)
+        values = U * self._tangent_part(z) + V * self._normal_part(z)
+        return values.max(axis=0), values.min(axis=0)
 
     def _largest_half_width(self) -> float:
-        a_max = np.pi / (2 * self.curvature) if self.curvature > 0 else np.sqrt(self.dim)
+        # an arc of angle <= π has chord >= (2/π)·length, and chords are <= the cube's
+        # diameter 2√dim, so a <= π√dim/2 always; arcs are kept to a quarter turn each way
+        a_max = np.pi * np.sqrt(self.dim) / 2
+        if self.curvature > 0:
+            a_max = min(a_max, np.pi / (2 * self.curvature))
         if self.coordinate_extent(a_max) <= 1.0:
             return float(a_max)
         lo, hi = 0.0, a_max
