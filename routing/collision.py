@@ -40,7 +40,9 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 def _check_nonnegative_array(value, name: str, high: float | None = None) -> np.ndarray:
     arr = np.asarray(value)
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
         raise ValueError(f"{name} must be a real number or array, got dtype {arr.dtype}")
     arr = arr.astype(np.float64)
     upper = "inf)" if high is None else f"{high:g}]"
@@ -177,7 +179,9 @@ class CollisionEstimate:
     confidence: float
 
 
-def empirical_collision_rate(hasher, X, X2, *, level: str = "hash", confidence: float = 0.95) -> CollisionEstimate:
+def empirical_collision_rate(
+    hasher, X, X2, *, level: str = "hash", confidence: float = 0.95
+) -> CollisionEstimate:
     """Count how often each pair (X[i], X2[i]) collides under a hasher, with exact intervals.
 
     Given one pair, the hasher's hash functions are i.i.d. draws of the family, so the
@@ -215,7 +219,9 @@ def empirical_collision_rate(hasher, X, X2, *, level: str = "hash", confidence: 
     X = check_points(X, dim)
     X2 = check_points(X2, X.shape[1], name="X2")
     if X2.shape[0] != X.shape[0]:
-        raise ValueError(f"X2 must have the same number of rows as X ({X.shape[0]}), got {X2.shape[0]}")
+        raise ValueError(
+            f"X2 must have the same number of rows as X ({X.shape[0]}), got {X2.shape[0]}"
+        )
     if level == "key":
         same = np.asarray(hasher.bucket_ids(X)) == np.asarray(hasher.bucket_ids(X2))  # (N, T)
     elif hasattr(hasher, "offsets") and hasattr(hasher, "hash"):
@@ -272,7 +278,8 @@ def pairs_at_distances(X, distances, seed: int = 0) -> np.ndarray:
         ValueError: on non-finite X, negative or non-finite distances, a length mismatch, or a
             negative seed.
 
-    Source: helper for checking Datar et al. 2004's collision probability (Baykal et al. 2022 §2.2).
+    Source: helper for checking Datar et al. 2004's collision probability (Baykal et al.
+    2022 §2.2).
     """
     X = check_points(X)
     d = _check_nonnegative_array(distances, "distances")

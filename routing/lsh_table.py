@@ -79,7 +79,9 @@ def _polynomial_features(X: np.ndarray, degree: int) -> np.ndarray:
 
 @njit(cache=True, parallel=True)
 def _accumulate(phi, y, seg_starts, seg_slots, gram, moment):
-    """gram[slot] += Σ φφᵀ, moment[slot] += Σ φ y over each segment of rows (parallel over buckets).
+    """gram[slot] += Σ φφᵀ, moment[slot] += Σ φ y over each segment of rows.
+
+    Parallel over buckets (segments go to distinct slots, so no two threads share a slot).
 
     Rows within a segment are added in order, so adding chunks one after the other gives
     bit-for-bit the sums of adding all rows at once.
@@ -120,7 +122,8 @@ def _solve(gram: np.ndarray, moment: np.ndarray, ridge: float) -> np.ndarray:
     w, V = np.linalg.eigh(gram)  # (B, P), (B, P, P)
     keep = w > _RCOND * np.maximum(w[:, -1:], 0.0)
     inv = np.where(keep, 1.0 / np.where(keep, w, 1.0), 0.0)
-    return np.einsum("bij,bj,bkj,bk->bi", V, inv, V, moment)
+    # V diag(inv) Vᵀ m, as two O(B P²) contractions
+    return np.einsum("bij,bj->bi", V, inv * np.einsum("bkj,bk->bj", V, moment))
 
 
 class _Table:
@@ -148,7 +151,8 @@ class _Table:
         grow = len(new_keys)
         if n_old + grow > len(self.gram):  # amortised doubling: partial_fit stays O(chunk)
             cap = max(n_old + grow, 2 * len(self.gram))
-            for name, shape in (("gram", (n_feat, n_feat)), ("moment", (n_feat,)), ("coef", (n_feat,))):
+            shapes = {"gram": (n_feat, n_feat), "moment": (n_feat,), "coef": (n_feat,)}
+            for name, shape in shapes.items():
                 old = getattr(self, name)
                 new = np.zeros((cap,) + shape)
                 new[:n_old] = old[:n_old]
@@ -171,7 +175,8 @@ class LSHTable:
     or collinear points) still gets a well-defined polynomial, the same one
     ``np.linalg.lstsq`` would return; it is computed from the Gram matrix as G⁺ Φᵀy with
     eigenvalues below 1e-10 · the largest one treated as zero. With ``ridge > 0`` the
-    coefficients solve (G + ridge·I) c = Φᵀy (absolute ridge, also on the constant term).
+    coefficients solve (G + ridge·I) c = Φᵀy (absolute ridge, also on the constant term; for
+    Δ = 0 the bucket value is Σy / (n + ridge)).
 
     Empty buckets. A query whose bucket in table t holds no training point gets, for that table,
     the global mean of y over all training points seen so far (the constant Δ = 0 model on the
@@ -188,6 +193,7 @@ class LSHTable:
         ridge: Tikhonov parameter >= 0 for Δ > 0 (0: minimum-norm least squares).
 
     Learned attributes (after ``fit``):
+        n_tables_: number of tables s (the hasher's ``n_tables`` at fit time).
         n_features_in_: input dimension.
         n_samples_seen_: number of training points.
         y_mean_: global mean of y, the empty-bucket fallback.
@@ -233,13 +239,16 @@ class LSHTable:
     @staticmethod
     def _check_y(y, n: int) -> np.ndarray:
         arr = np.asarray(y)
-        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        if arr.dtype == object or not (
+            np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+        ):
             raise ValueError(f"y must be a real-valued array, got dtype {arr.dtype}")
         if arr.shape != (n,):
             raise ValueError(f"y must have shape (N,) = ({n},) to match X, got shape {arr.shape}")
         arr = arr.astype(np.float64)
         if not np.isfinite(arr).all():
-            raise ValueError(f"y must be finite; it has {int(np.count_nonzero(~np.isfinite(arr)))} NaN or infinite entries")
+            bad = int(np.count_nonzero(~np.isfinite(arr)))
+            raise ValueError(f"y must be finite; it has {bad} NaN or infinite entries")
         return arr
 
     def _bucket_ids(self, X: np.ndarray) -> np.ndarray:
@@ -314,8 +323,11 @@ class LSHTable:
         """
         if not hasattr(self, "_tables"):
             return self.fit(X, y)
-        if self._check_params() != (self._degree, self._ridge) or int(self.hasher.n_tables) != self.n_tables_:
-            raise ValueError("degree, ridge and hasher.n_tables must not change between fit and partial_fit")
+        changed = int(self.hasher.n_tables) != self.n_tables_
+        if self._check_params() != (self._degree, self._ridge) or changed:
+            raise ValueError(
+                "degree, ridge and hasher.n_tables must not change between fit and partial_fit"
+            )
         X = self._check_X(X, self.n_features_in_)
         y = self._check_y(y, X.shape[0])
         if X.shape[0]:
@@ -333,7 +345,8 @@ class LSHTable:
             keys = ids[:, t]
             uniq, first = np.unique(keys, return_index=True)
             _, found = tab.lookup(uniq)
-            tab.add_keys(uniq[~found][np.argsort(first[~found])])  # new buckets in order of appearance
+            # new buckets get slots in order of first appearance
+            tab.add_keys(uniq[~found][np.argsort(first[~found])])
             slot, _ = tab.lookup(keys)
             for lo in range(0, X.shape[0], step):
                 sl = slot[lo : lo + step]
@@ -376,7 +389,7 @@ class LSHTable:
             phi = _polynomial_features(X[lo : lo + step], self._degree)
             for t, tab in enumerate(self._tables):
                 slot, found = tab.lookup(ids[lo : lo + step, t])
-                vals = np.einsum("np,np->n", phi, tab.coef[slot]) if len(tab.keys) else np.zeros(len(slot))
+                vals = np.einsum("np,np->n", phi, tab.coef[slot])
                 out[lo : lo + step] += np.where(found, vals, y_mean)
                 empty[lo : lo + step, t] = ~found
         out /= self.n_tables_
@@ -393,10 +406,11 @@ class LSHTable:
 
     @property
     def empty_query_fraction_(self) -> np.ndarray:
-        """float64 (n_tables,): fraction of predicted queries that hit an empty bucket (NaN if none)."""
+        """float64 (n_tables,): fraction of queries that hit an empty bucket (NaN before any)."""
         self._check_fitted()
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.n_queries_ > 0, self.n_empty_queries_ / np.maximum(self.n_queries_, 1), np.nan)
+            ratio = self.n_empty_queries_ / np.maximum(self.n_queries_, 1)
+            return np.where(self.n_queries_ > 0, ratio, np.nan)
 
     @property
     def buckets_(self) -> pd.DataFrame:

@@ -80,7 +80,7 @@ def test_pair_helpers_give_exact_distances_and_angles():
 
 def test_euclidean_empirical_rate_interval_contains_the_closed_form():
     w = 1.0
-    hasher = EuclideanLSH(6, n_hashes=4, width=w, n_tables=500, seed=0)  # 2000 hash functions
+    hasher = EuclideanLSH(6, n_hashes=8, width=w, n_tables=250, seed=0)  # 2000 hash functions
     distances = np.array([0.05, 0.25, 0.5, 1.0, 2.0, 4.0])
     X = np.random.default_rng(1).uniform(-1, 1, (len(distances), 6))
     X2 = pairs_at_distances(X, distances, seed=2)
@@ -92,11 +92,11 @@ def test_euclidean_empirical_rate_interval_contains_the_closed_form():
     # the intervals are narrow enough to tell neighbouring distances apart (the test can fail)
     p_wrong = collision_probability_euclidean(1.5 * distances[1:], w)
     assert not ((est.ci_low[1:] <= p_wrong) & (p_wrong <= est.ci_high[1:])).any()
-    # full keys of 4 hashes: one trial per table
+    # full keys of 8 hashes: one trial per table
     key = empirical_collision_rate(hasher, X, X2, level="key", confidence=0.999)
-    assert key.n_trials == 500
-    p4 = collision_probability_euclidean(distances, w, n_hashes=4)
-    assert ((key.ci_low <= p4) & (p4 <= key.ci_high)).all(), (key.rate, p4)
+    assert key.n_trials == 250
+    p8 = collision_probability_euclidean(distances, w, n_hashes=8)
+    assert ((key.ci_low <= p8) & (p8 <= key.ci_high)).all(), (key.rate, p8)
 
 
 def test_hyperplane_empirical_rate_interval_contains_the_closed_form():

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 from scipy.spatial import ConvexHull
@@ -13,6 +13,8 @@ from scipy.spatial.distance import pdist
 
 from routing.bucket_geometry import (
     _bucket_diameters_reference,
+    _count_distinct_columns,
+    _count_distinct_reference,
     bucket_diameters,
     bucket_region_diameter,
     bucket_size_histogram,
@@ -42,6 +44,9 @@ def test_n_nonempty_buckets_matches_sort_and_count(keys, n_tables, seed):
     ids[:, -1] = rng.choice(base, len(base)) if len(base) else ids[:, -1]  # a column with repeats
     expected = np.array([len(set(ids[:, t].tolist())) for t in range(n_tables)])
     np.testing.assert_array_equal(n_nonempty_buckets(ids), expected)
+    np.testing.assert_array_equal(_count_distinct_reference(ids), expected)
+    kernel = _count_distinct_columns(np.ascontiguousarray(ids))  # -1: range too wide for the bitmap
+    np.testing.assert_array_equal(kernel[kernel >= 0], expected[kernel >= 0])
     assert n_nonempty_buckets(ids[:, 0]) == expected[0]
     assert isinstance(n_nonempty_buckets(ids[:, 0]), int)
 
@@ -153,6 +158,14 @@ def test_bucket_diameter_kernel_matches_reference_and_handles_big_buckets():
     order = np.argsort(ids, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(ids))]
     np.testing.assert_allclose(df.diameter, _bucket_diameters_reference(X[order], starts), rtol=1e-12)
+
+
+def test_empty_input():
+    assert n_nonempty_buckets(np.zeros(0, np.int64)) == 0
+    np.testing.assert_array_equal(n_nonempty_buckets(np.zeros((0, 3), np.int64)), [0, 0, 0])
+    assert len(bucket_diameters(np.zeros((0, 2)), np.zeros(0, np.int64))) == 0
+    est = estimate_nonempty_buckets(np.zeros(0, np.int64))
+    assert est.n_samples == 0 and est.chao1 == 0
 
 
 def test_bucket_diameters_bad_input():
@@ -287,6 +300,7 @@ def _check_region_against_samples(hasher, basis, rng, n_samples, rel_tol, n_keys
         assert np.abs(region.vertices).max() <= 1 + 1e-9
 
 
+@settings(max_examples=25)
 @given(seed=st.integers(0, 10_000), k=st.integers(1, 3), extra=st.integers(0, 2))
 def test_euclidean_region_diameter_matches_brute_force(seed, k, extra):
     rng = np.random.default_rng(seed)
@@ -296,6 +310,7 @@ def test_euclidean_region_diameter_matches_brute_force(seed, k, extra):
     _check_region_against_samples(hasher, basis, rng, n_samples=20_000, rel_tol=[1e-5, 1e-3, 0.06][k - 1])
 
 
+@settings(max_examples=25)
 @given(seed=st.integers(0, 10_000), k=st.integers(1, 3), extra=st.integers(0, 2))
 def test_hyperplane_region_diameter_matches_brute_force(seed, k, extra):
     rng = np.random.default_rng(seed)

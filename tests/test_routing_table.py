@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routing.euclidean_lsh import EuclideanLSH
@@ -98,6 +98,7 @@ def test_ridge_solves_the_regularised_normal_equations():
     np.testing.assert_allclose(model.bucket_values(0)[1][0], coef, rtol=1e-9)
 
 
+@settings(max_examples=15)
 @given(
     cuts=st.lists(st.integers(1, 499), min_size=1, max_size=4, unique=True),
     degree=st.integers(0, 2),
@@ -131,8 +132,7 @@ def test_bucket_counts_and_members_follow_insertion_order():
         np.testing.assert_array_equal(bt["count"].to_numpy(), counts)
         for key in keys:
             np.testing.assert_array_equal(model.bucket_members(int(key), t), np.flatnonzero(ids[:, t] == key))
-    unseen = int(np.setdiff1d(np.arange(16), ids[:, 0])[0]) if len(np.unique(ids[:, 0])) < 16 else 10**9
-    assert model.bucket_members(unseen, 0).shape == (0,)
+    assert model.bucket_members(1 << 20, 0).shape == (0,)  # 4-bit keys never reach 2^20
 
 
 def test_empty_bucket_policy_falls_back_to_the_global_mean_and_is_reported():
