@@ -15,10 +15,10 @@ normal equations in float64, built from the sparse features without forming the 
   ``_scatter_gram_reference``) when a <= n_coef/``SCATTER_RATIO``; for denser features the
   chunk is densified and multiplied (O(N·n_coef²) but far faster per operation);
 * larger sparse problems (``LSHModel``: n_tables·2^n_bits buckets): Φ as a
-  ``scipy.sparse`` matrix and G = ΦᵀΦ sparse; a diagonal G is divided out, otherwise it is
-  solved by sparse LU (``spsolve``) when λ > 0 and by LSQR on Φ (minimum norm) when λ = 0.
+  ``scipy.sparse`` matrix and G = ΦᵀΦ sparse, solved by sparse LU (``spsolve``) when λ > 0 and by LSQR on Φ (minimum norm) when λ = 0.
 
-For the LSH model with one table and Δ = 0 (any size), G is diagonal and the exact fit is the
+Whenever each example has a single feature and there is no bias (the LSH model with one table
+and Δ = 0, any size), G is diagonal: it is never formed, and the exact fit is the
 bucket means Σ_{x_n in z} y_n / (count_z + λ); with s > 1 tables it is the joint least-squares
 fit of all tables (what SGD converges to), not the average of per-table means
 (``routing.LSHTable``'s estimator). With Δ > 0 it is a least-squares polynomial per bucket.
@@ -238,7 +238,12 @@ def _fit_exact(model, X, y, ridge, progress) -> FitReport:
     width = probe.vals.shape[1]  # features per example (a)
     sparse = probe.cols is not None
     n_coef = model.n_coef
-    if n_coef <= MAX_DENSE_COEF:
+    if sparse and width == 1 and model.output_bias is None:
+        # one coefficient per example (the LSH model with one table, degree 0): the normal
+        # matrix is diagonal, so the solution is per-bucket — the bucket means for indicator
+        # features — without forming an n_coef × n_coef matrix
+        theta, bias, solver, lam = _solve_diagonal(model, X, y, ridge, progress)
+    elif n_coef <= MAX_DENSE_COEF:
         G, r = _normal_equations_dense(model, X, y, sparse, width, progress)
         theta, bias, solver, lam = _solve_dense(G, r, n_coef, ridge)
     elif sparse:
@@ -256,6 +261,25 @@ def _fit_exact(model, X, y, ridge, progress) -> FitReport:
     return FitReport(fit="exact", train_mse=train_mse, steps=0, epochs=1.0, wall_s=0.0,
                      n_train=n, device=str(X.device), solver=solver, ridge=ridge,
                      ridge_abs=lam)
+
+
+@torch.no_grad()
+def _solve_diagonal(model, X, y, ridge, progress):
+    """Exact ridge solution when every example has one feature: θ_j = Σ v y / (Σ v² + λ)
+    over the examples of coefficient j (0 for coefficients no example touches)."""
+    n_coef = model.n_coef
+    diag = torch.zeros(n_coef, dtype=torch.float64, device=X.device)
+    r = torch.zeros(n_coef, dtype=torch.float64, device=X.device)
+    y64 = y.to(torch.float64)
+    for lo in _chunks(len(X), _CHUNK_ELEMENTS, progress, "bucket sums"):
+        f = model.features(X[lo:lo + _CHUNK_ELEMENTS])
+        v = f.vals[:, 0].to(torch.float64)
+        diag.index_add_(0, f.cols[:, 0], v * v)
+        r.index_add_(0, f.cols[:, 0], v * y64[lo:lo + len(f)])
+    active = diag > 0
+    lam = float(ridge * diag[active].mean()) if bool(active.any()) else 0.0
+    theta = torch.where(active, r / (diag + lam), torch.zeros_like(r))
+    return theta, None, "diagonal", lam
 
 
 def _chunks(n: int, rows: int, progress: bool, what: str):
@@ -396,9 +420,7 @@ def _solve_sparse(model, X, y, ridge, progress):
     Ga = (G[active][:, active] + scipy.sparse.diags(lam * is_theta.astype(np.float64))).tocsc()
     ra = r[active]
     wa, solver = None, "sparse-lu"
-    if Ga.nnz == Ga.shape[0]:  # diagonal (one table, Δ = 0): bucket means
-        wa, solver = ra / Ga.diagonal(), "diagonal"
-    elif lam > 0:  # positive definite
+    if lam > 0:  # positive definite
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", scipy.sparse.linalg.MatrixRankWarning)
             wa = scipy.sparse.linalg.spsolve(Ga, ra)

@@ -120,7 +120,7 @@ def test_lsh_exact_fit_is_bucket_means(data):
     values = model.values.detach().numpy()[0, :, 0]
     empty = np.setdiff1d(np.arange(64), keys)
     assert (values[empty] == 0).all()  # buckets no point reaches keep their initial 0
-    assert report.solver == "cholesky"  # 64 buckets: the dense path (diagonal system)
+    assert report.solver == "diagonal"  # one feature per example: no n_coef² matrix
 
 
 def test_lsh_exact_fit_large_table_uses_sparse_solver(data):
