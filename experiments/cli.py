@@ -12,6 +12,7 @@ from experiments.gallery import targets_command
 from experiments.reproduce import reproduce_command
 from experiments.scale_cli import scale_command
 from experiments.sdm_cli import sdm_command
+from proofs_checks.cli import check_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,6 +25,7 @@ main.add_command(targets_command, name="targets")
 main.add_command(reproduce_command, name="reproduce")
 main.add_command(scale_command, name="scale")
 main.add_command(sdm_command, name="sdm")
+main.add_command(check_command, name="check")
 
 
 if __name__ == "__main__":  # pragma: no cover

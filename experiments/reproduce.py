@@ -28,6 +28,7 @@ def steps(preset: str, device: str = "auto"):
     """The steps of a preset: (name, configuration, function writing into a folder)."""
     from experiments.scale_cli import run_experiment
     from experiments.sdm_cli import SdmCurvesConfig, write_sdm_curves
+    from proofs_checks.cli import write_checks
 
     gallery = GalleryConfig(n_seeds={"tiny": 2, "quick": 10, "paper": 50}[preset])
     sdm = SdmCurvesConfig()
@@ -37,6 +38,9 @@ def steps(preset: str, device: str = "auto"):
                                                           weightings=sdm.weightings,
                                                           beta=sdm.beta)),
     ]
+    check_preset = "full" if preset == "paper" else "quick"
+    result.append(("checks", {"preset": check_preset},
+                   lambda out: write_checks(out, check_preset)))
     for name in EXPERIMENTS:
         result.append((name, {"experiment": name, "preset": preset},
                        lambda out, name=name: run_experiment(name, preset, out, device=device,
@@ -107,6 +111,17 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) 
             if fits.exists():
                 lines += ["Softmax fits of the circle-intersection curves:", "",
                           pd.read_csv(fits).to_markdown(index=False), ""]
+        if name == "checks":
+            results = out / name / "results.json"
+            if results.exists():
+                rows = json.loads(results.read_text())["results"]
+                table = pd.DataFrame([{"check": r["name"], "source": r["source"],
+                                       "measured": r["measured_text"],
+                                       "bound": r["bound_text"], "verdict": r["verdict"]}
+                                      for r in rows])
+                lines += ["Theorem and lemma checks (`sparselab check`; details in "
+                          "checks/table.txt and checks/results.json):", "",
+                          table.to_markdown(index=False), ""]
         if name == "targets":
             ratios = pd.read_csv(out / name / "lipschitz_ratios.csv")
             lines += ["Largest empirical / certified Lipschitz ratio per family (must be ≤ 1):",

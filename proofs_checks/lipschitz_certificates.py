@@ -1,0 +1,283 @@
+"""Lipschitz certificates: for every target family, the certified bound is never below the
+empirical estimate.
+
+For random instances of every family of ``lipschitz`` (random polynomial, random hypercube
+function, random MLP with each activation, and the rescaled / linearly composed versions) and
+of the bump fields of Theorem 4.3's packing family (``proofs_checks.packing``) the
+empirical Lipschitz constant is estimated from below — ``lipschitz.estimate_lipschitz`` on
+uniform points of the cube (plus all corners for the hypercube function, where its gradient
+is largest), then refined by projected gradient ascent on ‖∇f(x)‖² inside the cube — and must
+not exceed ``lipschitz_bound`` (up to a relative 1e-6 for rounding in difference quotients of
+close points).
+
+sympy checks the certificates' algebra on small instances: for a polynomial, the bound equals
+‖G‖₂ with G_i = Σ|coefficients of ∂p/∂x_i| and Σ|c_α|·degree = L (the paper's "sum of
+coefficient absolute values < 1/d" at L = 1); for the hypercube function, the largest
+‖∇f‖² over the corners equals the sensitivity and its root equals the bound; for an MLP, the
+bound equals Π‖W_l‖₂ · Lip(σ)^(layers − 1) with the spectral norms from exact eigenvalues.
+
+Source: Baykal et al. 2022, §5.1 (the target functions); lipschitz/ (their certificates).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import pathlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import sympy as sp
+import torch
+
+from lipschitz import (
+    RandomHypercubeFunction, RandomMLP, RandomPolynomial, UniformCube, compose_linear,
+    estimate_lipschitz, rescale,
+)
+from lipschitz.mlp import ACTIVATIONS
+from lipschitz.validation import check_int
+from proofs_checks._framework import Check, CheckParams, CheckResult, Verdict, child_seeds, register
+from proofs_checks._plots import plt, save_figure
+
+__all__ = ["CertificatesParams", "LipschitzCertificatesCheck", "FAMILIES", "empirical_lipschitz",
+           "sympy_polynomial_bound", "sympy_hypercube_bound", "sympy_mlp_bound", "RTOL"]
+
+#: Relative slack of "empirical ≤ certified" (rounding in difference quotients).
+RTOL = 1e-6
+
+
+def _random_map(rng, n_out: int, n_in: int) -> tuple[np.ndarray, np.ndarray]:
+    """A random affine map of [-1, 1]^n_in into [-1, 1]^n_out (row abs sums ≤ 1)."""
+    M = rng.standard_normal((n_out, n_in))
+    b = rng.standard_normal(n_out) * 0.2
+    scale = (np.abs(M).sum(axis=1) + np.abs(b)) * rng.uniform(1.0, 2.0, n_out)
+    return M / scale[:, None], b / scale
+
+
+def _random_bumps(rng, n: int):
+    """A random member of the Theorem 4.3 packing family on a random subspace."""
+    from lipschitz import UniformSubspace
+    from proofs_checks.packing import PackingFamily
+
+    subspace = UniformSubspace(n, int(rng.integers(1, min(n, 3) + 1)),
+                               seed=int(rng.integers(2**31)))
+    family = PackingFamily(subspace.basis, float(rng.uniform(0.1, 0.5)),
+                           float(rng.uniform(0.5, 3)))
+    return family.member(family.random_signs(1, int(rng.integers(2**31)))[0])
+
+
+#: family name -> (rng, n_inputs) -> target, the instances the check draws.
+FAMILIES: dict[str, Callable] = {
+    "RandomPolynomial": lambda rng, n: RandomPolynomial(
+        n, int(rng.integers(1, 5)), float(rng.uniform(0.1, 3)), seed=int(rng.integers(2**31))),
+    "RandomHypercubeFunction": lambda rng, n: RandomHypercubeFunction(
+        n, seed=int(rng.integers(2**31))),
+    **{f"RandomMLP[{act}]": (lambda act: lambda rng, n: RandomMLP(
+        n, tuple(int(h) for h in rng.integers(4, 33, int(rng.integers(1, 3)))), act,
+        seed=int(rng.integers(2**31))))(act) for act in ACTIVATIONS},
+    "rescale(RandomMLP)": lambda rng, n: rescale(
+        RandomMLP(n, (16, 16), seed=int(rng.integers(2**31))), float(rng.uniform(0.1, 5))),
+    "compose_linear(RandomPolynomial)": lambda rng, n: compose_linear(
+        RandomPolynomial(n + 1, 3, seed=int(rng.integers(2**31))), *_random_map(rng, n + 1, n)),
+    "BumpField (packing family)": lambda rng, n: _random_bumps(rng, n),
+}
+
+
+def empirical_lipschitz(f, n_points: int, seed: int, ascent_steps: int = 30) -> float:
+    """A lower estimate of f's ℓ2 Lipschitz constant on [-1, 1]^n (see module docstring).
+
+    Arguments:
+        f: a target. n_points: uniform points. seed: seed of the points.
+        ascent_steps: projected gradient-ascent steps on ‖∇f‖² from the 16 best points.
+
+    Returns:
+        The largest gradient norm or difference quotient found (≤ the true constant).
+    """
+    n = f.n_inputs
+    X = UniformCube(n).sample(n_points, seed=seed)
+    if isinstance(f, RandomHypercubeFunction) and n <= 10:
+        X = np.vstack([X, f.corners()])
+    best = estimate_lipschitz(f, X).value
+    Xt = torch.tensor(X, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(f.torch(Xt).sum(), Xt)
+    start = X[np.argsort(-g.norm(dim=1).detach().numpy())[:16]]
+    Z = torch.tensor(start, dtype=torch.float64, requires_grad=True)
+    step = 0.05
+    for _ in range(ascent_steps):
+        (g,) = torch.autograd.grad(f.torch(Z).sum(), Z, create_graph=True)
+        norm2 = (g**2).sum()
+        best = max(best, float(g.detach().norm(dim=1).max()))
+        if not norm2.requires_grad:  # a constant gradient (affine target): nothing to climb
+            break
+        (h,) = torch.autograd.grad(norm2, Z, allow_unused=True)
+        if h is None or not torch.isfinite(h).all():
+            break
+        with torch.no_grad():
+            Z += step * h / (h.norm(dim=1, keepdim=True) + 1e-12)
+            Z.clamp_(-1.0, 1.0)
+    (g,) = torch.autograd.grad(f.torch(Z).sum(), Z)
+    return max(best, float(g.norm(dim=1).max()))
+
+
+def sympy_polynomial_bound(f: RandomPolynomial) -> dict:
+    """Symbolic certificate of a ``RandomPolynomial``: (‖G‖₂, Σ|c|·degree) from sympy.
+
+    The coefficients are converted exactly (binary floats are rationals).
+    """
+    xs = sp.symbols(f"x0:{f.n_inputs}")
+    p = sum(sp.Rational(float(c)) * sp.prod([x**int(e) for x, e in zip(xs, row)])
+            for c, row in zip(f.coefficients, f.exponents))
+    G = [sum(abs(c) for c in sp.Poly(sp.diff(p, x), *xs).coeffs()) if sp.diff(p, x) != 0 else 0
+         for x in xs]
+    norm = sp.sqrt(sum(g**2 for g in G))
+    l1_degree = sum(abs(c) for c in sp.Poly(p, *xs).coeffs()) * max(f.degree, 1)
+    return {"bound": float(norm), "sum_abs_coef_times_degree": float(l1_degree)}
+
+
+def sympy_hypercube_bound(f: RandomHypercubeFunction) -> dict:
+    """Symbolic certificate of a ``RandomHypercubeFunction``: max over corners of ‖∇f‖²."""
+    n = f.n_inputs
+    xs = sp.symbols(f"x0:{n}")
+    expr = 0
+    for v, y in zip(f.corner_values, f.corners()):
+        expr += int(v) * sp.prod([(1 + int(yi) * x) / 2 for x, yi in zip(xs, y)])
+    grad = [sp.diff(expr, x) for x in xs]
+    best = 0
+    for corner in itertools.product((-1, 1), repeat=n):
+        sub = dict(zip(xs, corner))
+        best = max(best, sum(sp.nsimplify(g.subs(sub)) ** 2 for g in grad))
+    return {"max_grad_norm_sq": int(best), "bound": math.sqrt(int(best))}
+
+
+def sympy_mlp_bound(f: RandomMLP) -> dict:
+    """Symbolic certificate of a ``RandomMLP``: Π‖W_l‖₂ · Lip(σ)^(L−1), ‖W‖₂² the largest
+    eigenvalue of WᵀW computed by sympy from the exact (rational) weights."""
+    norms = []
+    for W in f.weights:
+        M = sp.Matrix([[sp.Rational(float(v)) for v in row] for row in W])
+        gram = M * M.T if M.shape[0] <= M.shape[1] else M.T * M
+        lam = max(float(sp.re(r)) for r in sp.Poly(gram.charpoly()).nroots(n=30))
+        norms.append(math.sqrt(max(lam, 0.0)))
+    return {"bound": float(np.prod(norms) * ACTIVATIONS[f.activation] ** len(f.hidden))}
+
+
+@dataclass(frozen=True)
+class CertificatesParams(CheckParams):
+    """Parameters of the certificate check (defaults: the quick preset).
+
+    Attributes:
+        n_instances: random instances per family.
+        max_inputs: largest input dimension drawn (≥ 2).
+        n_points: uniform points per instance.
+        ascent_steps: gradient-ascent steps per instance.
+        n_sympy: small instances per family whose certificate is re-derived with sympy.
+    """
+
+    n_instances: int = 6
+    max_inputs: int = 8
+    n_points: int = 1000
+    ascent_steps: int = 20
+    n_sympy: int = 2
+
+    @classmethod
+    def full(cls):
+        return cls(n_instances=40, n_points=5000, ascent_steps=50, n_sympy=5)
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first parameter out of range."""
+        check_int(self.n_instances, "n_instances", 1)
+        check_int(self.max_inputs, "max_inputs", 2, 16)
+        check_int(self.n_points, "n_points", 2)
+        check_int(self.ascent_steps, "ascent_steps", 0)
+        check_int(self.n_sympy, "n_sympy", 0)
+
+
+@register
+class LipschitzCertificatesCheck(Check):
+    """Certified bounds against empirical estimates for every family (module docstring).
+
+    Arguments:
+        params: ``CertificatesParams``.
+        families: name -> (rng, n_inputs) -> target (default ``FAMILIES``); tests plant a
+            target whose certificate is too small.
+    """
+
+    name = "lipschitz_certificates"
+    claim = "for every target family, the certified Lipschitz bound ≥ the empirical estimate"
+    source = "Baykal et al. 2022, §5.1 (targets); lipschitz package (certificates)"
+    Params = CertificatesParams
+
+    def __init__(self, params: CertificatesParams | None = None,
+                 families: dict[str, Callable] | None = None):
+        super().__init__(params)
+        self.families = FAMILIES if families is None else families
+
+    def _run(self, seed: int, out: pathlib.Path | None) -> CheckResult:
+        p = self.params
+        p.validate()
+        per_family, violations = {}, []
+        for j, (name, make) in enumerate(self.families.items()):
+            rng = np.random.default_rng(child_seeds(seed, 1, 40, j)[0])
+            ratios = []
+            for i in range(p.n_instances):
+                f = make(rng, int(rng.integers(2, p.max_inputs + 1)))
+                emp = empirical_lipschitz(f, p.n_points, int(rng.integers(2**31)), p.ascent_steps)
+                if f.lipschitz_bound > 0:
+                    ratio = emp / f.lipschitz_bound
+                else:  # a constant target (e.g. equal corner values): 0/0 is fine, x/0 is not
+                    ratio = 0.0 if emp == 0 else math.inf
+                ratios.append(ratio)
+                if emp > f.lipschitz_bound * (1 + RTOL):
+                    violations.append({"family": name, "instance": repr(f), "empirical": emp,
+                                       "certified": f.lipschitz_bound})
+            per_family[name] = {"ratios": ratios, "max_ratio": max(ratios)}
+        symbolic = self._sympy(seed, p.n_sympy)
+        sym_fail = [s for s in symbolic if not s["agrees"]]
+        worst = max(v["max_ratio"] for v in per_family.values())
+        verdict = Verdict.REFUTED if (violations or sym_fail) else Verdict.HOLDS
+        plots = self._plot(per_family, out)
+        return self.result(
+            seed=seed, measured=worst, bound=1.0,
+            measured_text=f"max empirical/certified = {worst:.4g}; {len(violations)} violations; "
+                          f"sympy {len(symbolic) - len(sym_fail)}/{len(symbolic)} agree",
+            bound_text=f"≤ 1 (+{RTOL:g}); sympy certificates = the classes' bounds",
+            verdict=verdict,
+            details={"per_family": per_family, "violations": violations, "sympy": symbolic,
+                     "rtol": RTOL}, plots=plots)
+
+    @staticmethod
+    def _sympy(seed: int, n: int) -> list[dict]:
+        """Re-derive the certificates of small instances with sympy."""
+        out = []
+        rng = np.random.default_rng(child_seeds(seed, 1, 41)[0])
+        for _ in range(n):
+            f = RandomPolynomial(3, 3, float(rng.uniform(0.5, 2)), seed=int(rng.integers(2**31)))
+            s = sympy_polynomial_bound(f)
+            out.append({"target": repr(f), **s, "class_bound": f.lipschitz_bound,
+                        "agrees": math.isclose(s["bound"], f.lipschitz_bound, rel_tol=1e-12)
+                        and s["sum_abs_coef_times_degree"] <= f.lipschitz * (1 + 1e-12)})
+            h = RandomHypercubeFunction(3, seed=int(rng.integers(2**31)))
+            s = sympy_hypercube_bound(h)
+            out.append({"target": repr(h), **s, "class_bound": h.lipschitz_bound,
+                        "agrees": s["max_grad_norm_sq"] == h.sensitivity()
+                        and math.isclose(s["bound"], h.lipschitz_bound, rel_tol=1e-12)})
+            m = RandomMLP(3, (4,), str(rng.choice(list(ACTIVATIONS))), seed=int(rng.integers(2**31)))
+            s = sympy_mlp_bound(m)
+            out.append({"target": repr(m), **s, "class_bound": m.lipschitz_bound,
+                        "agrees": math.isclose(s["bound"], m.lipschitz_bound, rel_tol=1e-9)})
+        return out
+
+    def _plot(self, per_family, out):
+        if out is None:
+            return []
+        fig, ax = plt.subplots(figsize=(6.5, 3.8))
+        names = list(per_family)
+        for i, name in enumerate(names):
+            r = per_family[name]["ratios"]
+            ax.scatter(np.full(len(r), i), r, s=10)
+        ax.axhline(1.0, color="k", ls="--", lw=1)
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("empirical / certified Lipschitz")
+        return save_figure(fig, out, "lipschitz_certificates.png")
