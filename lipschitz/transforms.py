@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 from lipschitz._target import Target
 from lipschitz.validation import check_points, check_real

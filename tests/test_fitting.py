@@ -221,7 +221,7 @@ def test_sgd_agrees_with_the_exact_fit(data, make, cfg):
     gap = predictions(sgd, X) - predictions(exact, X)
     assert np.sqrt(np.mean(gap**2)) < 0.05
     assert report.fit == "sgd" and report.solver == "adam"
-    assert report.features_cached == (not isinstance(sgd, Dense))  # only sparse ones cached
+    assert report.features_cached == (type(sgd) is not Dense)  # only sparse ones cached
     assert report.steps == cfg.epochs * (len(X) // cfg.batch_size)
     assert report.train_mse == pytest.approx(evaluate(sgd, X, y)["mse"], rel=1e-5)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lipschitz.validation import check_seed
+from lipschitz.validation import check_int, check_seed
 
 from ._base import Features, RegressionModel, bottom_layer, check_dim_width
 
-__all__ = ["Dense"]
+__all__ = ["Dense", "KSparseDense"]
 
 
 class Dense(RegressionModel):
@@ -67,3 +67,28 @@ class Dense(RegressionModel):
 
     def _arguments(self) -> dict:
         return {"width": self.width, "seed": self.seed}
+
+
+class KSparseDense(Dense):
+    """``Dense`` with exactly k of its width units active per input: the part DSM and
+    RandomHashModel share (same bottom layer for the same (dim, width, seed), same top layer).
+    Subclasses choose the k units in ``features``.
+
+    Raises:
+        ValueError: as ``Dense``, or k outside 1..width.
+    """
+
+    def __init__(self, dim: int, width: int, k: int, seed: int = 0):
+        super().__init__(dim, width, seed)
+        self.k = check_int(k, "k", 1, self.width)
+
+    @torch.no_grad()
+    def mask(self, X) -> torch.Tensor:
+        """mask(x) of §2.1: (N, width) bool, exactly k True per row."""
+        f = self.features(self.prepare(X))
+        out = torch.zeros(len(f), self.width, dtype=torch.bool, device=f.vals.device)
+        return out.scatter_(1, f.cols, True)
+
+    @property
+    def activated_units(self) -> int:
+        return self.k

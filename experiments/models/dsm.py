@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch import nn
 
-from lipschitz.validation import check_int, check_seed
 
-from ._base import Features, RegressionModel, bottom_layer, check_dim_width
+from ._base import Features, bottom_layer
+from .dense import KSparseDense
 from ._topk_kernel import bracket_quantiles, relu_topk, relu_topk_reference, unit_moments
 
 __all__ = ["DSM"]
 
 
-class DSM(RegressionModel):
+class DSM(KSparseDense):
     """g(x) = (A ∘ mask(x)) φ(x) + a₀ with mask(x) = Top-K of φ(x) = ReLU(Bx + c).
 
     DSM(d, k, t) of Baykal et al. 2022, §2.1: the same frozen bottom layer as ``Dense`` (with
@@ -49,16 +48,9 @@ class DSM(RegressionModel):
     name = "dsm"
 
     def __init__(self, dim: int, width: int, k: int, seed: int = 0):
-        super().__init__()
-        self.dim, self.width = check_dim_width(dim, width)
-        self.k = check_int(k, "k", 1, self.width)
-        self.seed = check_seed(seed)
-        B, c = bottom_layer(self.dim, self.width, self.seed)
-        self.register_buffer("B", torch.tensor(B, dtype=torch.float32))  # (width, dim)
-        self.register_buffer("c", torch.tensor(c, dtype=torch.float32))  # (width,)
+        super().__init__(dim, width, k, seed)
+        B, c = bottom_layer(self.dim, self.width, self.seed)  # float64, as drawn
         self.register_buffer("unit_moments", torch.from_numpy(unit_moments(B, c)), persistent=False)
-        self.weight = nn.Parameter(torch.zeros(1, self.width))
-        self.bias = nn.Parameter(torch.zeros(()))
         self._quantiles = bracket_quantiles(self.width, self.k)
 
     def features(self, X: torch.Tensor) -> Features:
@@ -78,24 +70,6 @@ class DSM(RegressionModel):
         if len(Xn):
             relu_topk(Xn, BT, c, moments, self.k, *self._quantiles, cols, vals)
         return torch.from_numpy(cols), torch.from_numpy(vals)
-
-    @torch.no_grad()
-    def mask(self, X) -> torch.Tensor:
-        """mask(x) of §2.1: (N, width) bool, exactly k True per row."""
-        f = self.features(self.prepare(X))
-        out = torch.zeros(len(f), self.width, dtype=torch.bool, device=f.vals.device)
-        return out.scatter_(1, f.cols, True)
-
-    def coefficients(self) -> torch.Tensor:
-        return self.weight.view(-1)
-
-    @property
-    def total_units(self) -> int:
-        return self.width
-
-    @property
-    def activated_units(self) -> int:
-        return self.k
 
     def flops_true(self) -> int:
         return 2 * self.dim * self.width + self.width + 2 * self.k

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 
-from lipschitz.validation import check_int, check_seed
 from routing.uniform_hash import UniformHash
 
-from ._base import Features, RegressionModel, bottom_layer, check_dim_width
+from ._base import Features
+from .dense import KSparseDense
 
 __all__ = ["RandomHashModel"]
 
@@ -18,7 +17,7 @@ _SPLITMIX_OPS = 10
 _GATHER_ELEMENTS = 2**22  # weights gathered at once in ``features``
 
 
-class RandomHashModel(RegressionModel):
+class RandomHashModel(KSparseDense):
     """Like ``DSM``, but the k active units are a block picked by a uniform hash of x.
 
     The width units are split into width/k consecutive blocks of k units (a Switch-style
@@ -50,20 +49,12 @@ class RandomHashModel(RegressionModel):
     name = "random_hash"
 
     def __init__(self, dim: int, width: int, k: int, seed: int = 0):
-        super().__init__()
-        self.dim, self.width = check_dim_width(dim, width)
-        self.k = check_int(k, "k", 1, self.width)
+        super().__init__(dim, width, k, seed)
         if self.width % self.k:
             raise ValueError(f"k must divide width (the units form width/k blocks of k), "
                              f"got k={self.k}, width={self.width}")
-        self.seed = check_seed(seed)
         self.n_blocks = self.width // self.k
-        B, c = bottom_layer(self.dim, self.width, self.seed)
-        self.register_buffer("B", torch.tensor(B, dtype=torch.float32))  # (width, dim)
-        self.register_buffer("c", torch.tensor(c, dtype=torch.float32))  # (width,)
         self.hasher = UniformHash(self.n_blocks, seed=self.seed, dim=self.dim).to_torch()
-        self.weight = nn.Parameter(torch.zeros(1, self.width))
-        self.bias = nn.Parameter(torch.zeros(()))
 
     def blocks(self, X: torch.Tensor) -> torch.Tensor:
         """The block of each input: (N,) int64 in [0, width/k)."""
@@ -82,24 +73,6 @@ class RandomHashModel(RegressionModel):
                           X[lo:lo + rows, :, None])[:, :, 0]  # (rows, k)
             for lo in range(0, len(X), rows)]) if len(X) else X.new_zeros(0, self.k)
         return Features(cols, vals.relu_())
-
-    @torch.no_grad()
-    def mask(self, X) -> torch.Tensor:
-        """(N, width) bool, exactly k True per row (the units of block h(x))."""
-        f = self.features(self.prepare(X))
-        out = torch.zeros(len(f), self.width, dtype=torch.bool, device=f.vals.device)
-        return out.scatter_(1, f.cols, True)
-
-    def coefficients(self) -> torch.Tensor:
-        return self.weight.view(-1)
-
-    @property
-    def total_units(self) -> int:
-        return self.width
-
-    @property
-    def activated_units(self) -> int:
-        return self.k
 
     def flops_true(self) -> int:
         return _SPLITMIX_OPS * (self.dim + 1) + 2 + 2 * self.dim * self.k + 2 * self.k
