@@ -79,12 +79,15 @@ def fig4(preset: str) -> list[ExperimentConfig]:
     """Figure 4: dense, random hash, DSM and LSH together (random polynomial, n = 8):
     (a) at equal activated units with the sparse models at one total width; (b) LSH."""
     _check_preset(preset)
-    W, ks, bits = {"tiny": (128, [8, 32], [3, 5, 7]),
-                   "quick": (1024, [16, 32, 64, 128, 256], [6, 8, 10, 12, 14]),
-                   "paper": (8192, [64, 128, 256, 512, 1024], [8, 10, 12, 14, 16])}[preset]
+    W, ks, bits, widest = {
+        "tiny": (128, [8, 32], [3, 5, 7], 128),
+        "quick": (1024, [16, 32, 64, 128, 256], [6, 8, 10, 11, 12, 14], 2048),
+        "paper": (8192, [64, 128, 256, 512, 1024], [8, 10, 12, 14, 16], 8192)}[preset]
+    # dense models as wide as the LSH tables, up to the widest an exact fit handles quickly
+    wide = [2**b for b in bits if max(ks) < 2**b <= widest]
     models = (_dense(ks) + [ModelSpec("dsm", width=W, k=k, label="DSM") for k in ks]
               + [ModelSpec("random_hash", width=W, k=k, label="random hash") for k in ks]
-              + _lsh(bits) + _dense([2**b for b in bits if 2**b > max(ks)]))
+              + _lsh(bits) + _dense(wide))
     return [ExperimentConfig(
         name="fig4", preset=preset, target=TargetSpec(family="polynomial"), models=tuple(models),
         panels={"a": {"x": "activated_units", "models": ["dense", "DSM", "random hash"],
