@@ -136,7 +136,8 @@ def _write_atomically(frame: pd.DataFrame, path: pathlib.Path) -> None:
 
 def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = "auto",
               progress: bool = True, on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
-    """Run every (config, seed, model) not yet in ``out/results.csv``; return the table.
+    """Run every (config, seed, model) not yet in ``out/results.csv``; return the rows of this
+    sweep (rows of models no longer in ``configs`` stay in the file but are left out).
 
     Arguments:
         configs: the sweep (one experiment may have several configs, e.g. one per k).
@@ -181,7 +182,13 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
         done.add(key)
         if on_row is not None:
             on_row(row)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    # rows of models no longer in the configs stay on disk but are not part of this sweep
+    wanted = {tuple(map(str, (c.name, c.target.label(), m.key(),
+                              "exact" if m.kind == "lsh_table" else c.fit, s)))
+              for c in configs for s in c.seeds for m in c.models}
+    keep = [tuple(map(str, key)) in wanted for key in frame[ROW_KEY].itertuples(index=False)]
+    return frame[keep].reset_index(drop=True)
 
 
 def _make_data(config: ExperimentConfig, seed: int):

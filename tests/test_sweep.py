@@ -69,3 +69,12 @@ def test_unwritable_out_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="not writable"):
         run_sweep(experiment_configs("subspace", "tiny"), blocker / "sub", device="cpu",
                   progress=False)
+
+
+def test_rows_of_removed_models_are_left_out(tmp_path):
+    configs = experiment_configs("subspace", "tiny")[:1]
+    run_sweep(configs, tmp_path, device="cpu", progress=False)
+    fewer = [configs[0].with_(models=configs[0].models[:1])]
+    frame = run_sweep(fewer, tmp_path, device="cpu", progress=False)
+    assert set(frame["model_key"]) == {configs[0].models[0].key()}
+    assert len(pd.read_csv(tmp_path / "results.csv")) == len(configs[0].seeds) * len(configs[0].models)
