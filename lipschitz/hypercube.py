@@ -97,14 +97,24 @@ class RandomHypercubeFunction(Target):
 
 def _kron_features(XT):
     """⊗_i ((1 − x_i)/2, (1 + x_i)/2) for each point, transposed: (m, N) -> (2^m, N), variable
-    0 the most significant bit. Works on numpy arrays and torch tensors; the (2^m, N) layout
-    keeps every step a contiguous row operation."""
-    torch_input = isinstance(XT, torch.Tensor)
-    if torch_input:
-        out = torch.ones((1, XT.shape[1]), dtype=XT.dtype, device=XT.device)
-    else:
-        out = np.ones((1, XT.shape[1]), dtype=XT.dtype)
-    for xi in XT:
-        low, high = out * ((1 - xi) / 2), out * ((1 + xi) / 2)  # (2^i, N) each
-        out = (torch.stack if torch_input else np.stack)([low, high], 1).reshape(-1, XT.shape[1])
+    0 the most significant bit. Works on numpy arrays and torch tensors.
+
+    numpy: built in place in one (2^m, N) buffer. After variables m−1, …, i have been taken
+    in, rows [0, s) hold their product for every bit pattern; taking in x_{i−1} as the new most
+    significant bit writes rows [s, 2s) = rows [0, s)·(1 + x)/2, then scales rows [0, s) by
+    (1 − x)/2: contiguous row operations, nothing allocated. torch: the same products with
+    fresh tensors at each step, so that autograd can differentiate through them."""
+    m, n = XT.shape
+    if isinstance(XT, torch.Tensor):
+        out = torch.ones((1, n), dtype=XT.dtype, device=XT.device)
+        for xi in XT.flip(0):
+            out = torch.cat([out * ((1 - xi) / 2), out * ((1 + xi) / 2)], dim=0)
+        return out
+    out = np.empty((2**m, n), dtype=XT.dtype)
+    out[:1] = 1
+    size = 1
+    for xi in XT[::-1]:
+        out[size:2 * size] = out[:size] * ((1 + xi) / 2)
+        out[:size] *= (1 - xi) / 2
+        size *= 2
     return out
