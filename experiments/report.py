@@ -161,7 +161,10 @@ def summary_table(frame: pd.DataFrame, index: str, columns: str) -> pd.DataFrame
     """Geometric-mean eval MSE over seeds (with the seed count) in a pivot table."""
     stats = frame.groupby([index, columns])["eval_mse"].agg(
         lambda v: f"{np.exp(np.mean(np.log(v))):.3g} (±{np.std(v):.1g}, n={len(v)})")
-    return stats.unstack(columns)
+    table = stats.unstack(columns)
+    if index == "model_label":  # keep the experiment's model order (k=8, 16, …, not lexical)
+        table = table.reindex([label for label in pd.unique(frame[index]) if label in table.index])
+    return table
 
 
 def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[ExperimentConfig],
