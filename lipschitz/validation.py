@@ -82,15 +82,18 @@ def check_seed(seed, name: str = "seed") -> int:
     return check_int(seed, name, low=0)
 
 
-def check_points(X, n_cols: int | None = None, name: str = "X", dtype=np.float64) -> np.ndarray:
+def check_points(X, n_cols: int | None = None, name: str = "X", dtype=np.float64,
+                 check_finite: bool = True) -> np.ndarray:
     """Validate a batch of points and return it as a C-contiguous array.
 
     Arguments:
         X: array-like of shape (N, n_cols), real-valued; N may be 0.
         n_cols: required number of columns (input dimension), or ``None`` for any.
         name: the parameter's name, used in the error message.
-        dtype: the floating dtype of the result (float64 by default; float32 is kept
-            as float32 when ``dtype=None``).
+        dtype: the floating dtype of the result (float64 by default; with ``dtype=None``
+            float32 and float64 inputs keep their dtype, others become float64).
+        check_finite: reject NaN and infinite entries (callers whose kernels check finiteness
+            on the fly pass False, to avoid an (N, n_cols) boolean temporary).
 
     Returns:
         ``np.ndarray`` of shape (N, n_cols) and the requested dtype.
@@ -112,9 +115,9 @@ def check_points(X, n_cols: int | None = None, name: str = "X", dtype=np.float64
     if n_cols is not None and arr.shape[1] != n_cols:
         raise ValueError(f"{name} must have shape (N, {n_cols}), got shape {arr.shape}")
     if dtype is None:
-        dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.float64
+        dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
     arr = np.ascontiguousarray(arr, dtype=dtype)
-    if not np.isfinite(arr).all():
+    if check_finite and not np.isfinite(arr).all():
         bad = int(np.count_nonzero(~np.isfinite(arr)))
         raise ValueError(f"{name} must be finite; it has {bad} NaN or infinite entries")
     return arr

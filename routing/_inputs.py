@@ -26,18 +26,7 @@ def as_points(X, dim: int | None, name: str = "X") -> np.ndarray:
     Raises:
         ValueError: if ``X`` is not a real-valued 2-D array with ``dim`` columns.
     """
-    arr = np.asarray(X)
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.floating)
-        or np.issubdtype(arr.dtype, np.integer)
-        or arr.dtype == np.bool_
-    ):
-        raise ValueError(f"{name} must be a real-valued array, got dtype {arr.dtype}")
-    expected = "(N, n_inputs)" if dim is None else f"(N, {dim})"
-    if arr.ndim != 2 or (dim is not None and arr.shape[1] != dim):
-        raise ValueError(f"{name} must have shape {expected}, got shape {arr.shape}")
-    dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
-    return np.ascontiguousarray(arr, dtype=dtype)
+    return check_points(X, dim, name=name, dtype=None, check_finite=False)
 
 
 def raise_non_finite(X: np.ndarray, dim: int | None, reason: str, name: str = "X"):
