@@ -202,21 +202,30 @@ def _fwht(y: torch.Tensor) -> torch.Tensor:
     return y
 
 
-def _as_int64(u: int) -> int:
+def as_int64(u: int) -> int:
+    """A uint64 constant as the int64 with the same bit pattern."""
     return u - (1 << 64) if u >= 1 << 63 else u
 
 
-def _shr(z: torch.Tensor, k: int) -> torch.Tensor:
+def shift_right_logical(z: torch.Tensor, k: int) -> torch.Tensor:
     """Logical right shift of int64 tensors holding uint64 bit patterns."""
     return (z >> k) & ((1 << (64 - k)) - 1)
 
 
-def _splitmix64(z: torch.Tensor) -> torch.Tensor:
+def splitmix64(z: torch.Tensor) -> torch.Tensor:
+    """The splitmix64 finaliser (Steele et al. 2014) on int64 tensors holding uint64 bits.
+
+    Arguments:
+        z: int64 tensor of any shape, on any device.
+
+    Returns:
+        int64 tensor of the same shape: the uint64 result's bit pattern.
+    """
     # int64 arithmetic wraps modulo 2**64 on CPU and CUDA, matching uint64 in the kernel
-    z = z + _as_int64(GOLDEN)
-    z = (z ^ _shr(z, 30)) * _as_int64(MIX1)
-    z = (z ^ _shr(z, 27)) * _as_int64(MIX2)
-    return z ^ _shr(z, 31)
+    z = z + as_int64(GOLDEN)
+    z = (z ^ shift_right_logical(z, 30)) * as_int64(MIX1)
+    z = (z ^ shift_right_logical(z, 27)) * as_int64(MIX2)
+    return z ^ shift_right_logical(z, 31)
 
 
 class TorchUniformHash(nn.Module):
@@ -232,7 +241,7 @@ class TorchUniformHash(nn.Module):
     def __init__(self, key: int, n_buckets: int, dim: int | None = None,
                  check_finite: bool = True):
         super().__init__()
-        self.register_buffer("key", torch.tensor(_as_int64(int(key)), dtype=torch.int64))
+        self.register_buffer("key", torch.tensor(as_int64(int(key)), dtype=torch.int64))
         self.register_buffer("n_buckets", torch.tensor(
             check_int(n_buckets, "n_buckets", 1, 2**63 - 1), dtype=torch.int64))
         self.dim = dim
@@ -246,10 +255,10 @@ class TorchUniformHash(nn.Module):
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         X = _check_points(X, self.dim, self.check_finite)
         bits = (X.to(torch.float64) + 0.0).view(torch.int64)  # (N, n_cols)
-        h = _splitmix64(self.key ^ bits.shape[1]).expand(bits.shape[0]).clone()
+        h = splitmix64(self.key ^ bits.shape[1]).expand(bits.shape[0]).clone()
         for j in range(bits.shape[1]):
-            h = _splitmix64(h ^ bits[:, j])
-        return (_shr(h, 1) % self.n_buckets)[:, None]
+            h = splitmix64(h ^ bits[:, j])
+        return (shift_right_logical(h, 1) % self.n_buckets)[:, None]
 
 
 def topk_indices(scores: torch.Tensor, k: int) -> torch.Tensor:

@@ -10,7 +10,9 @@ from torch import nn
 from lipschitz.validation import check_int, check_seed
 from routing.euclidean_lsh import EuclideanLSH
 from routing.hyperplane_lsh import HyperplaneLSH
+from routing._mixer import GOLDEN
 from routing.lsh_table import polynomial_powers
+from routing.torch_twins import as_int64, shift_right_logical, splitmix64
 
 from ._base import Features, RegressionModel
 
@@ -21,37 +23,16 @@ __all__ = ["LSHModel", "MAX_TABLE_VALUES"]
 MAX_TABLE_VALUES = 2**27
 MAX_POLY_FEATURES = 1024
 
-_GOLDEN = 0x9E3779B97F4A7C15  # splitmix64 constants (Steele et al. 2014)
-_MIX1 = 0xBF58476D1CE4E5B9
-_MIX2 = 0x94D049BB133111EB
-
-
-def _i64(u: int) -> int:
-    return u - (1 << 64) if u >= 1 << 63 else u
-
-
-def _shr(z: torch.Tensor, s: int) -> torch.Tensor:
-    """Logical right shift of int64 tensors holding uint64 bit patterns."""
-    return (z >> s) & ((1 << (64 - s)) - 1)
-
-
-def _splitmix64(z: torch.Tensor) -> torch.Tensor:
-    # int64 arithmetic wraps modulo 2^64 on CPU and CUDA
-    z = z + _i64(_GOLDEN)
-    z = (z ^ _shr(z, 30)) * _i64(_MIX1)
-    z = (z ^ _shr(z, 27)) * _i64(_MIX2)
-    return z ^ _shr(z, 31)
-
 
 def fold_codes(codes: torch.Tensor, n_bits: int) -> torch.Tensor:
     """Integer code vectors (N, T, H) -> slots (N, T) in [0, 2^n_bits) by a splitmix64 chain.
 
     Equal code vectors get equal slots; distinct ones collide with probability 2^-n_bits.
     """
-    h = torch.full(codes.shape[:2], _i64(_GOLDEN), dtype=torch.int64, device=codes.device)
+    h = torch.full(codes.shape[:2], as_int64(GOLDEN), dtype=torch.int64, device=codes.device)
     for i in range(codes.shape[2]):
-        h = _splitmix64(h ^ codes[:, :, i])
-    return _shr(h, 1) & ((1 << n_bits) - 1)
+        h = splitmix64(h ^ codes[:, :, i])
+    return shift_right_logical(h, 1) & ((1 << n_bits) - 1)
 
 
 class LSHModel(RegressionModel):
