@@ -1,0 +1,26 @@
+"""Router layers of the papers sparselab is built from, as PyTorch modules (CPU and CUDA).
+
+Every layer maps x (B, d_in) to ``(y (B, d_out), aux_losses)`` and counts per-unit usage in
+registered buffers (``RouterLayer``):
+
+* ``COMET``: frozen random routing network, k-winner-take-all masks (COMET §4);
+* ``SigmaMoE``: sigmoid expert scores, top-K experts, entropy regularisation, expert dropout
+  (Csordás et al. 2023 §5);
+* ``TopKMoE``: softmax gate before top-k with a load-balancing loss (Switch / Shazeer et al.,
+  reviewed in Csordás et al. §4);
+* ``PKM``: product-key memory (Csordás et al. §3.2; Lample et al. 2019);
+* ``SMEAR``: router probabilities merge the experts' parameters (Muqeeth et al. 2024 §3);
+* ``SDMLP``: Top-K with subtraction of the (k+1)-th activation, k annealing, normalised
+  non-negative weights (Bricken et al. 2023 §4).
+"""
+
+from routing.layers._base import RouterLayer
+from routing.layers.comet import COMET, COMETConfig
+from routing.layers.pkm import PKM, PKMConfig
+from routing.layers.sdmlp import SDMLP, SDMLPConfig
+from routing.layers.sigma_moe import SigmaMoE, SigmaMoEConfig
+from routing.layers.smear import SMEAR, SMEARConfig
+from routing.layers.topk_moe import TopKMoE, TopKMoEConfig
+
+__all__ = ["RouterLayer", "COMET", "COMETConfig", "SigmaMoE", "SigmaMoEConfig", "TopKMoE",
+           "TopKMoEConfig", "PKM", "PKMConfig", "SMEAR", "SMEARConfig", "SDMLP", "SDMLPConfig"]

@@ -1,0 +1,165 @@
+"""σ-MoE (Csordás et al. 2023 §5): sigmoid expert scores, top-K experts, an entropy
+regulariser on the batch's selection distribution, and expert dropout.
+
+    s = σ(W3 x)                                   (Eq. 18, the scores)
+    E_x = the K experts with the highest s         (dropped experts excluded in training)
+    y = Σ_{e ∈ E_x} s[e] · W2_eᵀ ReLU(W1_eᵀ x)     (Eq. 11)
+    L = Σ_e p[e] log p[e],  p = mean_batch softmax(W3 x)   (Eqs. 20-21)
+
+L is the negative entropy of the batch-averaged softmax of the router logits (not of the
+sigmoid scores), so minimising it spreads the selection over all experts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from lipschitz.validation import check_int, check_real, check_seed
+from routing.layers._base import RouterLayer
+from routing.layers._experts import (INITS, OPTIMIZERS, ExpertBank, check_batch,
+                                     init_router_, topk_lowest_index)
+
+__all__ = ["SigmaMoEConfig", "SigmaMoE"]
+
+
+@dataclass(frozen=True)
+class SigmaMoEConfig:
+    """Settings of a ``SigmaMoE`` layer; defaults from Csordás et al. 2023 (§5, Tab. 7).
+
+    Attributes:
+        d_in, d_out: input and output sizes (>= 1).
+        n_experts: N_E >= 1 (Tab. 7: 16).
+        expert_size: G >= 1, hidden units per expert (Tab. 7: 128).
+        k: experts per example, 1 <= k <= n_experts (Tab. 7: 4).
+        entropy_coef: γ >= 0, weight of the entropy regulariser (Tab. 7: 0.001).
+        expert_dropout: δ in [0, 1), probability of dropping an expert for one example in
+            training (Tab. 7: 0 for N_E = 16; 0.05 and 0.2 for the larger models).
+        init: "sigma_moe" (§5, the paper's), "standard" or "switch" (see ``ExpertBank``).
+        optimizer: "adam" (App. B) or "sgd".
+        lr: learning rate > 0. App. B uses 2.5e-4 for 100k steps of language modelling; our
+            regressions train for a few thousand steps, hence Adam's usual 1e-3.
+        seed: >= 0, seeds the initialisation and the expert-dropout draws.
+
+    Raises:
+        ValueError: naming the parameter and its allowed range.
+    """
+
+    d_in: int
+    d_out: int = 1
+    n_experts: int = 16
+    expert_size: int = 128
+    k: int = 4
+    entropy_coef: float = 0.001
+    expert_dropout: float = 0.0
+    init: str = "sigma_moe"
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    seed: int = 0
+
+    def __post_init__(self):
+        check_int(self.d_in, "d_in", 1)
+        check_int(self.d_out, "d_out", 1)
+        check_int(self.n_experts, "n_experts", 1)
+        check_int(self.expert_size, "expert_size", 1)
+        check_int(self.k, "k", 1, self.n_experts)
+        check_real(self.entropy_coef, "entropy_coef", 0.0)
+        check_real(self.expert_dropout, "expert_dropout", 0.0, 1.0, high_open=True)
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        check_real(self.lr, "lr", 0.0, low_open=True)
+        check_seed(self.seed)
+
+
+class SigmaMoE(RouterLayer):
+    """σ-MoE layer (Csordás et al. 2023 §5): x (B, d_in) -> (y (B, d_out), {"entropy": γ·L}).
+
+    Usage counts the K selected experts of every example (``n_units`` = n_experts).
+    Expert dropout (Eq. 22) is drawn per example and expert, in training mode only, from a
+    CPU ``torch.Generator`` seeded with ``config.seed`` (which first draws the
+    initialisation), so equal seeds give equal numbers on CPU and CUDA; the generator's state
+    is not part of ``state_dict``.
+
+    Attributes:
+        config: the ``SigmaMoEConfig``.
+        router: parameter W3 (n_experts, d_in).
+        experts: ``ExpertBank`` with W1 (E, d_in, G) and W2 (E, G, d_out).
+    """
+
+    name = "sigma_moe"
+
+    def __init__(self, config: SigmaMoEConfig):
+        super().__init__(config.n_experts)
+        self.config = config
+        self.router = nn.Parameter(torch.empty(config.n_experts, config.d_in))
+        self.experts = ExpertBank(config.n_experts, config.d_in, config.expert_size,
+                                  config.d_out)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        init_router_(self.router, config.init, self.generator)
+        self.experts.reset_parameters(config.init, self.generator)
+
+    def _select(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(idx (B, K) int64, gate (B, K)) from router logits (B, E)."""
+        if not (self.training and self.config.expert_dropout > 0):
+            _, idx = topk_lowest_index(logits, self.config.k)     # σ is monotone
+            return idx, torch.sigmoid(logits.gather(1, idx))
+        keep = torch.rand(logits.shape, generator=self.generator) >= self.config.expert_dropout
+        keep = keep.to(logits.device)                               # (B, E), P(keep) = 1 - δ
+        _, idx = topk_lowest_index(logits.masked_fill(~keep, float("-inf")), self.config.k)
+        # Eq. 22 multiplies the scores by the mask without rescaling: a dropped expert only
+        # wins when fewer than K survive, and then it contributes nothing.
+        return idx, torch.sigmoid(logits.gather(1, idx)) * keep.gather(1, idx).to(logits.dtype)
+
+    def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The experts each example uses and their weights (draws expert dropout in training).
+
+        Arguments:
+            x: (B, d_in), the layer's dtype and device.
+
+        Returns:
+            (idx (B, K) int64, descending score; gate (B, K) = σ(W3 x)[idx], 0 for dropped).
+
+        Raises:
+            ValueError: if x is not a floating (B, d_in) tensor.
+        """
+        check_batch(x, self.config.d_in)
+        return self._select(x @ self.router.T)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """y = Σ_{e ∈ top-K} σ(W3 x)[e] · expert_e(x) and the weighted entropy loss.
+
+        Arguments:
+            x: (B, d_in), the layer's dtype and device; B may be 0.
+
+        Returns:
+            (y (B, d_out), {"entropy": entropy_coef · Σ_e p[e] log p[e]}), the loss a scalar
+            in [-entropy_coef·log E, 0] (0 for an empty batch).
+
+        Raises:
+            ValueError: if x is not a floating (B, d_in) tensor.
+        """
+        check_batch(x, self.config.d_in)
+        logits = x @ self.router.T                                    # (B, E)
+        idx, gate = self._select(logits)                              # (B, K) each
+        y = self.experts(x, idx, gate)                                # (B, d_out)
+        self.record_usage(indices=idx)
+        p = torch.softmax(logits, dim=1).sum(0) / max(len(x), 1)      # (E,)
+        neg_entropy = torch.special.xlogy(p, p).sum()
+        return y, {"entropy": self.config.entropy_coef * neg_entropy}
+
+    @property
+    def activated_units(self) -> int:
+        return self.config.k * self.config.expert_size
+
+    @property
+    def total_units(self) -> int:
+        return self.config.n_experts * self.config.expert_size
+
+    def flops_per_example(self) -> int:
+        """Router (2·d_in·E) plus K experts (2·G·(d_in + d_out) each)."""
+        c = self.config
+        return 2 * c.d_in * c.n_experts + c.k * 2 * c.expert_size * (c.d_in + c.d_out)

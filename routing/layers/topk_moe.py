@@ -1,0 +1,167 @@
+"""Softmax top-k MoE with the Switch Transformer's load-balancing loss (Fedus et al. 2022, as
+reviewed by Csordás et al. 2023 §4, Eqs. 15-17).
+
+    P = softmax(W3 x)                                    (the router distribution, over all E)
+    E_x = the k experts with the highest P
+    y = Σ_{e ∈ E_x} g[e] · W2_eᵀ ReLU(W1_eᵀ x),  g = P[E_x] (or P[E_x] / Σ P[E_x])
+    L = E · Σ_e f[e] · P̄[e]
+
+The softmax is taken *before* top-k, so at k = 1 the gate P[e] < 1 still carries the router's
+gradient (renormalising after top-k would make it 1). f[e] is the fraction of the batch's
+B·k assignments that go to e and P̄[e] the batch mean of P[e]; Eq. 15 counts f per token
+(Σ f = k), we divide by k so that L = 1 under perfectly balanced routing for every k (the
+two agree at Switch's k = 1). f is a count and carries no gradient; P̄ does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from lipschitz.validation import check_int, check_real, check_seed
+from routing.layers._base import RouterLayer
+from routing.layers._experts import (INITS, OPTIMIZERS, ExpertBank, check_batch,
+                                     init_router_, topk_lowest_index)
+
+__all__ = ["TopKMoEConfig", "TopKMoE"]
+
+
+@dataclass(frozen=True)
+class TopKMoEConfig:
+    """Settings of a ``TopKMoE`` layer; defaults follow the Switch Transformer (§4, App. B).
+
+    Attributes:
+        d_in, d_out: input and output sizes (>= 1).
+        n_experts: E >= 1.
+        expert_size: G >= 1, hidden units per expert.
+        k: experts per example, 1 <= k <= n_experts (Switch: 1).
+        renormalize: divide the k gates by their sum (Shazeer et al. 2017, App. A.1
+            "norm topk"); default False, Switch's choice, since at k = 1 it fixes the gate at 1
+            and leaves the router only the load-balancing gradient.
+        load_balance_coef: >= 0, weight of the load-balancing loss (App. B: 0.01).
+        init: "switch" (Fedus et al. 2022, §4), "sigma_moe" or "standard" (see ``ExpertBank``).
+        optimizer: "adam" or "sgd".
+        lr: learning rate > 0 (1e-3; see ``SigmaMoEConfig.lr``).
+        seed: >= 0, seeds the initialisation.
+
+    Raises:
+        ValueError: naming the parameter and its allowed range.
+    """
+
+    d_in: int
+    d_out: int = 1
+    n_experts: int = 16
+    expert_size: int = 128
+    k: int = 1
+    renormalize: bool = False
+    load_balance_coef: float = 0.01
+    init: str = "switch"
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    seed: int = 0
+
+    def __post_init__(self):
+        check_int(self.d_in, "d_in", 1)
+        check_int(self.d_out, "d_out", 1)
+        check_int(self.n_experts, "n_experts", 1)
+        check_int(self.expert_size, "expert_size", 1)
+        check_int(self.k, "k", 1, self.n_experts)
+        if not isinstance(self.renormalize, bool):
+            raise ValueError(f"renormalize must be True or False, got {self.renormalize!r}")
+        check_real(self.load_balance_coef, "load_balance_coef", 0.0)
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        check_real(self.lr, "lr", 0.0, low_open=True)
+        check_seed(self.seed)
+
+
+class TopKMoE(RouterLayer):
+    """Softmax top-k MoE: x (B, d_in) -> (y (B, d_out), {"load_balance": coef · L}).
+
+    Usage counts the k selected experts of every example (``n_units`` = n_experts).
+
+    Attributes:
+        config: the ``TopKMoEConfig``.
+        router: parameter W3 (n_experts, d_in).
+        experts: ``ExpertBank`` with W1 (E, d_in, G) and W2 (E, G, d_out).
+    """
+
+    name = "topk_moe"
+
+    def __init__(self, config: TopKMoEConfig):
+        super().__init__(config.n_experts)
+        self.config = config
+        self.router = nn.Parameter(torch.empty(config.n_experts, config.d_in))
+        self.experts = ExpertBank(config.n_experts, config.d_in, config.expert_size,
+                                  config.d_out)
+        generator = torch.Generator().manual_seed(config.seed)
+        init_router_(self.router, config.init, generator)
+        self.experts.reset_parameters(config.init, generator)
+
+    def _select(self, logits: torch.Tensor,
+                probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(idx (B, k) int64, gate (B, k)) from router logits and probabilities (B, E)."""
+        _, idx = topk_lowest_index(logits, self.config.k)  # logits: no ties from underflow
+        gate = probs.gather(1, idx)
+        if self.config.renormalize:
+            gate = gate / gate.sum(1, keepdim=True)
+        return idx, gate
+
+    def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The experts each example uses and their gates.
+
+        Arguments:
+            x: (B, d_in), the layer's dtype and device.
+
+        Returns:
+            (idx (B, k) int64, descending probability; gate (B, k), softmax(W3 x)[idx],
+            renormalised to sum 1 per row when ``config.renormalize``).
+
+        Raises:
+            ValueError: if x is not a floating (B, d_in) tensor.
+        """
+        check_batch(x, self.config.d_in)
+        logits = x @ self.router.T
+        return self._select(logits, torch.softmax(logits, dim=1))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """y = Σ_{e ∈ top-k} g[e] · expert_e(x) and the weighted load-balancing loss.
+
+        Arguments:
+            x: (B, d_in), the layer's dtype and device; B may be 0.
+
+        Returns:
+            (y (B, d_out), {"load_balance": load_balance_coef · E · Σ_e f[e] P̄[e]}); L is
+            1 for perfectly balanced routing, approaching E when (k = 1) one expert takes every
+            example with probability near 1, and 0 for an empty batch.
+
+        Raises:
+            ValueError: if x is not a floating (B, d_in) tensor.
+        """
+        check_batch(x, self.config.d_in)
+        logits = x @ self.router.T                                   # (B, E)
+        probs = torch.softmax(logits, dim=1)
+        idx, gate = self._select(logits, probs)                      # (B, k) each
+        y = self.experts(x, idx, gate)                               # (B, d_out)
+        self.record_usage(indices=idx)
+        E, n = self.config.n_experts, max(len(x), 1)
+        f = torch.bincount(idx.reshape(-1), minlength=E).to(probs.dtype) / (n * self.config.k)
+        balance = E * (f * probs.sum(0) / n).sum()
+        return y, {"load_balance": self.config.load_balance_coef * balance}
+
+    @property
+    def activated_units(self) -> int:
+        return self.config.k * self.config.expert_size
+
+    @property
+    def total_units(self) -> int:
+        return self.config.n_experts * self.config.expert_size
+
+    def flops_per_example(self) -> int:
+        """Router (2·d_in·E) plus k experts (2·G·(d_in + d_out) each)."""
+        c = self.config
+        return 2 * c.d_in * c.n_experts + c.k * 2 * c.expert_size * (c.d_in + c.d_out)
