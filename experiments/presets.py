@@ -177,8 +177,56 @@ def subspace(preset: str) -> list[ExperimentConfig]:
     return configs
 
 
+#: Activated units of the routers experiment; every sparse model has total width 4× that
+#: (25 % of its units active per example, Table 1's sparsest setting), a square for PKM.
+ROUTERS_ACTIVATED = {"tiny": (4, 16), "quick": (16, 64, 256), "paper": (64, 256, 1024)}
+ROUTERS_EXPERTS = {"tiny": 4, "quick": 16, "paper": 64}
+ROUTER_LABELS = {"comet": "COMET", "sigma_moe": "σ-MoE", "topk_moe": "top-k MoE",
+                 "pkm": "PKM", "smear": "SMEAR", "sdmlp": "SDMLP"}
+
+
+def routers(preset: str) -> list[ExperimentConfig]:
+    """Issue 7: the other papers' routers beside DSM, dense and LSH on the random polynomial
+    and hypercube targets of Baykal et al. §5 (n = 8), at matched activated units a.
+
+    Sparse models have total width 4a: DSM (k = a), COMET (one hidden layer, p_k = 1/4),
+    σ-MoE and top-k MoE (n_experts experts of 4a/n_experts units, a/expert size of them per
+    example), SMEAR (4 experts of a units merged into one), PKM (n_keys = 2√a, top a values),
+    SDMLP (4a neurons, k = a). Dense has width a; the LSH model has 4a buckets (panel b, by
+    size). The frozen-feature baselines (dense, DSM, LSH) get their exact least-squares top
+    layer (``fit="exact"``); the routers learn their routing and are trained end to end with
+    their own optimiser for ``sgd_steps`` steps (``experiments.router_training``).
+    """
+    _check_preset(preset)
+    experts = ROUTERS_EXPERTS[preset]
+    models = []
+    for a in ROUTERS_ACTIVATED[preset]:
+        w = 4 * a
+        models += [ModelSpec("dense", width=a, label="dense"),
+                   ModelSpec("dsm", width=w, k=a, label="DSM"),
+                   ModelSpec("lsh", n_bits=int(np.log2(w)), label="LSH")]
+        for kind, label in ROUTER_LABELS.items():
+            n_experts = {"sigma_moe": min(experts, w), "topk_moe": min(experts, w),
+                         "smear": 4}.get(kind)
+            models.append(ModelSpec(kind, width=w, k=a, n_experts=n_experts, label=label))
+    labels = ["dense", "DSM", *ROUTER_LABELS.values()]
+    sizes = _sizes(preset)
+    if preset == "quick":
+        sizes.update(n_train=16_384, n_eval=4_096, seeds=(0, 1), sgd_steps=1_500)
+    elif preset == "tiny":
+        sizes.update(sgd_steps=100, seeds=(0,))
+    sizes["fit"] = "exact"
+    return [ExperimentConfig(
+        name="routers", preset=preset, target=TargetSpec(family=family), models=tuple(models),
+        panels={"a": {"x": "activated_units", "models": labels,
+                      "title": "routers at equal activated units"},
+                "b": {"x": "size", "models": ["dense", "DSM", "LSH", *ROUTER_LABELS.values()],
+                      "title": "by total width / buckets"}},
+        **sizes) for family in ("polynomial", "hypercube")]
+
+
 EXPERIMENTS = {"fig2": fig2, "fig3": fig3, "fig4": fig4, "table1": table1, "table2": table2,
-               "subspace": subspace}
+               "subspace": subspace, "routers": routers}
 
 
 def experiment_configs(name: str, preset: str) -> list[ExperimentConfig]:

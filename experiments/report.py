@@ -153,6 +153,14 @@ def claims_for(name: str, frame: pd.DataFrame, configs: list[ExperimentConfig]) 
     return claims
 
 
+def _fits(frame: pd.DataFrame, default: str) -> str:
+    """'exact', or e.g. 'exact (dense, DSM), sgd (COMET, …)' when models were fitted differently."""
+    if "fit" not in frame or frame["fit"].nunique() <= 1:
+        return default
+    return ", ".join(f"{fit} ({', '.join(pd.unique(rows['model_label']))})"
+                     for fit, rows in frame.groupby("fit", sort=False))
+
+
 def _fmt(value: float) -> str:
     return "" if pd.isna(value) else f"{value:.3g}"
 
@@ -173,7 +181,7 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
     fitted scaling exponents and the claims."""
     frame = with_size(frame)
     lines = [f"## {name}", "", f"Target: {', '.join(sorted({c.target.label() for c in configs}))}; "
-             f"fit: {configs[0].fit}; seeds: {list(configs[0].seeds)}; n_train = "
+             f"fit: {_fits(frame, configs[0].fit)}; seeds: {list(configs[0].seeds)}; n_train = "
              f"{configs[0].n_train}, n_eval = {configs[0].n_eval}; preset: {configs[0].preset}.", ""]
     if name == "table1":
         ours = summary_table(frame, "flops_paper", "model_label")
@@ -203,6 +211,15 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
         lines += ["Fitted scaling laws MSE ≈ C·N^(−α) (95 % bootstrap interval over seeds):", "",
                   laws[["target", "model_label", "x", "alpha", "alpha_low", "alpha_high",
                         "theory_alpha"]].to_markdown(index=False, floatfmt=".3f"), ""]
+    usage = frame.dropna(subset=["dead_fraction"]) if "dead_fraction" in frame else frame[:0]
+    if len(usage):
+        table = usage.groupby(["target", "model_label", "activated_units"], sort=False).agg(
+            dead_fraction=("dead_fraction", "mean"), usage_cv=("usage_cv", "mean"),
+            eval_mse=("eval_mse", lambda v: float(np.exp(np.mean(np.log(v))))))
+        lines += ["Utilisation on the evaluation set (mean over seeds): dead_fraction = share "
+                  "of units (experts, neurons or PKM values) no evaluation input activates; "
+                  "usage_cv = coefficient of variation of per-unit usage (0 = balanced):", "",
+                  table.to_markdown(floatfmt=".3g"), ""]
     lines += ["Claims:", "", "| claim | verdict | evidence |", "| --- | --- | --- |"]
     lines += [f"| {c.claim} | **{c.verdict}** | {c.evidence} |" for c in claims]
     return "\n".join(lines) + "\n"

@@ -26,6 +26,8 @@ REPRODUCE_PRESETS = PRESETS
 
 def steps(preset: str, device: str = "auto"):
     """The steps of a preset: (name, configuration, function writing into a folder)."""
+    from experiments.comet_studies import (preset_similarity, preset_utilisation,
+                                           write_similarity, write_utilisation)
     from experiments.scale_cli import run_experiment
     from experiments.sdm_cli import SdmCurvesConfig, write_sdm_curves
     from proofs_checks.cli import write_checks
@@ -41,6 +43,13 @@ def steps(preset: str, device: str = "auto"):
     check_preset = "full" if preset == "paper" else "quick"
     result.append(("checks", {"preset": check_preset},
                    lambda out: write_checks(out, check_preset)))
+    similarity, utilisation = preset_similarity(preset), preset_utilisation(preset)
+    result += [
+        ("comet_similarity", asdict(similarity),
+         lambda out: write_similarity(out, similarity, progress=True)),
+        ("comet_utilisation", asdict(utilisation),
+         lambda out: write_utilisation(out, utilisation, progress=True)),
+    ]
     for name in EXPERIMENTS:
         result.append((name, {"experiment": name, "preset": preset},
                        lambda out, name=name: run_experiment(name, preset, out, device=device,
@@ -91,7 +100,9 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) 
     a summary of the §5.2 claims with our verdicts."""
     lines = [f"# sparselab reproduce — preset `{preset}`", "",
              "Baykal et al. 2022, *A Theoretical View on Sparsely Activated Networks*, §5, "
-             "regenerated from scratch; Bricken et al. 2023, Fig. 7 (SDM weightings).", ""]
+             "regenerated from scratch; Bricken et al. 2023, Fig. 7 (SDM weightings); COMET "
+             "§5.1 (routing similarity and utilisation); the other papers' routers on the "
+             "same targets (experiment `routers`).", ""]
     claims = [pd.read_csv(out / f) for files in written.values() for f in files
               if f.endswith("claims.csv") and (out / f).stat().st_size > 1]
     if claims:
@@ -106,6 +117,8 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) 
                 lines += [body, ""]
             elif f.endswith(".png"):
                 lines += [f"![{name}]({f})", ""]
+            elif f.endswith("summary.csv"):
+                lines += [pd.read_csv(out / f).to_markdown(index=False, floatfmt=".3g"), ""]
         if name == "sdm":
             fits = out / name / "sdm_softmax_fits.csv"
             if fits.exists():

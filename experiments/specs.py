@@ -21,7 +21,11 @@ from lipschitz import (
 from lipschitz.validation import check_int, check_real
 
 TARGET_FAMILIES = ("polynomial", "hypercube", "mlp")
-MODEL_KINDS = ("dense", "dsm", "random_hash", "lsh", "lsh_table")
+#: The routers of issue 7 (``routing.layers``), trained end to end (``experiments.router_training``).
+ROUTER_KINDS = ("comet", "sigma_moe", "topk_moe", "pkm", "smear", "sdmlp")
+MODEL_KINDS = ("dense", "dsm", "random_hash", "lsh", "lsh_table") + ROUTER_KINDS
+#: Routers whose units are experts of width // n_experts hidden units each.
+EXPERT_KINDS = ("sigma_moe", "topk_moe", "smear")
 FITS = ("exact", "sgd")
 
 
@@ -84,7 +88,15 @@ class ModelSpec:
         n_bits: hyperplane bits per table (lsh); buckets = n_tables · 2^n_bits.
         n_tables: hash tables (lsh, lsh_table).
         n_hashes, bucket_width: Euclidean LSH parameters (lsh_table).
+        n_experts: experts of the MoE routers (sigma_moe, topk_moe, smear); each has
+            width / n_experts hidden units, and k activated units are k / expert size experts
+            (smear merges all experts into one, so its k must equal the expert size).
+        lr: learning rate of a router (default: its config's, from its paper).
         label: legend name (defaults to the kind, with the width for DSM curves).
+
+    For the routers, ``width`` is the total number of hidden units and ``k`` the activated
+    units per example: comet (one hidden layer, p_k = k / width), pkm (width = n_keys², k
+    values), sdmlp (width neurons, k_target = k).
     """
 
     kind: str
@@ -94,15 +106,30 @@ class ModelSpec:
     n_tables: int = 1
     n_hashes: int | None = None
     bucket_width: float | None = None
+    n_experts: int | None = None
+    lr: float | None = None
     label: str | None = None
 
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:
             raise ValueError(f"model kind must be one of {MODEL_KINDS}, got {self.kind!r}")
-        if self.kind in ("dense", "dsm", "random_hash"):
+        if self.kind in ("dense", "dsm", "random_hash") + ROUTER_KINDS:
             check_int(self.width, "width", low=1)
-        if self.kind in ("dsm", "random_hash"):
+        if self.kind in ("dsm", "random_hash") + ROUTER_KINDS:
             check_int(self.k, "k", low=1, high=self.width)
+        if self.kind in EXPERT_KINDS:
+            check_int(self.n_experts, "n_experts", low=1, high=self.width)
+            if self.width % self.n_experts:
+                raise ValueError(f"width ({self.width}) must be a multiple of n_experts "
+                                 f"({self.n_experts})")
+            size = self.width // self.n_experts
+            if self.k % size or (self.kind == "smear" and self.k != size):
+                raise ValueError(f"k ({self.k}) must be {'equal to' if self.kind == 'smear' else 'a multiple of'} "
+                                 f"the expert size width / n_experts = {size}")
+        if self.kind == "pkm" and round(self.width ** 0.5) ** 2 != self.width:
+            raise ValueError(f"pkm width must be a square (n_keys²), got {self.width}")
+        if self.lr is not None:
+            check_real(self.lr, "lr", low=0.0, low_open=True)
         if self.kind == "lsh":
             check_int(self.n_bits, "n_bits", low=1, high=24)
         if self.kind == "lsh_table":
@@ -173,6 +200,16 @@ class ExperimentConfig:
 
     def with_(self, **changes) -> "ExperimentConfig":
         return replace(self, **changes)
+
+
+def fit_of(spec: ModelSpec, config: ExperimentConfig) -> str:
+    """The fit a model of a sweep gets: the LSH table is always exact (bucket means), the
+    routers always "sgd" (they learn their routing: no closed form), others the config's."""
+    if spec.kind == "lsh_table":
+        return "exact"
+    if spec.kind in ROUTER_KINDS:
+        return "sgd"
+    return config.fit
 
 
 def data_seeds(seed: int) -> tuple[int, int]:

@@ -19,12 +19,13 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from experiments.specs import ExperimentConfig, ModelSpec, data_seeds
+from experiments.specs import ROUTER_KINDS, ExperimentConfig, ModelSpec, data_seeds, fit_of
 from lipschitz import make_dataset
 
 COLUMNS = ["experiment", "target", "model", "model_label", "model_key", "width", "k", "buckets",
            "nonempty_buckets", "activated_units", "params", "flops_paper", "flops_true", "fit",
-           "train_mse", "eval_mse", "linf_error", "seed", "device", "wall_s"]
+           "train_mse", "eval_mse", "linf_error", "seed", "device", "wall_s", "dead_fraction",
+           "usage_cv"]
 ROW_KEY = ["experiment", "target", "model_key", "fit", "seed"]
 
 #: Largest number of float32 bottom-layer activations a model may hold for one batch of the
@@ -70,6 +71,8 @@ def run_model(spec: ModelSpec, config: ExperimentConfig, data, seed: int,
     start = time.perf_counter()
     if spec.kind == "lsh_table":
         row = _run_lsh_table(spec, data, seed)
+    elif spec.kind in ROUTER_KINDS:
+        row = _run_router(spec, config, data, seed, device)
     else:
         if spec.kind in ("dense", "dsm", "random_hash") and config.fit == "exact":
             needed = 4 * spec.width * min(len(X), 65536)
@@ -89,10 +92,34 @@ def run_model(spec: ModelSpec, config: ExperimentConfig, data, seed: int,
                "flops_true": model.flops_true(), "train_mse": report.train_mse,
                "eval_mse": metrics["mse"], "linf_error": metrics["linf"]}
     row.update(model=spec.kind, model_label=spec.display(), model_key=spec.key(),
-               fit=config.fit if spec.kind != "lsh_table" else "exact", seed=seed,
+               fit=fit_of(spec, config), seed=seed,
                device=str(device) if spec.kind != "lsh_table" else "cpu",
                wall_s=round(time.perf_counter() - start, 4))
     return row
+
+
+def _run_router(spec: ModelSpec, config: ExperimentConfig, data, seed: int,
+                device: torch.device) -> dict:
+    """Train a router layer end to end (``experiments.router_training``) and measure it."""
+    from experiments.router_layers import build_router
+    from experiments.router_training import (RouterRegressor, RouterTraining, evaluate_router,
+                                             train_router)
+
+    X, y, X_eval, y_eval = data
+    epochs = max(1, config.sgd_steps * min(config.sgd_batch, len(X)) // len(X))
+    layer = build_router(spec, X.shape[1], seed, epochs=epochs)
+    model = RouterRegressor(layer).to(device)
+    training = RouterTraining(steps=config.sgd_steps, batch_size=config.sgd_batch, lr=spec.lr)
+    report = train_router(model, X, y, training, seed=seed)
+    metrics = evaluate_router(model, X_eval, y_eval)
+    info = layer.describe()
+    dim = X.shape[1]
+    return {"width": spec.width, "k": spec.k, "buckets": None, "nonempty_buckets": None,
+            "activated_units": info["activated_units"], "params": info["params"],
+            "flops_paper": 2 * (dim + 1) * info["activated_units"],
+            "flops_true": info["flops"], "train_mse": report.train_mse,
+            "eval_mse": metrics["mse"], "linf_error": metrics["linf"],
+            "dead_fraction": metrics["dead_fraction"], "usage_cv": metrics["usage_cv"]}
 
 
 def _run_lsh_table(spec: ModelSpec, data, seed: int) -> dict:
@@ -166,7 +193,7 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
     rows = table.to_dict("records")
     for config, seed, spec in tqdm(jobs, desc=configs[0].name if configs else "sweep",
                                    disable=not progress):
-        fit = "exact" if spec.kind == "lsh_table" else config.fit
+        fit = fit_of(spec, config)
         key = tuple(map(str, (config.name, config.target.label(), spec.key(), fit, seed)))
         if key in done:
             continue
@@ -184,8 +211,7 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
             on_row(row)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     # rows of models no longer in the configs stay on disk but are not part of this sweep
-    wanted = {tuple(map(str, (c.name, c.target.label(), m.key(),
-                              "exact" if m.kind == "lsh_table" else c.fit, s)))
+    wanted = {tuple(map(str, (c.name, c.target.label(), m.key(), fit_of(m, c), s)))
               for c in configs for s in c.seeds for m in c.models}
     keep = [tuple(map(str, key)) in wanted for key in frame[ROW_KEY].itertuples(index=False)]
     return frame[keep].reset_index(drop=True)

@@ -1,0 +1,143 @@
+"""Benchmark of the routers' training (issue 7: "training samples/s of each router at matched
+activated units on CPU, and on a GPU when one can be had; the gather-based sparse paths must
+not be slower than the dense model of the same total width").
+
+One training step (forward, MSE plus aux losses, backward, optimiser step, ``after_step``) of
+every router of ``routing.layers`` at a activated units out of 4a total units (the
+``routers`` experiment's set-up, dim 8), timed interleaved with its baseline in the same run:
+a dense two-layer ReLU network dim → 4a → 1 trained end to end with Adam (same total width).
+Reported: samples/s of each, and the ratio router / dense (> 1: the router trains faster).
+
+Timings use one thread by default (``--threads``): on small shared machines thread pools
+mostly measure the neighbours' load. Usage:
+``python benchmarks/bench_routers.py [--out DIR] [--threads N] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+from experiments.presets import ROUTER_LABELS
+from experiments.router_layers import build_router
+from experiments.specs import ModelSpec
+
+DIM, BATCH = 8, 1024
+ACTIVATED = (64, 256)
+N_EXPERTS = 16
+
+
+def _router_step(layer, X, y):
+    name = layer.config.optimizer
+    params = [p for p in layer.parameters() if p.requires_grad]
+    optimizer = (torch.optim.Adam(params, lr=1e-3) if name == "adam"
+                 else torch.optim.SGD(params, lr=1e-3))
+    layer.train()
+    layer.track_usage = False
+
+    def step():
+        out, aux = layer(X)
+        loss = ((out[:, 0] - y) ** 2).mean() + sum(aux.values(), torch.zeros(()))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        layer.after_step()
+
+    return step
+
+
+def _dense_step(width, X, y, device):
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(DIM, width), nn.ReLU(), nn.Linear(width, 1)).to(device)
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+
+    def step():
+        loss = ((net(X)[:, 0] - y) ** 2).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def _time(fns: dict, repeats: int, sync) -> dict:
+    """Median wall seconds per call, calls interleaved so that load hits all alike."""
+    for fn in fns.values():
+        fn()
+        fn()
+    sync()
+    times = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            sync()
+            times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
+def step_rates(device: str, repeats: int) -> dict:
+    gen = torch.Generator().manual_seed(0)
+    X = (torch.rand(BATCH, DIM, generator=gen) * 2 - 1).to(device)
+    y = torch.randn(BATCH, generator=gen).to(device)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    result = {}
+    for a in ACTIVATED:
+        w = 4 * a
+        fns = {"dense_same_width": _dense_step(w, X, y, device)}
+        for kind in ROUTER_LABELS:
+            n_experts = {"sigma_moe": N_EXPERTS, "topk_moe": N_EXPERTS, "smear": 4}.get(kind)
+            spec = ModelSpec(kind, width=w, k=a, n_experts=n_experts)
+            fns[kind] = _router_step(build_router(spec, DIM, seed=0, epochs=10).to(device), X, y)
+        seconds = _time(fns, repeats, sync)
+        result[f"activated_{a}"] = {
+            name: {"samples_per_s": BATCH / s, "step_ms": 1e3 * s,
+                   "speed_vs_dense": seconds["dense_same_width"] / s}
+            for name, s in seconds.items()}
+    return result
+
+
+def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        result = {"setup": {"dim": DIM, "batch": BATCH, "activated": ACTIVATED,
+                            "total_width": [4 * a for a in ACTIVATED], "threads": threads,
+                            "torch": torch.__version__},
+                  "cpu": step_rates("cpu", 5 if quick else 30)}
+        if torch.cuda.is_available():
+            result["cuda"] = step_rates("cuda", 50)
+            result["cuda_device"] = torch.cuda.get_device_name()
+    finally:
+        torch.set_num_threads(old)
+    _print(result)
+    (out / "routers.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def _print(result):
+    s = result["setup"]
+    print(f"  one training step, dim {s['dim']}, batch {s['batch']}, total width 4a, "
+          f"{s['threads']} thread(s); speed = dense step time / router step time:")
+    for where in ("cpu", "cuda"):
+        for size, rows in result.get(where, {}).items():
+            print(f"    {where} {size}:")
+            for name, r in rows.items():
+                print(f"      {name:18s} {r['samples_per_s']:12.0f} samples/s  "
+                      f"{r['step_ms']:8.3f} ms  speed vs dense {r['speed_vs_dense']:.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("runs/bench"))
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args()
+    main(args.out, args.threads, args.quick)

@@ -1,0 +1,285 @@
+"""Training the router layers of ``routing.layers`` as regressors on the Lipschitz targets.
+
+Unlike the models of ``experiments.models`` (frozen features, linear top layer, exact fit),
+the routers of issue 7 learn their routing (σ-MoE, top-k MoE, PKM, SMEAR, SDMLP) or their
+backbone (COMET), so they are trained end to end: minibatches, the MSE plus the layer's
+auxiliary losses (``forward`` returns them already weighted), the layer's own optimiser
+(Adam, or plain SGD for SDMLP: Bricken et al. 2023 §4, stale momentum), a cosine learning-rate
+decay, ``layer.set_training_progress(epoch)`` at the start of every pass over the data (SDMLP
+anneals k there) and ``layer.after_step()`` after every step (SDMLP projects its weights).
+
+Targets are standardised: ``RouterRegressor`` predicts ȳ + s_y · layer(x), with the training
+targets' mean ȳ and standard deviation s_y stored in buffers, and the training loss is the MSE
+on the standardised scale (so the layers' paper initialisations, made for outputs of unit
+scale, and their auxiliary-loss coefficients mean the same on every target; the random
+polynomial of Baykal et al. §5 has outputs of standard deviation about 3e-3). Reported MSEs
+are in the target's own units.
+
+Utilisation is measured on the evaluation set: usage counters are reset, the evaluation pass
+counts which units take part, and the report gives the dead fraction and the coefficient of
+variation of the per-unit usage (0 for perfectly balanced routing).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from lipschitz.validation import check_int, check_real, check_seed
+from routing.layers import RouterLayer
+
+__all__ = ["RouterRegressor", "RouterTraining", "RouterFitReport", "train_router",
+           "evaluate_router", "OPTIMIZERS"]
+
+OPTIMIZERS = ("adam", "sgd")
+
+
+@dataclass(frozen=True)
+class RouterTraining:
+    """How a router layer is trained.
+
+    Attributes:
+        steps: optimiser steps (>= 1).
+        batch_size: examples per step (>= 1; the whole set if it is smaller).
+        lr: learning rate; None takes the layer config's ``lr``.
+        optimizer: "adam" or "sgd"; None takes the layer config's ``optimizer``.
+        schedule: "cosine" (decay to 0 over ``steps``) or "constant".
+        grad_clip: clip the gradient's global norm to this (> 0); None takes the layer's
+            ``default_grad_clip`` (1.0 for SDMLP, as the authors' code; none for the others).
+
+    Raises:
+        ValueError: for values outside the ranges above.
+    """
+
+    steps: int = 2_000
+    batch_size: int = 256
+    lr: float | None = None
+    optimizer: str | None = None
+    schedule: str = "cosine"
+    grad_clip: float | None = None
+
+    def __post_init__(self):
+        check_int(self.steps, "steps", 1)
+        check_int(self.batch_size, "batch_size", 1)
+        if self.lr is not None:
+            check_real(self.lr, "lr", 0.0, low_open=True)
+        if self.optimizer is not None and self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.grad_clip is not None:
+            check_real(self.grad_clip, "grad_clip", 0.0, low_open=True)
+        if self.schedule not in ("cosine", "constant"):
+            raise ValueError(f"schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+
+
+@dataclass
+class RouterFitReport:
+    """What ``train_router`` did: final training MSE (recomputed after training, target
+    units), steps, epochs, optimiser, learning rate, gradient clipping, seconds, and
+    (step, standardised batch MSE) about 100 times."""
+
+    train_mse: float
+    steps: int
+    epochs: float
+    optimizer: str
+    lr: float
+    grad_clip: float | None
+    wall_s: float
+    loss_history: list[tuple[int, float]] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class RouterRegressor(nn.Module):
+    """A router layer with d_out = 1 as a regressor: x (B, d_in) ↦ ȳ + s_y · layer(x) (B,).
+
+    Arguments:
+        layer: a ``routing.layers`` layer with ``config.d_out == 1``.
+
+    Buffers ``y_mean`` and ``y_std`` (float64 scalars, 0 and 1 until ``train_router`` sets
+    them from the training targets) undo the standardisation.
+
+    Raises:
+        ValueError: if the layer's d_out is not 1.
+    """
+
+    def __init__(self, layer: RouterLayer):
+        super().__init__()
+        if not isinstance(layer, RouterLayer):
+            raise ValueError(f"layer must be a routing.layers layer, got {type(layer).__name__}")
+        if layer.config.d_out != 1:
+            raise ValueError(f"a regression layer needs d_out = 1, got {layer.config.d_out}")
+        self.layer = layer
+        self.register_buffer("y_mean", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("y_std", torch.ones((), dtype=torch.float64))
+
+    def standardised(self, X: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """(layer(X)[:, 0] (B,), aux losses): the prediction on the standardised scale."""
+        y, aux = self.layer(X)
+        return y[:, 0], aux
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """(B,) predictions in the target's units, float64."""
+        return self.y_mean + self.y_std * self.standardised(X)[0].to(torch.float64)
+
+
+def _as_tensor(a, name: str, layer: RouterLayer, shape_tail: tuple[int, ...]) -> torch.Tensor:
+    param = next(layer.parameters())
+    t = torch.as_tensor(np.asarray(a) if not isinstance(a, torch.Tensor) else a)
+    if t.is_complex() or not (t.is_floating_point() or t.dtype in (torch.int32, torch.int64)):
+        raise ValueError(f"{name} must be real-valued, got dtype {t.dtype}")
+    if t.shape[1:] != shape_tail or t.ndim != 1 + len(shape_tail):
+        raise ValueError(f"{name} must have shape (N{''.join(', ' + str(s) for s in shape_tail)})"
+                         f", got {tuple(t.shape)}")
+    t = t.to(device=param.device, dtype=param.dtype)
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} must be finite; it has NaN or infinite entries")
+    return t
+
+
+def _checked_data(layer, X, y):
+    d_in = layer.config.d_in
+    X = _as_tensor(X, "X", layer, (d_in,))
+    y = _as_tensor(y, "y", layer, ())
+    if len(X) != len(y):
+        raise ValueError(f"X and y must have the same number of rows, got {len(X)} and {len(y)}")
+    if len(X) == 0:
+        raise ValueError("X must have at least one row")
+    return X, y
+
+
+def train_router(model: RouterRegressor, X, y, training: RouterTraining | None = None,
+                 seed: int = 0, progress: bool = False) -> RouterFitReport:
+    """Train ``model`` in place to regress y on X: the MSE on standardised targets plus the
+    layer's aux losses (see the module docstring).
+
+    Arguments:
+        model: a ``RouterRegressor``; its layer's device and dtype are used.
+        X: (N, d_in) real array or tensor; y: (N,) targets.
+        training: the ``RouterTraining`` settings (default ``RouterTraining()``).
+        seed: seed of the minibatch order (the layer's own seed fixes its initialisation).
+        progress: show a progress bar.
+
+    Returns:
+        ``RouterFitReport``.
+
+    Raises:
+        ValueError: X or y of the wrong shape or not finite, a layer with d_out != 1, or
+            bad training settings.
+    """
+    if not isinstance(model, RouterRegressor):
+        raise ValueError(f"model must be a RouterRegressor, got {type(model).__name__}")
+    training = training or RouterTraining()
+    seed = check_seed(seed)
+    layer = model.layer
+    X, y = _checked_data(layer, X, y)
+    n = len(X)
+    y64 = y.to(torch.float64)
+    model.y_mean.fill_(float(y64.mean()))
+    model.y_std.fill_(max(float(y64.std(unbiased=False)), 1e-12))
+    z = ((y64 - model.y_mean) / model.y_std).to(y.dtype)  # standardised targets
+    bs = min(training.batch_size, n)
+    per_epoch = n // bs
+    name = training.optimizer or getattr(layer.config, "optimizer", "adam")
+    lr = training.lr or layer.config.lr
+    params = [p for p in layer.parameters() if p.requires_grad]
+    optimizer = (torch.optim.Adam(params, lr=lr) if name == "adam"
+                 else torch.optim.SGD(params, lr=lr))
+    clip = training.grad_clip or layer.default_grad_clip
+    steps = training.steps
+    schedule = None
+    if training.schedule == "cosine":
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: 0.5 * (1.0 + math.cos(math.pi * min(s, steps) / steps)))
+    generator = torch.Generator().manual_seed(seed)
+    every = max(1, steps // 100)
+    history: list[tuple[int, float]] = []
+    order, pos, epoch = None, n, -1
+    start = time.perf_counter()
+    layer.train()
+    tracking = layer.track_usage
+    layer.track_usage = False  # utilisation is measured on the evaluation set
+    try:
+        for step in tqdm(range(steps), desc=f"train {layer.name}", disable=not progress,
+                         leave=False):
+            if pos + bs > n:
+                epoch += 1
+                layer.set_training_progress(epoch)
+                order = torch.randperm(n, generator=generator).to(X.device)
+                pos = 0
+            batch = order[pos:pos + bs]
+            pos += bs
+            pred, aux = model.standardised(X[batch])
+            error = pred - z[batch]
+            loss = (error * error).mean()
+            total = loss + sum(aux.values()) if aux else loss
+            optimizer.zero_grad(set_to_none=True)
+            total.backward()
+            if clip is not None:
+                torch.nn.utils.clip_grad_norm_(params, clip)
+            optimizer.step()
+            layer.after_step()
+            if schedule is not None:
+                schedule.step()
+            if step % every == 0 or step == steps - 1:
+                history.append((step, float(loss.detach())))
+    finally:
+        layer.track_usage = tracking
+        layer.eval()
+    train_mse = evaluate_router(model, X, y, count_usage=False)["mse"]
+    return RouterFitReport(train_mse=train_mse, steps=steps, epochs=steps * bs / n,
+                           optimizer=name, lr=float(lr), grad_clip=clip,
+                           wall_s=time.perf_counter() - start,
+                           loss_history=history)
+
+
+@torch.no_grad()
+def evaluate_router(model: RouterRegressor, X, y, batch_size: int = 8192,
+                    count_usage: bool = True) -> dict[str, float]:
+    """MSE, ℓ∞ error and utilisation of ``model`` (eval mode) on (X, y), in y's units.
+
+    Arguments:
+        model: a trained ``RouterRegressor``.
+        X: (N, d_in), y: (N,), N >= 1.
+        batch_size: rows per forward pass.
+        count_usage: reset the usage counters and count this set (then the result has
+            ``dead_fraction`` and ``usage_cv``, the coefficient of variation of per-unit usage).
+
+    Returns:
+        {"mse", "linf"} (float64 arithmetic), plus {"dead_fraction", "usage_cv"} when
+        ``count_usage``.
+
+    Raises:
+        ValueError: X or y of the wrong shape or not finite.
+    """
+    layer = model.layer
+    X, y = _checked_data(layer, X, y)
+    batch_size = check_int(batch_size, "batch_size", 1)
+    was_training = layer.training
+    tracking = layer.track_usage
+    layer.eval()
+    layer.track_usage = count_usage
+    if count_usage:
+        layer.reset_usage()
+    sq, worst = 0.0, 0.0
+    try:
+        for lo in range(0, len(X), batch_size):
+            err = model(X[lo:lo + batch_size]) - y[lo:lo + batch_size].to(torch.float64)
+            sq += float((err * err).sum())
+            worst = max(worst, float(err.abs().max()))
+    finally:
+        layer.track_usage = tracking
+        layer.train(was_training)
+    result = {"mse": sq / len(X), "linf": worst}
+    if count_usage:
+        usage = layer.utilisation()
+        mean = float(usage.mean())
+        result["dead_fraction"] = layer.dead_fraction()
+        result["usage_cv"] = float(usage.std(unbiased=False)) / mean if mean > 0 else float("nan")
+    return result
