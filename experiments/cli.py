@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from experiments.comet_cli import comet_command
 from experiments.gallery import targets_command
 from experiments.reproduce import reproduce_command
 from experiments.scale_cli import scale_command
@@ -26,6 +27,7 @@ main.add_command(reproduce_command, name="reproduce")
 main.add_command(scale_command, name="scale")
 main.add_command(sdm_command, name="sdm")
 main.add_command(check_command, name="check")
+main.add_command(comet_command, name="comet")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -26,10 +26,12 @@ def with_size(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = "",
-               theory_alpha: float | None = None, fit_mask=None) -> None:
+               theory_alpha: float | None = None, fit_mask=None,
+               colors: dict[str, str] | None = None) -> None:
     """Draw one panel: a line (mean of log MSE over seeds) and min–max band per label; the
     fitted exponent in the legend uses the rows where ``fit_mask(rows)`` holds (all if None),
-    and those points are drawn filled, the others hollow."""
+    and those points are drawn filled, the others hollow. ``colors`` maps labels to colours
+    (so that a model keeps its colour across panels)."""
     for label in labels:
         rows = frame[frame["model_label"] == label].dropna(subset=[x])
         if rows.empty:
@@ -41,7 +43,8 @@ def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = 
         if fit_rows[x].nunique() >= 2:
             text += f" ({fit_power_law(fit_rows, x, n_boot=200).label()})"
         line, = ax.plot(stats.index, stats["mean"], marker="o", markersize=3, label=text,
-                        markerfacecolor="none" if fit_mask is not None else None)
+                        markerfacecolor="none" if fit_mask is not None else None,
+                        color=(colors or {}).get(label))
         fitted = stats.loc[stats.index.isin(fit_rows[x].unique())]
         ax.plot(fitted.index, fitted["mean"], "o", markersize=3, color=line.get_color())
         ax.fill_between(stats.index, stats["low"], stats["high"], color=line.get_color(),
@@ -63,10 +66,13 @@ def plot_experiment(frame: pd.DataFrame, panels: list[tuple[str, dict, pd.DataFr
     """One figure with a panel per (name, spec, rows); written as PNG and SVG."""
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0), squeeze=False,
                              constrained_layout=True)
+    labels = list(dict.fromkeys(label for _, spec, _ in panels for label in spec["models"]))
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = {label: cycle[i % len(cycle)] for i, label in enumerate(labels)}
     for ax, (name, spec, rows) in zip(axes[0], panels):
         plot_panel(ax, with_size(rows), spec["x"], spec["models"],
                    title=f"({name}) {spec.get('title', '')}",
-                   theory_alpha=spec.get("theory_alpha"), fit_mask=fit_mask)
+                   theory_alpha=spec.get("theory_alpha"), fit_mask=fit_mask, colors=colors)
     fig.suptitle(suptitle, fontsize=10)
     paths = [path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")]
     for path in paths:

@@ -193,8 +193,11 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
                   "Baykal et al. 2022, Table 2:", "", PAPER_TABLE2.to_markdown(), ""]
     else:
         x = configs[0].panels.get("a", {}).get("x", "activated_units")
-        table = summary_table(frame, "model_label", x if x in frame else "activated_units")
-        lines += [f"Eval MSE by model and {x}:", "", table.to_markdown(), ""]
+        x = x if x in frame else "activated_units"
+        for target, rows in frame.groupby("target", sort=False):
+            table = summary_table(rows, "model_label", x)
+            lines += [f"Eval MSE by model and {x}, target {target}:", "", table.to_markdown(),
+                      ""]
     laws = []
     for config in configs:
         for spec in config.panels.values():
@@ -215,11 +218,11 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
     if len(usage):
         table = usage.groupby(["target", "model_label", "activated_units"], sort=False).agg(
             dead_fraction=("dead_fraction", "mean"), usage_cv=("usage_cv", "mean"),
-            eval_mse=("eval_mse", lambda v: float(np.exp(np.mean(np.log(v))))))
+            eval_mse=("eval_mse", lambda v: float(np.exp(np.mean(np.log(v)))))).reset_index()
         lines += ["Utilisation on the evaluation set (mean over seeds): dead_fraction = share "
                   "of units (experts, neurons or PKM values) no evaluation input activates; "
                   "usage_cv = coefficient of variation of per-unit usage (0 = balanced):", "",
-                  table.to_markdown(floatfmt=".3g"), ""]
+                  table.to_markdown(index=False, floatfmt=".3g"), ""]
     lines += ["Claims:", "", "| claim | verdict | evidence |", "| --- | --- | --- |"]
     lines += [f"| {c.claim} | **{c.verdict}** | {c.evidence} |" for c in claims]
     return "\n".join(lines) + "\n"

@@ -58,3 +58,18 @@ def test_reproduce_resumes_without_redoing_finished_steps(tmp_path, monkeypatch)
     assert calls == ["quick"]  # second run skipped the finished step
     run_reproduce("quick", tmp_path, force=True, echo=lambda s: None)
     assert calls == ["quick", "quick"]
+
+
+def test_comet_similarity_command_writes_a_positive_rank_correlation(tmp_path):
+    result = CliRunner().invoke(main, ["comet", "similarity", "--preset", "tiny",
+                                       "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    summary = pd.read_csv(tmp_path / "similarity_summary.csv")
+    sparse = summary[summary["p_k"] < 1]
+    assert len(sparse) and (sparse["spearman_mask"] > 0.5).all()
+    assert (tmp_path / "comet_similarity.png").stat().st_size > 0
+
+
+def test_comet_command_rejects_an_unknown_study(tmp_path):
+    result = CliRunner().invoke(main, ["comet", "overlap", "--out", str(tmp_path)])
+    assert result.exit_code != 0 and "similarity" in result.output

@@ -33,8 +33,10 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["ExpertBank", "INITS", "OPTIMIZERS", "init_router_", "topk_lowest_index",
-           "check_batch"]
+from routing.layers._base import RouterLayer
+
+__all__ = ["ExpertBank", "ExpertMoE", "INITS", "OPTIMIZERS", "init_router_",
+           "topk_lowest_index", "check_batch"]
 
 INITS = ("sigma_moe", "standard", "switch")
 OPTIMIZERS = ("adam", "sgd")  # what experiments.router_training knows how to build
@@ -169,3 +171,42 @@ class ExpertBank(nn.Module):
             return y
         weighted = torch.cat(outs) * gate.reshape(-1)[order].unsqueeze(1)  # (B·K, d_out)
         return y.index_add(0, rows, weighted)
+
+
+class ExpertMoE(RouterLayer):
+    """What the two MoE layers share: a router W3 (E, d_in), an ``ExpertBank``, their
+    initialisation from ``config.init`` and a generator seeded with ``config.seed``, usage
+    counted per expert, and the sizes and costs of K experts of G units per example.
+
+    Subclasses select experts (``route``) and compute their auxiliary loss in ``forward``.
+
+    Attributes:
+        config: the layer's config (fields d_in, d_out, n_experts, expert_size, k, init, seed).
+        router: parameter W3 (n_experts, d_in).
+        experts: ``ExpertBank`` with W1 (E, d_in, G) and W2 (E, G, d_out).
+        generator: the CPU generator that drew the initialisation (σ-MoE's expert dropout
+            continues from it).
+    """
+
+    def __init__(self, config):
+        super().__init__(config.n_experts)
+        self.config = config
+        self.router = nn.Parameter(torch.empty(config.n_experts, config.d_in))
+        self.experts = ExpertBank(config.n_experts, config.d_in, config.expert_size,
+                                  config.d_out)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        init_router_(self.router, config.init, self.generator)
+        self.experts.reset_parameters(config.init, self.generator)
+
+    @property
+    def activated_units(self) -> int:
+        return self.config.k * self.config.expert_size
+
+    @property
+    def total_units(self) -> int:
+        return self.config.n_experts * self.config.expert_size
+
+    def flops_per_example(self) -> int:
+        """Router (2·d_in·E) plus K experts (2·G·(d_in + d_out) each)."""
+        c = self.config
+        return 2 * c.d_in * c.n_experts + c.k * 2 * c.expert_size * (c.d_in + c.d_out)

@@ -15,12 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from lipschitz.validation import check_int, check_real, check_seed
-from routing.layers._base import RouterLayer
-from routing.layers._experts import (INITS, OPTIMIZERS, ExpertBank, check_batch,
-                                     init_router_, topk_lowest_index)
+from routing.layers._experts import (INITS, OPTIMIZERS, ExpertMoE, check_batch,
+                                     topk_lowest_index)
 
 __all__ = ["SigmaMoEConfig", "SigmaMoE"]
 
@@ -75,7 +73,7 @@ class SigmaMoEConfig:
         check_seed(self.seed)
 
 
-class SigmaMoE(RouterLayer):
+class SigmaMoE(ExpertMoE):
     """σ-MoE layer (Csordás et al. 2023 §5): x (B, d_in) -> (y (B, d_out), {"entropy": γ·L}).
 
     Usage counts the K selected experts of every example (``n_units`` = n_experts).
@@ -93,14 +91,7 @@ class SigmaMoE(RouterLayer):
     name = "sigma_moe"
 
     def __init__(self, config: SigmaMoEConfig):
-        super().__init__(config.n_experts)
-        self.config = config
-        self.router = nn.Parameter(torch.empty(config.n_experts, config.d_in))
-        self.experts = ExpertBank(config.n_experts, config.d_in, config.expert_size,
-                                  config.d_out)
-        self.generator = torch.Generator().manual_seed(config.seed)
-        init_router_(self.router, config.init, self.generator)
-        self.experts.reset_parameters(config.init, self.generator)
+        super().__init__(config)
 
     def _select(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(idx (B, K) int64, gate (B, K)) from router logits (B, E)."""
@@ -150,16 +141,3 @@ class SigmaMoE(RouterLayer):
         p = torch.softmax(logits, dim=1).sum(0) / max(len(x), 1)      # (E,)
         neg_entropy = torch.special.xlogy(p, p).sum()
         return y, {"entropy": self.config.entropy_coef * neg_entropy}
-
-    @property
-    def activated_units(self) -> int:
-        return self.config.k * self.config.expert_size
-
-    @property
-    def total_units(self) -> int:
-        return self.config.n_experts * self.config.expert_size
-
-    def flops_per_example(self) -> int:
-        """Router (2·d_in·E) plus K experts (2·G·(d_in + d_out) each)."""
-        c = self.config
-        return 2 * c.d_in * c.n_experts + c.k * 2 * c.expert_size * (c.d_in + c.d_out)

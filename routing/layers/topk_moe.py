@@ -18,12 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from lipschitz.validation import check_int, check_real, check_seed
-from routing.layers._base import RouterLayer
-from routing.layers._experts import (INITS, OPTIMIZERS, ExpertBank, check_batch,
-                                     init_router_, topk_lowest_index)
+from routing.layers._experts import (INITS, OPTIMIZERS, ExpertMoE, check_batch,
+                                     topk_lowest_index)
 
 __all__ = ["TopKMoEConfig", "TopKMoE"]
 
@@ -79,7 +77,7 @@ class TopKMoEConfig:
         check_seed(self.seed)
 
 
-class TopKMoE(RouterLayer):
+class TopKMoE(ExpertMoE):
     """Softmax top-k MoE: x (B, d_in) -> (y (B, d_out), {"load_balance": coef · L}).
 
     Usage counts the k selected experts of every example (``n_units`` = n_experts).
@@ -93,14 +91,7 @@ class TopKMoE(RouterLayer):
     name = "topk_moe"
 
     def __init__(self, config: TopKMoEConfig):
-        super().__init__(config.n_experts)
-        self.config = config
-        self.router = nn.Parameter(torch.empty(config.n_experts, config.d_in))
-        self.experts = ExpertBank(config.n_experts, config.d_in, config.expert_size,
-                                  config.d_out)
-        generator = torch.Generator().manual_seed(config.seed)
-        init_router_(self.router, config.init, generator)
-        self.experts.reset_parameters(config.init, generator)
+        super().__init__(config)
 
     def _select(self, logits: torch.Tensor,
                 probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -152,16 +143,3 @@ class TopKMoE(RouterLayer):
         f = torch.bincount(idx.reshape(-1), minlength=E).to(probs.dtype) / (n * self.config.k)
         balance = E * (f * probs.sum(0) / n).sum()
         return y, {"load_balance": self.config.load_balance_coef * balance}
-
-    @property
-    def activated_units(self) -> int:
-        return self.config.k * self.config.expert_size
-
-    @property
-    def total_units(self) -> int:
-        return self.config.n_experts * self.config.expert_size
-
-    def flops_per_example(self) -> int:
-        """Router (2·d_in·E) plus k experts (2·G·(d_in + d_out) each)."""
-        c = self.config
-        return 2 * c.d_in * c.n_experts + c.k * 2 * c.expert_size * (c.d_in + c.d_out)
