@@ -4,6 +4,8 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import torch
 
 from routing.layers._experts import ExpertBank, topk_lowest_index
@@ -411,3 +413,19 @@ def test_cuda_agrees_with_cpu(name, kw):
     torch.testing.assert_close(gpu.unit_usage.cpu(), cpu.unit_usage)
     cpu.eval(), gpu.eval()
     assert torch.equal(gpu.route(x.cuda())[0].cpu(), cpu.route(x)[0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(0, 10_000), st.sampled_from([3, 1000]))
+def test_fast_topk_equals_the_stable_sort_reference(rows, n, seed, levels):
+    """Few distinct levels make ties (within the top k and at its boundary) common."""
+    from routing.layers._experts import _topk_lowest_index_sort, topk_lowest_index
+
+    gen = torch.Generator().manual_seed(seed)
+    scores = torch.randint(0, levels, (rows, n), generator=gen).float()
+    scores[0, 0] = float("nan") if n > 1 and seed % 3 == 0 else scores[0, 0]
+    for k in {1, max(1, n // 2), n}:
+        values, idx = topk_lowest_index(scores, k)
+        ref_values, ref_idx = _topk_lowest_index_sort(scores, k)
+        assert torch.equal(idx, ref_idx)
+        torch.testing.assert_close(values, ref_values, equal_nan=True)

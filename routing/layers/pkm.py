@@ -157,11 +157,16 @@ class PKM(RouterLayer):
         k_half = min(c.k, c.n_keys)
         u_a, i_a = topk_lowest_index(u[:, 0], k_half)                      # (B, k_half)
         u_b, i_b = topk_lowest_index(u[:, 1], k_half)
-        cand = u_b[:, self._rank_b] + u_a[:, self._rank_a]                 # (B, M)
-        slot = i_b[:, self._rank_b] * c.n_keys + i_a[:, self._rank_a]      # Eq. 8
-        score, pos = topk_lowest_index(cand, c.k)                          # (B, k)
+        with torch.no_grad():  # select among the M candidates without autograd ...
+            cand = u_b[:, self._rank_b] + u_a[:, self._rank_a]             # (B, M)
+            _, pos = topk_lowest_index(cand, c.k)                          # (B, k)
+        rank_b, rank_a = self._rank_b[pos], self._rank_a[pos]              # (B, k) each
+        # ... then recompute the k winners' scores (the same sums, bit for bit) with it: the
+        # backward of the (B, M) gathers cost more than the whole forward
+        score = u_b.gather(1, rank_b) + u_a.gather(1, rank_a)              # (B, k)
+        slot = i_b.gather(1, rank_b) * c.n_keys + i_a.gather(1, rank_a)    # Eq. 8
         gate = torch.relu(score) if c.activation == "relu" else torch.softmax(score, dim=1)
-        return slot.gather(1, pos), gate
+        return slot, gate
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """y = Σ_{top k slots} gate · value.
