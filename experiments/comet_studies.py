@@ -270,18 +270,25 @@ def plot_similarity(df: pd.DataFrame, out_dir) -> list[pathlib.Path]:
     return paths
 
 
+def _write_study(out_dir, name: str, config, run, summarise, plot,
+                 progress: bool) -> list[pathlib.Path]:
+    """Run a study; write <name>_config.json, <name>.csv, <name>_summary.csv and its plots."""
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    df = run(config, progress=progress)
+    paths = [out_dir / f"{name}_config.json", out_dir / f"{name}.csv",
+             out_dir / f"{name}_summary.csv"]
+    paths[0].write_text(json.dumps(asdict(config), indent=2) + "\n")
+    df.to_csv(paths[1], index=False)
+    summarise(df).to_csv(paths[2], index=False)
+    return paths + plot(df, out_dir)
+
+
 def write_similarity(out_dir, config: SimilarityConfig,
                      progress: bool = True) -> list[pathlib.Path]:
     """Run the study and write config.json, the tidy CSV, the summary CSV and the plots."""
-    out_dir = pathlib.Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    df = run_similarity(config, progress=progress)
-    paths = [out_dir / "similarity_config.json", out_dir / "similarity.csv",
-             out_dir / "similarity_summary.csv"]
-    paths[0].write_text(json.dumps(asdict(config), indent=2) + "\n")
-    df.to_csv(paths[1], index=False)
-    summarise_similarity(df).to_csv(paths[2], index=False)
-    return paths + plot_similarity(df, out_dir)
+    return _write_study(out_dir, "similarity", config, run_similarity, summarise_similarity,
+                        plot_similarity, progress)
 
 
 # -- §5.1.2: never-active neurons on sparselab's input distributions ------------------------
@@ -496,12 +503,5 @@ def plot_utilisation(df: pd.DataFrame, out_dir) -> list[pathlib.Path]:
 def write_utilisation(out_dir, config: UtilisationConfig,
                       progress: bool = True) -> list[pathlib.Path]:
     """Run the study and write config.json, the tidy CSV, the summary CSV and the plots."""
-    out_dir = pathlib.Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    df = run_utilisation(config, progress=progress)
-    paths = [out_dir / "utilisation_config.json", out_dir / "utilisation.csv",
-             out_dir / "utilisation_summary.csv"]
-    paths[0].write_text(json.dumps(asdict(config), indent=2) + "\n")
-    df.to_csv(paths[1], index=False)
-    summarise_utilisation(df).to_csv(paths[2], index=False)
-    return paths + plot_utilisation(df, out_dir)
+    return _write_study(out_dir, "utilisation", config, run_utilisation,
+                        summarise_utilisation, plot_utilisation, progress)
