@@ -153,6 +153,26 @@ def test_topk_kernel_ties_go_to_lowest_index(problem):
     np.testing.assert_array_equal(vals, np.take_along_axis(phi, expected, axis=1))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_topk_kernel_wide_integer_layers_tie_in_the_bracket(dtype):
+    """Wide layers (the bracket guess holds, so the bit-pattern bisection runs) whose integer
+    activations tie at the k-th value: exact winners, lowest indices first, in both dtypes;
+    widths that are not a multiple of 64 exercise the padded flag masks."""
+    rng = np.random.default_rng(11)
+    for width, k in ((1000, 60), (4096, 256), (130, 9)):
+        B = rng.integers(-3, 4, (width, 6)).astype(dtype)
+        c = rng.integers(0, 3, width).astype(dtype)
+        X = rng.integers(-2, 3, (41, 6)).astype(dtype)  # odd: the last row has no pair
+        cols = np.empty((len(X), k), np.int64)
+        vals = np.empty((len(X), k), dtype)
+        relu_topk(X, np.ascontiguousarray(B.T), c, unit_moments(B, c), k,
+                  *bracket_quantiles(width, k), cols, vals)
+        phi = np.maximum(X @ B.T + c, 0)
+        expected = np.sort(np.argsort(-phi, axis=1, kind="stable")[:, :k], axis=1)
+        np.testing.assert_array_equal(cols, expected)
+        np.testing.assert_array_equal(vals, np.take_along_axis(phi, expected, axis=1))
+
+
 def test_topk_kernel_survives_non_gaussian_rows():
     """Heavy-tailed and constant rows defeat the Gaussian threshold guess: still exact."""
     rng = np.random.default_rng(5)

@@ -1,21 +1,30 @@
 """Fused CPU kernel of the DSM routing: φ(x) = ReLU(Bx + c) and its exact Top-K, in one pass.
 
 The DSM mask needs every unit's activation (Baykal et al. 2022, §3: "computing σ(Bx) takes
-O(nd) time"), but not the (N, width) activation matrix: this kernel computes one row of
-pre-activations into a width-sized scratch buffer that stays in cache, selects its k winners
-and writes only their indices and values, (N, k) each.
+O(nd) time"), but not the (N, width) activation matrix: this kernel computes the
+pre-activations of two rows at a time into width-sized scratch buffers that stay in cache
+(one pass over B serves both rows), selects each row's k winners and writes only their
+indices and values, (N, k) each.
 
 Selection (exactly k winners, equal activations won by the lowest index, the rule of
 ``routing.topk``): a bracket [g_lo, g_hi] around the k-th largest activation is guessed from
 the mean and standard deviation over the units of this x's pre-activations (computed in
 O(dim²) from precomputed moments of [B | c]; for the default Gaussian bottom layer the
-pre-activations of one x are Gaussian over the units, so the guess is usually right), and
-checked by counting. The k-th largest value t is then found among the candidates (units
-above g_lo) by bisecting the bracket with vectorised counting passes and a final quickselect;
-units above t win, and units equal to t win in index order until there are k. A wrong guess
-only widens the bracket (to all units in the worst case), never changes the result.
+pre-activations of one x are Gaussian over the units, so the guess is usually right).
 
-Winners are written in increasing unit index, as ``torch.nonzero`` of the mask would give.
+1. While computing Bx + c the kernel also writes a flag byte per unit, z_j >= g_lo; the flags
+   are packed into 64-bit masks (eight bytes at a time, by one multiplication) and the
+   candidates are read off the masks with trailing-zero counts, with no branch per unit.
+2. The k-th largest candidate t is found by bisecting the bracket on the candidates' float
+   bit patterns (positive floats order like their bits) with vectorised counting passes,
+   then a quickselect among the few candidates left inside.
+3. Candidates above t win, and candidates equal to t win in index order until there are k.
+
+A wrong guess only widens the search (to all units in the worst case: the bracket is then
+bisected on the values), never changes the result. Winners are written in increasing unit
+index, as ``torch.nonzero`` of the mask would give. The inputs must be finite (the models
+check them): the pre-activations are computed with fast-math (FMA contraction and
+re-association), so they may differ from ``X @ B.T + c`` in the last bits.
 
 Reference: :func:`relu_topk_reference` (torch: addmm, ReLU, ``routing`` Top-K mask).
 """
@@ -27,6 +36,7 @@ import math
 import numpy as np
 import torch
 from numba import njit, prange
+from numba.cpython.unsafe.numbers import trailing_zeros
 from scipy.stats import norm
 
 from routing.torch_twins import topk_mask
@@ -34,6 +44,7 @@ from routing.torch_twins import topk_mask
 __all__ = ["relu_topk", "relu_topk_reference", "bracket_quantiles", "unit_moments"]
 
 ROWS_PER_TASK = 16  # rows per parallel task (one set of scratch buffers each)
+_PACK = np.uint64(0x0102040810204080)  # gathers the low bits of 8 bytes into the top byte
 
 
 def bracket_quantiles(width: int, k: int) -> tuple[float, float]:
@@ -128,12 +139,216 @@ def _kth_largest_bracketed(v, n, k, lo, hi, small):
     return _kth_largest(small, m, k - c_hi)
 
 
+@njit(cache=True, fastmath=True)
+def _preactivations_pair(X, ra, rb, BT, c, g_a, g_b, z, flags):
+    """z[0] = B x_ra + c and z[1] = B x_rb + c, and flags[i, j] = (z[i, j] >= g_i), with one
+    pass over B for both rows (four input coordinates per pass over the units)."""
+    dim = X.shape[1]
+    width = c.shape[0]
+    za = z[0]
+    zb = z[1]
+    d = 0
+    if dim >= 4:
+        x0, x1, x2, x3 = X[ra, 0], X[ra, 1], X[ra, 2], X[ra, 3]
+        y0, y1, y2, y3 = X[rb, 0], X[rb, 1], X[rb, 2], X[rb, 3]
+        b0, b1, b2, b3 = BT[0], BT[1], BT[2], BT[3]
+        for j in range(width):
+            p, q, u, v, cj = b0[j], b1[j], b2[j], b3[j], c[j]
+            za[j] = cj + x0 * p + x1 * q + x2 * u + x3 * v
+            zb[j] = cj + y0 * p + y1 * q + y2 * u + y3 * v
+        d = 4
+    else:
+        for j in range(width):
+            za[j] = c[j]
+            zb[j] = c[j]
+    while d + 4 <= dim:
+        x0, x1, x2, x3 = X[ra, d], X[ra, d + 1], X[ra, d + 2], X[ra, d + 3]
+        y0, y1, y2, y3 = X[rb, d], X[rb, d + 1], X[rb, d + 2], X[rb, d + 3]
+        b0, b1, b2, b3 = BT[d], BT[d + 1], BT[d + 2], BT[d + 3]
+        for j in range(width):
+            p, q, u, v = b0[j], b1[j], b2[j], b3[j]
+            za[j] += x0 * p + x1 * q + x2 * u + x3 * v
+            zb[j] += y0 * p + y1 * q + y2 * u + y3 * v
+        d += 4
+    while d < dim:
+        x0 = X[ra, d]
+        y0 = X[rb, d]
+        b0 = BT[d]
+        for j in range(width):
+            p = b0[j]
+            za[j] += x0 * p
+            zb[j] += y0 * p
+        d += 1
+    fa = flags[0]
+    fb = flags[1]
+    for j in range(width):
+        fa[j] = za[j] >= g_a
+        fb[j] = zb[j] >= g_b
+
+
+@njit(cache=True)
+def _flagged_units(flags, cand):
+    """Write the indices of the non-zero bytes of ``flags`` (0/1 bytes, length a multiple of
+    64) to ``cand`` in increasing order; return their number."""
+    words = flags.view(np.uint64)
+    m = 0
+    one = np.uint64(1)
+    top_byte = np.uint64(56)
+    for w0 in range(0, words.shape[0], 8):
+        mask = np.uint64(0)  # bit t: flag of unit 64·(w0 / 8) + t
+        for t in range(8):
+            mask |= ((words[w0 + t] * _PACK) >> top_byte) << np.uint64(8 * t)
+        base = w0 * 8
+        while mask != 0:
+            cand[m] = base + np.int64(trailing_zeros(mask))
+            m += 1
+            mask &= mask - one
+    return m
+
+
+@njit(cache=True)
+def _kth_largest_positive(cv, bits, m, k, g_hi, tmp, small):
+    """The k-th largest of cv[:m], all > 0 and m >= k, by bisection on the bit patterns.
+
+    ``bits`` is ``cv`` viewed as integers of the same size (positive floats order like their
+    bits), ``tmp`` a (1,) integer scratch, ``small`` a float scratch of size >= m. g_hi (a
+    guess, may be wrong or +inf) starts the bisection if fewer than k candidates reach it.
+    """
+    lo = bits[0]
+    hi = bits[0]
+    for q in range(m):
+        lo = min(lo, bits[q])
+        hi = max(hi, bits[q])
+    hi += 1  # invariant: count(bits >= lo) = c_lo >= k > c_hi = count(bits >= hi)
+    c_lo = m
+    c_hi = 0
+    as_float = tmp.view(cv.dtype)
+    if g_hi < np.inf:
+        as_float[0] = g_hi
+        guess = tmp[0]
+        if lo < guess < hi:
+            count = _count_ge(bits, m, guess)
+            if count < k:
+                hi, c_hi = guess, count
+    while hi - lo > 1 and c_lo - c_hi > 8:
+        mid = lo + (hi - lo) // 2
+        count = _count_ge(bits, m, mid)
+        if count >= k:
+            lo, c_lo = mid, count
+        else:
+            hi, c_hi = mid, count
+    if hi - lo == 1:  # only the bit pattern lo is left: it is the k-th largest
+        tmp[0] = lo
+        return as_float[0]
+    n_small = 0
+    for q in range(m):  # branch-free compaction of lo <= bits < hi
+        small[n_small] = cv[q]
+        n_small += (bits[q] >= lo) & (bits[q] < hi)
+    return _kth_largest(small, n_small, k - c_hi)
+
+
+@njit(cache=True)
+def _bracket_guess(X, r, moments, z_lo, z_hi, xa):
+    """(g_lo, g_hi) = mean ± quantile·std of the pre-activations of row r over the units."""
+    dim = X.shape[1]
+    for d in range(dim):
+        xa[d] = X[r, d]
+    xa[dim] = 1.0
+    mean = 0.0
+    second = 0.0
+    for d in range(dim + 1):
+        mean += moments[0, d] * xa[d]
+        acc = 0.0
+        for e in range(dim + 1):
+            acc += moments[1 + d, e] * xa[e]
+        second += acc * xa[d]
+    std = math.sqrt(max(second - mean * mean, 0.0))
+    lo_guess = mean + z_lo * std
+    hi_guess = mean + z_hi * std
+    if not lo_guess > -1e30:  # also NaN (std = 0 with an infinite quantile)
+        lo_guess = -1e30
+    if not hi_guess < 1e30:
+        hi_guess = np.inf
+    return X.dtype.type(min(lo_guess, 1e30)), X.dtype.type(max(hi_guess, -1e30))
+
+
+@njit(cache=True)
+def _row_winners(z, flags, k, g_lo, g_hi, cand, bits, tmp, small, out_j, out_v, cols_r, vals_r):
+    """Write the k winners of φ = max(z, 0) to cols_r and vals_r (flags[j]: z[j] >= g_lo).
+
+    Scratch: cand, out_j (width + 1,) int64; bits (width,) integers of z's size; tmp (1,) of
+    the same integers; small, out_v (width + 1,) of z's dtype (+ 1: branch-free compactions
+    write one past the end).
+    """
+    width = z.shape[0]
+    zero = z.dtype.type(0)
+    cv = bits.view(z.dtype)
+    m = 0
+    if g_lo > zero and k < width:
+        m = _flagged_units(flags, cand)
+    if m < k:  # a wrong guess (or a trivial one): every unit is a candidate
+        m = width
+        for j in range(width):
+            cand[j] = j
+            cv[j] = max(z[j], zero)
+        t = _kth_largest_bracketed(cv, m, k, zero, g_hi, small)
+    else:
+        for q in range(m):
+            cv[q] = z[cand[q]]  # >= g_lo > 0: the ReLU changes nothing
+        t = _kth_largest_positive(cv, bits, m, k, g_hi, tmp, small)
+    # winners: all values > t, then values == t in index order until there are k
+    n_greater = 0
+    for q in range(m):
+        n_greater += cv[q] > t
+    n_equal = k - n_greater
+    out = 0
+    seen_equal = 0
+    for q in range(m):  # branch-free compaction of the winners
+        v = cv[q]
+        is_equal = v == t
+        out_j[out] = cand[q]
+        out_v[out] = v
+        out += (v > t) | (is_equal & (seen_equal < n_equal))
+        seen_equal += is_equal
+    for q in range(k):
+        cols_r[q] = out_j[q]
+        vals_r[q] = out_v[q]
+
+
 @njit(cache=True, parallel=True)
+def _relu_topk(X, BT, c, moments, k, z_lo, z_hi, cols, vals, int_like):
+    n, dim = X.shape
+    width = c.shape[0]
+    padded = (width + 63) // 64 * 64
+    for task in prange((n + ROWS_PER_TASK - 1) // ROWS_PER_TASK):
+        z = np.empty((2, width), X.dtype)
+        flags = np.zeros((2, padded), np.uint8)  # the padding stays 0
+        cand = np.empty(width + 1, np.int64)
+        out_j = np.empty(width + 1, np.int64)
+        bits = np.empty(width, int_like.dtype)
+        tmp = np.empty(1, int_like.dtype)
+        small = np.empty(width + 1, X.dtype)
+        out_v = np.empty(width + 1, X.dtype)
+        xa = np.empty(dim + 1)
+        r0 = task * ROWS_PER_TASK
+        r1 = min(n, r0 + ROWS_PER_TASK)
+        for ra in range(r0, r1, 2):
+            rb = min(ra + 1, r1 - 1)  # an odd last row is computed twice
+            lo_a, hi_a = _bracket_guess(X, ra, moments, z_lo, z_hi, xa)
+            lo_b, hi_b = _bracket_guess(X, rb, moments, z_lo, z_hi, xa)
+            _preactivations_pair(X, ra, rb, BT, c, lo_a, lo_b, z, flags)
+            _row_winners(z[0], flags[0], k, lo_a, hi_a, cand, bits, tmp, small, out_j, out_v,
+                         cols[ra], vals[ra])
+            if rb != ra:
+                _row_winners(z[1], flags[1], k, lo_b, hi_b, cand, bits, tmp, small, out_j,
+                             out_v, cols[rb], vals[rb])
+
+
 def relu_topk(X, BT, c, moments, k, z_lo, z_hi, cols, vals):
     """Write the k winners of φ(x) = max(Bx + c, 0) for every row of X.
 
     Arguments:
-        X: (N, dim) float32 or float64, C-contiguous.
+        X: (N, dim) float32 or float64, C-contiguous, finite.
         BT: (dim, width) the transposed bottom-layer weights, X's dtype, C-contiguous.
         c: (width,) bottom-layer bias, X's dtype.
         moments: (dim + 2, dim + 1) float64 from :func:`unit_moments`.
@@ -142,80 +357,8 @@ def relu_topk(X, BT, c, moments, k, z_lo, z_hi, cols, vals):
         cols: (N, k) int64, overwritten with the winners' unit indices, increasing.
         vals: (N, k) X's dtype, overwritten with their activations φ_j(x).
     """
-    n, dim = X.shape
-    width = c.shape[0]
-    zero = X.dtype.type(0)
-    for task in prange((n + ROWS_PER_TASK - 1) // ROWS_PER_TASK):
-        z = np.empty(width, X.dtype)
-        cand = np.empty(width + 1, np.int64)  # + 1: branch-free compactions write one past
-        cv = np.empty(width, X.dtype)
-        small = np.empty(width + 1, X.dtype)
-        out_j = np.empty(width + 1, np.int64)
-        out_v = np.empty(width + 1, X.dtype)
-        xa = np.empty(dim + 1)
-        for r in range(task * ROWS_PER_TASK, min(n, (task + 1) * ROWS_PER_TASK)):
-            for j in range(width):
-                z[j] = c[j]
-            for d in range(dim):
-                xd = X[r, d]
-                b = BT[d]
-                for j in range(width):
-                    z[j] += xd * b[j]
-            # mean and variance over the units of this x's pre-activations, in O(dim²)
-            for d in range(dim):
-                xa[d] = X[r, d]
-            xa[dim] = 1.0
-            mean = 0.0
-            second = 0.0
-            for d in range(dim + 1):
-                mean += moments[0, d] * xa[d]
-                acc = 0.0
-                for e in range(dim + 1):
-                    acc += moments[1 + d, e] * xa[e]
-                second += acc * xa[d]
-            std = math.sqrt(max(second - mean * mean, 0.0))
-            # the guessed bracket, in X's dtype (no conversions in the scans; any guess is safe)
-            lo_guess = mean + z_lo * std
-            hi_guess = mean + z_hi * std
-            if not lo_guess > -1e30:  # also NaN (std = 0 with an infinite quantile)
-                lo_guess = -1e30
-            if not hi_guess < 1e30:
-                hi_guess = np.inf
-            g_lo = X.dtype.type(min(lo_guess, 1e30))
-            g_hi = X.dtype.type(max(hi_guess, -1e30))
-            # candidates: units with φ_j >= g_lo, in index order (all units if g_lo <= 0)
-            m = 0
-            if g_lo > zero and k < width:
-                for j in range(width):
-                    cand[m] = j
-                    m += z[j] >= g_lo
-            if m < k:  # a wrong guess (or a trivial one): every unit is a candidate
-                m = width
-                g_lo = zero
-                for j in range(width):
-                    cand[j] = j
-            for q in range(m):
-                cv[q] = max(z[cand[q]], zero)
-            # t = k-th largest activation; winners: all values > t, then values == t in index
-            # order until there are k
-            t = _kth_largest_bracketed(cv, m, k, g_lo, g_hi, small)
-            n_greater = 0
-            for q in range(m):
-                n_greater += cv[q] > t
-            n_equal = k - n_greater
-            out = 0
-            seen_equal = 0
-            for q in range(m):  # branch-free compaction of the winners
-                v = cv[q]
-                is_equal = v == t
-                out_j[out] = cand[q]
-                out_v[out] = v
-                out += (v > t) | (is_equal & (seen_equal < n_equal))
-                seen_equal += is_equal
-            for q in range(k):
-                cols[r, q] = out_j[q]
-                vals[r, q] = out_v[q]
-
+    int_like = np.empty(0, np.int32 if X.dtype == np.float32 else np.int64)
+    _relu_topk(X, BT, c, moments, k, z_lo, z_hi, cols, vals, int_like)
 
 def unit_moments(B: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Moments over the units of the affine map x -> Bx + c, for the kernel's bracket guess.
