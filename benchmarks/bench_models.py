@@ -24,14 +24,16 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import time
+import sys
 
-import numba
 import numpy as np
 import torch
 
 from experiments.fitting import SGDConfig, fit_model
 from experiments.models import DSM, Dense, LSHModel, RandomHashModel
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _timing import thread_limit, time_interleaved  # noqa: E402 (the benchmarks' folder)
 
 DIM, WIDTH, BATCH = 8, 4096, 1024
 K = WIDTH // 16
@@ -52,28 +54,6 @@ def _step_fn(model, X, y, cached):
     return step
 
 
-def _time_interleaved(fns: dict, repeats: int, sync=lambda: None) -> dict:
-    """Per call of each function, calls interleaved: median and minimum of the wall time and
-    of the process CPU time (less sensitive to other processes on a shared machine)."""
-    for fn in fns.values():  # warm-up (Numba compilation, allocator)
-        fn()
-        fn()
-    sync()
-    wall = {name: [] for name in fns}
-    cpu = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start, start_cpu = time.perf_counter(), time.process_time()
-            fn()
-            sync()
-            wall[name].append(time.perf_counter() - start)
-            cpu[name].append(time.process_time() - start_cpu)
-    return {name: {"median_s": float(np.median(wall[name])), "min_s": float(np.min(wall[name])),
-                   "cpu_median_s": float(np.median(cpu[name])),
-                   "cpu_min_s": float(np.min(cpu[name]))}
-            for name in fns}
-
-
 def step_times(device: str, repeats: int) -> dict:
     gen = torch.Generator().manual_seed(0)
     X = (torch.rand(BATCH, DIM, generator=gen) * 2 - 1).to(device)
@@ -82,7 +62,7 @@ def step_times(device: str, repeats: int) -> dict:
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     fns = {"dense_full": _step_fn(dense, X, y, False), "dsm_full": _step_fn(dsm, X, y, False),
            "dense_cached": _step_fn(dense, X, y, True), "dsm_cached": _step_fn(dsm, X, y, True)}
-    result = _time_interleaved(fns, repeats, sync)
+    result = time_interleaved(fns, repeats, sync)
     # what the counts predict: Top-K needs the whole bottom layer, so DSM saves only the top
     result["flops_true_dsm_over_dense"] = dsm.flops_true() / dense.flops_true()
     for form in ("full", "cached"):
@@ -114,10 +94,7 @@ def training_throughput(n_train: int, steps: int) -> dict:
 
 def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
-    old = torch.get_num_threads(), numba.get_num_threads()
-    torch.set_num_threads(threads)
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    try:
+    with thread_limit(threads):
         result = {"setup": {"dim": DIM, "width": WIDTH, "k": K, "batch": BATCH,
                             "threads": threads, "torch": torch.__version__},
                   "cpu_step": step_times("cpu", 10 if quick else 60)}
@@ -127,9 +104,6 @@ def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
         if torch.cuda.is_available():
             result["cuda_step"] = step_times("cuda", 50)
             result["cuda_device"] = torch.cuda.get_device_name()
-    finally:
-        torch.set_num_threads(old[0])
-        numba.set_num_threads(old[1])
     _print(result)
     (out / "models.json").write_text(json.dumps(result, indent=2))
     return result

@@ -18,15 +18,17 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import time
+import sys
 
-import numpy as np
 import torch
 from torch import nn
 
 from experiments.presets import ROUTER_LABELS
 from experiments.router_layers import build_router
 from experiments.specs import ModelSpec
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _timing import thread_limit, time_interleaved  # noqa: E402 (the benchmarks' folder)
 
 DIM, BATCH = 8, 1024
 ACTIVATED = (64, 256)
@@ -66,22 +68,6 @@ def _dense_step(width, X, y, device):
     return step
 
 
-def _time(fns: dict, repeats: int, sync) -> dict:
-    """Median wall seconds per call, calls interleaved so that load hits all alike."""
-    for fn in fns.values():
-        fn()
-        fn()
-    sync()
-    times = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            sync()
-            times[name].append(time.perf_counter() - start)
-    return {name: float(np.median(t)) for name, t in times.items()}
-
-
 def step_rates(device: str, repeats: int) -> dict:
     gen = torch.Generator().manual_seed(0)
     X = (torch.rand(BATCH, DIM, generator=gen) * 2 - 1).to(device)
@@ -95,7 +81,7 @@ def step_rates(device: str, repeats: int) -> dict:
             n_experts = {"sigma_moe": N_EXPERTS, "topk_moe": N_EXPERTS, "smear": 4}.get(kind)
             spec = ModelSpec(kind, width=w, k=a, n_experts=n_experts)
             fns[kind] = _router_step(build_router(spec, DIM, seed=0, epochs=10).to(device), X, y)
-        seconds = _time(fns, repeats, sync)
+        seconds = {name: t["median_s"] for name, t in time_interleaved(fns, repeats, sync).items()}
         result[f"activated_{a}"] = {
             name: {"samples_per_s": BATCH / s, "step_ms": 1e3 * s,
                    "speed_vs_dense": seconds["dense_same_width"] / s}
@@ -105,9 +91,7 @@ def step_rates(device: str, repeats: int) -> dict:
 
 def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
-    old = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with thread_limit(threads):
         result = {"setup": {"dim": DIM, "batch": BATCH, "activated": ACTIVATED,
                             "total_width": [4 * a for a in ACTIVATED], "threads": threads,
                             "torch": torch.__version__},
@@ -115,8 +99,6 @@ def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
         if torch.cuda.is_available():
             result["cuda"] = step_rates("cuda", 50)
             result["cuda_device"] = torch.cuda.get_device_name()
-    finally:
-        torch.set_num_threads(old)
     _print(result)
     (out / "routers.json").write_text(json.dumps(result, indent=2))
     return result

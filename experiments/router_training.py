@@ -31,13 +31,13 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from lipschitz.validation import check_int, check_real, check_seed
+from lipschitz.validation import check_choice, check_int, check_real, check_seed
 from routing.layers import RouterLayer
+from routing.layers._base import OPTIMIZERS
 
 __all__ = ["RouterRegressor", "RouterTraining", "RouterFitReport", "train_router",
            "evaluate_router", "OPTIMIZERS"]
 
-OPTIMIZERS = ("adam", "sgd")
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,8 @@ class RouterTraining:
         check_int(self.batch_size, "batch_size", 1)
         if self.lr is not None:
             check_real(self.lr, "lr", 0.0, low_open=True)
-        if self.optimizer is not None and self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.optimizer is not None:
+            check_choice(self.optimizer, "optimizer", OPTIMIZERS)
         if self.grad_clip is not None:
             check_real(self.grad_clip, "grad_clip", 0.0, low_open=True)
         if self.schedule not in ("cosine", "constant"):

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_int", "check_real", "check_points", "check_seed"]
+__all__ = ["check_int", "check_real", "check_points", "check_seed", "check_choice", "check_bool"]
 
 
 def check_int(value, name: str, low: int | None = None, high: int | None = None) -> int:
@@ -70,6 +70,28 @@ def check_real(
         ok = value < high if high_open else value <= high
     if not ok:
         raise ValueError(f"{name} must be a finite real number in {interval}, got {value}")
+    return value
+
+
+def check_choice(value, name: str, choices):
+    """Check that ``value`` is one of ``choices`` (any container of allowed values).
+
+    Raises:
+        ValueError: naming the parameter and the allowed values otherwise.
+    """
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def check_bool(value, name: str) -> bool:
+    """Check that ``value`` is True or False (not merely truthy).
+
+    Raises:
+        ValueError: naming the parameter otherwise.
+    """
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
     return value
 
 

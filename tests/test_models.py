@@ -140,17 +140,29 @@ def tie_problems(draw):
     return X, B, c, k
 
 
+def kernel_winners(X, B, c, k):
+    """(cols, vals) of the CPU Top-K kernel for the layer (B, c)."""
+    cols = np.empty((len(X), k), np.int64)
+    vals = np.empty((len(X), k), X.dtype)
+    relu_topk(X, np.ascontiguousarray(B.T), c, unit_moments(B, c), k,
+              *bracket_quantiles(len(c), k), cols, vals)
+    return cols, vals
+
+
+def expected_winners(X, B, c, k):
+    """Independent answer: a stable argsort of φ = ReLU(XBᵀ + c) (ties to the lowest index)."""
+    phi = np.maximum(X @ B.T + c, 0)
+    cols = np.sort(np.argsort(-phi, axis=1, kind="stable")[:, :k], axis=1)
+    return cols, np.take_along_axis(phi, cols, axis=1)
+
+
 @given(tie_problems())
 def test_topk_kernel_ties_go_to_lowest_index(problem):
     X, B, c, k = problem
-    cols = np.empty((len(X), k), np.int64)
-    vals = np.empty((len(X), k))
-    relu_topk(X, np.ascontiguousarray(B.T), c, unit_moments(B, c), k,
-              *bracket_quantiles(len(c), k), cols, vals)
-    phi = np.maximum(X @ B.T + c, 0)
-    expected = np.sort(np.argsort(-phi, axis=1, kind="stable")[:, :k], axis=1)
-    np.testing.assert_array_equal(cols, expected)
-    np.testing.assert_array_equal(vals, np.take_along_axis(phi, expected, axis=1))
+    cols, vals = kernel_winners(X, B, c, k)
+    expected_cols, expected_vals = expected_winners(X, B, c, k)
+    np.testing.assert_array_equal(cols, expected_cols)
+    np.testing.assert_array_equal(vals, expected_vals)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -163,14 +175,10 @@ def test_topk_kernel_wide_integer_layers_tie_in_the_bracket(dtype):
         B = rng.integers(-3, 4, (width, 6)).astype(dtype)
         c = rng.integers(0, 3, width).astype(dtype)
         X = rng.integers(-2, 3, (41, 6)).astype(dtype)  # odd: the last row has no pair
-        cols = np.empty((len(X), k), np.int64)
-        vals = np.empty((len(X), k), dtype)
-        relu_topk(X, np.ascontiguousarray(B.T), c, unit_moments(B, c), k,
-                  *bracket_quantiles(width, k), cols, vals)
-        phi = np.maximum(X @ B.T + c, 0)
-        expected = np.sort(np.argsort(-phi, axis=1, kind="stable")[:, :k], axis=1)
-        np.testing.assert_array_equal(cols, expected)
-        np.testing.assert_array_equal(vals, np.take_along_axis(phi, expected, axis=1))
+        cols, vals = kernel_winners(X, B, c, k)
+        expected_cols, expected_vals = expected_winners(X, B, c, k)
+        np.testing.assert_array_equal(cols, expected_cols)
+        np.testing.assert_array_equal(vals, expected_vals)
 
 
 def test_topk_kernel_survives_non_gaussian_rows():
@@ -181,13 +189,8 @@ def test_topk_kernel_survives_non_gaussian_rows():
     c[:250] = 7.0  # half the units tie at 7 when Bx is small
     X = np.vstack([rng.uniform(-1, 1, (50, 3)), np.zeros((5, 3))])
     for k in (1, 10, 250, 251, 499):
-        cols = np.empty((len(X), k), np.int64)
-        vals = np.empty((len(X), k))
-        relu_topk(X, np.ascontiguousarray(B.T), c, unit_moments(B, c), k,
-                  *bracket_quantiles(500, k), cols, vals)
-        phi = np.maximum(X @ B.T + c, 0)
-        expected = np.sort(np.argsort(-phi, axis=1, kind="stable")[:, :k], axis=1)
-        np.testing.assert_array_equal(cols, expected)
+        np.testing.assert_array_equal(kernel_winners(X, B, c, k)[0],
+                                      expected_winners(X, B, c, k)[0])
 
 
 def test_random_hash_forward_equals_hash_and_sum_loop():

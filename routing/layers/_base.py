@@ -23,7 +23,25 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["RouterLayer"]
+from lipschitz.validation import check_choice, check_int, check_real, check_seed
+
+__all__ = ["RouterLayer", "OPTIMIZERS", "check_layer_config"]
+
+OPTIMIZERS = ("adam", "sgd")  # what experiments.router_training knows how to build
+
+
+def check_layer_config(config) -> None:
+    """Check the fields every layer config has: d_in and d_out (integers >= 1), optimizer
+    (one of ``OPTIMIZERS``), lr (> 0) and seed (integer >= 0).
+
+    Raises:
+        ValueError: naming the field and its allowed range.
+    """
+    check_int(config.d_in, "d_in", 1)
+    check_int(config.d_out, "d_out", 1)
+    check_choice(config.optimizer, "optimizer", OPTIMIZERS)
+    check_real(config.lr, "lr", 0.0, low_open=True)
+    check_seed(config.seed)
 
 
 class RouterLayer(nn.Module, abc.ABC):

@@ -33,13 +33,12 @@ import math
 import torch
 from torch import nn
 
-from routing.layers._base import RouterLayer
+from routing.layers._base import OPTIMIZERS, RouterLayer  # noqa: F401 (re-exported)
 
 __all__ = ["ExpertBank", "ExpertMoE", "INITS", "OPTIMIZERS", "init_router_",
            "topk_lowest_index", "check_batch"]
 
 INITS = ("sigma_moe", "standard", "switch")
-OPTIMIZERS = ("adam", "sgd")  # what experiments.router_training knows how to build
 
 
 def topk_lowest_index(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:

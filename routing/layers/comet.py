@@ -44,14 +44,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from lipschitz.validation import check_int, check_real, check_seed
-from routing.layers._base import RouterLayer
+from lipschitz.validation import check_bool, check_choice, check_int, check_real
+from routing.layers._base import RouterLayer, check_layer_config
 from routing.torch_twins import topk_mask
 
-__all__ = ["COMETConfig", "COMET", "ACTIVATIONS", "OPTIMIZERS", "k_winners"]
+__all__ = ["COMETConfig", "COMET", "ACTIVATIONS", "k_winners"]
 
 ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "identity": lambda a: a}
-OPTIMIZERS = ("adam", "sgd")
 
 
 def k_winners(p_k: float, width: int) -> int:
@@ -93,7 +92,7 @@ class COMETConfig:
     seed: int = 0
 
     def __post_init__(self):
-        check_int(self.d_in, "d_in", 1)
+        check_layer_config(self)
         widths = tuple(self.widths) if isinstance(self.widths, (tuple, list)) else None
         if not widths:
             raise ValueError(f"widths must be a non-empty tuple of integers >= 1, "
@@ -101,17 +100,9 @@ class COMETConfig:
         for i, width in enumerate(widths):
             check_int(width, f"widths[{i}]", 1)
         object.__setattr__(self, "widths", widths)
-        check_int(self.d_out, "d_out", 1)
         check_real(self.p_k, "p_k", 0.0, 1.0, low_open=True)
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, "
-                             f"got {self.activation!r}")
-        if not isinstance(self.bias, bool):
-            raise ValueError(f"bias must be True or False, got {self.bias!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        check_real(self.lr, "lr", 0.0, low_open=True)
-        check_seed(self.seed)
+        check_choice(self.activation, "activation", ACTIVATIONS)
+        check_bool(self.bias, "bias")
 
     @property
     def ks(self) -> tuple[int, ...]:

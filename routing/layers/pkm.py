@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from lipschitz.validation import check_int, check_real, check_seed
-from routing.layers._base import RouterLayer
-from routing.layers._experts import OPTIMIZERS, check_batch, topk_lowest_index
+from lipschitz.validation import check_bool, check_choice, check_int
+from routing.layers._base import RouterLayer, check_layer_config
+from routing.layers._experts import check_batch, topk_lowest_index
 
 __all__ = ["PKMConfig", "PKM"]
 
@@ -68,26 +68,18 @@ class PKMConfig:
     seed: int = 0
 
     def __post_init__(self):
-        check_int(self.d_in, "d_in", 1)
-        check_int(self.d_out, "d_out", 1)
+        check_layer_config(self)
         check_int(self.n_keys, "n_keys", 1)
         if check_int(self.d_key, "d_key", 2) % 2:
             raise ValueError(f"d_key must be an even integer >= 2 (it is split into two "
                              f"halves), got {self.d_key}")
         check_int(self.k, "k", 1, self.n_keys ** 2)
-        if self.init not in PKM_INITS:
-            raise ValueError(f"init must be one of {PKM_INITS}, got {self.init!r}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
-        if not isinstance(self.project_query, bool):
-            raise ValueError(f"project_query must be True or False, got {self.project_query!r}")
+        check_choice(self.init, "init", PKM_INITS)
+        check_choice(self.activation, "activation", ACTIVATIONS)
+        check_bool(self.project_query, "project_query")
         if not self.project_query and self.d_key != self.d_in:
             raise ValueError(f"d_key must equal d_in = {self.d_in} when project_query is "
                              f"False, got {self.d_key}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        check_real(self.lr, "lr", 0.0, low_open=True)
-        check_seed(self.seed)
 
 
 class PKM(RouterLayer):

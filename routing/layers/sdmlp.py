@@ -47,12 +47,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from lipschitz.validation import check_int, check_real, check_seed
-from ._base import RouterLayer
+from lipschitz.validation import check_bool, check_int
+from ._base import RouterLayer, check_layer_config
 
 __all__ = ["SDMLPConfig", "SDMLP"]
 
-_OPTIMIZERS = ("sgd", "adam")  # what experiments.router_training can build
 
 
 @dataclass(frozen=True)
@@ -100,8 +99,7 @@ class SDMLPConfig:
     seed: int = 0
 
     def __post_init__(self):
-        check_int(self.d_in, "d_in", 1)
-        check_int(self.d_out, "d_out", 1)
+        check_layer_config(self)
         check_int(self.n_neurons, "n_neurons", 1)
         check_int(self.k_target, "k_target", 1, self.n_neurons)
         if self.k_max is not None:
@@ -109,12 +107,7 @@ class SDMLPConfig:
         check_int(self.anneal_epochs, "anneal_epochs", 0)
         check_int(self.gaba_switch_activations, "gaba_switch_activations", 1)
         for flag in ("gaba_switch", "lift_inputs", "split_signs", "nonneg_decoder"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
-        if self.optimizer not in _OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
-        check_real(self.lr, "lr", 0.0, low_open=True)
-        check_seed(self.seed)
+            check_bool(getattr(self, flag), flag)
 
     @property
     def k_start(self) -> int:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
-from lipschitz.validation import check_int, check_real, check_seed
-from routing.layers._experts import (INITS, OPTIMIZERS, ExpertMoE, check_batch,
+from lipschitz.validation import check_choice, check_int, check_real
+from routing.layers._base import check_layer_config
+from routing.layers._experts import (INITS, ExpertMoE, check_batch,
                                      topk_lowest_index)
 
 __all__ = ["SigmaMoEConfig", "SigmaMoE"]
@@ -58,19 +59,13 @@ class SigmaMoEConfig:
     seed: int = 0
 
     def __post_init__(self):
-        check_int(self.d_in, "d_in", 1)
-        check_int(self.d_out, "d_out", 1)
+        check_layer_config(self)
         check_int(self.n_experts, "n_experts", 1)
         check_int(self.expert_size, "expert_size", 1)
         check_int(self.k, "k", 1, self.n_experts)
         check_real(self.entropy_coef, "entropy_coef", 0.0)
         check_real(self.expert_dropout, "expert_dropout", 0.0, 1.0, high_open=True)
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        check_real(self.lr, "lr", 0.0, low_open=True)
-        check_seed(self.seed)
+        check_choice(self.init, "init", INITS)
 
 
 class SigmaMoE(ExpertMoE):

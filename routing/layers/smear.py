@@ -36,13 +36,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lipschitz.validation import check_int, check_real, check_seed
-from ._base import RouterLayer
+from lipschitz.validation import check_bool, check_choice, check_int, check_real
+from ._base import RouterLayer, check_layer_config
 
 __all__ = ["SMEARConfig", "SMEAR"]
 
 _ACTIVATIONS = {"silu": F.silu, "relu": F.relu, "gelu": F.gelu}
-_OPTIMIZERS = ("adam", "sgd")  # what experiments.router_training can build
 
 
 @dataclass(frozen=True)
@@ -78,20 +77,12 @@ class SMEARConfig:
     seed: int = 0
 
     def __post_init__(self):
-        check_int(self.d_in, "d_in", 1)
-        check_int(self.d_out, "d_out", 1)
+        check_layer_config(self)
         check_int(self.n_experts, "n_experts", 1)
         check_int(self.expert_size, "expert_size", 1)
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {tuple(_ACTIVATIONS)}, "
-                             f"got {self.activation!r}")
-        if not isinstance(self.bias, bool):
-            raise ValueError(f"bias must be True or False, got {self.bias!r}")
+        check_choice(self.activation, "activation", _ACTIVATIONS)
+        check_bool(self.bias, "bias")
         check_real(self.expert_dropout, "expert_dropout", 0.0, 1.0, high_open=True)
-        if self.optimizer not in _OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
-        check_real(self.lr, "lr", 0.0, low_open=True)
-        check_seed(self.seed)
 
 
 def _mix_linear(p: torch.Tensor, u: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import torch
 
-from lipschitz.validation import check_int, check_real, check_seed
-from routing.layers._experts import (INITS, OPTIMIZERS, ExpertMoE, check_batch,
+from lipschitz.validation import check_bool, check_choice, check_int, check_real
+from routing.layers._base import check_layer_config
+from routing.layers._experts import (INITS, ExpertMoE, check_batch,
                                      topk_lowest_index)
 
 __all__ = ["TopKMoEConfig", "TopKMoE"]
@@ -61,20 +62,13 @@ class TopKMoEConfig:
     seed: int = 0
 
     def __post_init__(self):
-        check_int(self.d_in, "d_in", 1)
-        check_int(self.d_out, "d_out", 1)
+        check_layer_config(self)
         check_int(self.n_experts, "n_experts", 1)
         check_int(self.expert_size, "expert_size", 1)
         check_int(self.k, "k", 1, self.n_experts)
-        if not isinstance(self.renormalize, bool):
-            raise ValueError(f"renormalize must be True or False, got {self.renormalize!r}")
+        check_bool(self.renormalize, "renormalize")
         check_real(self.load_balance_coef, "load_balance_coef", 0.0)
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        check_real(self.lr, "lr", 0.0, low_open=True)
-        check_seed(self.seed)
+        check_choice(self.init, "init", INITS)
 
 
 class TopKMoE(ExpertMoE):
