@@ -53,7 +53,7 @@ from numba import njit
 from tqdm.auto import tqdm
 
 from experiments.models._base import Features, RegressionModel
-from lipschitz.validation import check_int, check_real, check_seed
+from lipschitz.validation import check_int, check_real, check_seed, check_tensor
 
 __all__ = ["SGDConfig", "FitReport", "fit_model", "evaluate", "MAX_DENSE_COEF"]
 
@@ -513,18 +513,6 @@ def _mse_from_cache(model, cache: Features, y) -> float:
 
 
 def _prepare_targets(y, n: int, model) -> torch.Tensor:
-    if not isinstance(y, torch.Tensor):
-        arr = np.asarray(y)
-        if arr.dtype == object or not np.issubdtype(arr.dtype, np.number) or \
-                np.issubdtype(arr.dtype, np.complexfloating):
-            raise ValueError(f"y must be a real-valued array, got dtype {arr.dtype}")
-        y = torch.from_numpy(np.ascontiguousarray(arr))
-    if y.is_complex() or y.dtype == torch.bool:
-        raise ValueError(f"y must be real-valued, got dtype {y.dtype}")
-    if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},) to match X, got shape {tuple(y.shape)}")
-    y = y.to(device=model.device, dtype=torch.float64 if y.dtype == torch.float64 else model.dtype)
-    if not bool(torch.isfinite(y).all()):
-        raise ValueError(f"y must be finite; it has {int((~torch.isfinite(y)).sum())} "
-                         "NaN or infinite entries")
-    return y
+    y = check_tensor(y, "y", (n,), allow_bool=False)
+    return y.to(device=model.device,
+                dtype=torch.float64 if y.dtype == torch.float64 else model.dtype)

@@ -26,12 +26,11 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from lipschitz.validation import check_choice, check_int, check_real, check_seed
+from lipschitz.validation import check_choice, check_int, check_real, check_seed, check_tensor
 from routing.layers import RouterLayer
 from routing.layers._base import OPTIMIZERS
 
@@ -129,24 +128,11 @@ class RouterRegressor(nn.Module):
         return self.y_mean + self.y_std * self.standardised(X)[0].to(torch.float64)
 
 
-def _as_tensor(a, name: str, layer: RouterLayer, shape_tail: tuple[int, ...]) -> torch.Tensor:
-    param = next(layer.parameters())
-    t = torch.as_tensor(np.asarray(a) if not isinstance(a, torch.Tensor) else a)
-    if t.is_complex() or not (t.is_floating_point() or t.dtype in (torch.int32, torch.int64)):
-        raise ValueError(f"{name} must be real-valued, got dtype {t.dtype}")
-    if t.shape[1:] != shape_tail or t.ndim != 1 + len(shape_tail):
-        raise ValueError(f"{name} must have shape (N{''.join(', ' + str(s) for s in shape_tail)})"
-                         f", got {tuple(t.shape)}")
-    t = t.to(device=param.device, dtype=param.dtype)
-    if not bool(torch.isfinite(t).all()):
-        raise ValueError(f"{name} must be finite; it has NaN or infinite entries")
-    return t
-
-
 def _checked_data(layer, X, y):
-    d_in = layer.config.d_in
-    X = _as_tensor(X, "X", layer, (d_in,))
-    y = _as_tensor(y, "y", layer, ())
+    param = next(layer.parameters())
+    where = dict(device=param.device, dtype=param.dtype, allow_bool=False)
+    X = check_tensor(X, "X", (None, layer.config.d_in), **where)
+    y = check_tensor(y, "y", (None,), **where)
     if len(X) != len(y):
         raise ValueError(f"X and y must have the same number of rows, got {len(X)} and {len(y)}")
     if len(X) == 0:

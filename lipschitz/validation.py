@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_int", "check_real", "check_points", "check_seed", "check_choice", "check_bool"]
+__all__ = ["check_int", "check_real", "check_points", "check_seed", "check_choice", "check_bool",
+           "check_tensor"]
 
 
 def check_int(value, name: str, low: int | None = None, high: int | None = None) -> int:
@@ -143,6 +144,49 @@ def check_points(X, n_cols: int | None = None, name: str = "X", dtype=np.float64
         bad = int(np.count_nonzero(~np.isfinite(arr)))
         raise ValueError(f"{name} must be finite; it has {bad} NaN or infinite entries")
     return arr
+
+
+def check_tensor(a, name: str, shape: tuple, *, device=None, dtype=None,
+                 allow_bool: bool = True):
+    """Validate a real-valued array or tensor and return it as a torch tensor.
+
+    Arguments:
+        a: array-like or ``torch.Tensor``.
+        name: the parameter's name, used in the error messages.
+        shape: the required shape; ``None`` entries accept any length, e.g. (None, dim) for a
+            batch of points or (n,) for n targets.
+        device, dtype: where and as what to return it (``None``: unchanged).
+        allow_bool: accept boolean entries (as 0/1).
+
+    Returns:
+        ``torch.Tensor`` of the required shape on ``device`` with ``dtype``.
+
+    Raises:
+        ValueError: if ``a`` is not real-valued (complex, object, string or, unless
+            ``allow_bool``, boolean), has another shape, or has NaN or infinite entries.
+    """
+    import torch  # here: the rest of this module is numpy-only
+
+    if not isinstance(a, torch.Tensor):
+        arr = np.asarray(a)
+        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating)
+                                       or np.issubdtype(arr.dtype, np.integer)
+                                       or arr.dtype == np.bool_):
+            raise ValueError(f"{name} must be a real-valued array, got dtype {arr.dtype}")
+        a = torch.from_numpy(np.ascontiguousarray(arr))
+    if a.is_complex() or (a.dtype == torch.bool and not allow_bool):
+        raise ValueError(f"{name} must be real-valued, got dtype {a.dtype}")
+    if a.ndim != len(shape) or any(s is not None and n != s for n, s in zip(a.shape, shape)):
+        expected = ", ".join("N" if s is None else str(s) for s in shape)
+        expected = f"({expected},)" if len(shape) == 1 else f"({expected})"
+        raise ValueError(f"{name} must have shape {expected}, got shape {tuple(a.shape)}")
+    a = a.to(device=device if device is not None else a.device,
+             dtype=dtype if dtype is not None else a.dtype)
+    finite = torch.isfinite(a)
+    if not bool(finite.all()):
+        bad = int((~finite).sum())
+        raise ValueError(f"{name} must be finite; it has {bad} NaN or infinite entries")
+    return a
 
 
 def _range(low, high) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lipschitz.validation import check_int
+from lipschitz.validation import check_int, check_tensor
 
 from ._sparse_dot import sparse_dot
 
@@ -151,21 +151,7 @@ class RegressionModel(nn.Module, abc.ABC):
         Raises:
             ValueError: if X is not 2-D with ``dim`` columns, not real-valued, or not finite.
         """
-        if not isinstance(X, torch.Tensor):
-            arr = np.asarray(X)
-            if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
-                                           or arr.dtype == np.bool_):
-                raise ValueError(f"{name} must be a real-valued array, got dtype {arr.dtype}")
-            X = torch.from_numpy(np.ascontiguousarray(arr))
-        if X.is_complex():
-            raise ValueError(f"{name} must be real-valued, got dtype {X.dtype}")
-        if X.ndim != 2 or X.shape[1] != self.dim:
-            raise ValueError(f"{name} must have shape (N, {self.dim}), got shape {tuple(X.shape)}")
-        X = X.to(device=self.device, dtype=self.dtype)
-        if not bool(torch.isfinite(X).all()):
-            bad = int((~torch.isfinite(X)).sum())
-            raise ValueError(f"{name} must be finite; it has {bad} NaN or infinite entries")
-        return X
+        return check_tensor(X, name, (None, self.dim), device=self.device, dtype=self.dtype)
 
     # -- sizes and costs --------------------------------------------------------------------
     @property

@@ -1,0 +1,48 @@
+"""The shared argument checks of ``lipschitz.validation``: each bad input gets a ValueError that
+names the parameter; good input comes back converted."""
+
+import numpy as np
+import pytest
+import torch
+
+from lipschitz.validation import check_bool, check_choice, check_tensor
+
+
+def test_check_tensor_converts_and_places():
+    out = check_tensor(np.arange(6).reshape(3, 2), "X", (None, 2), dtype=torch.float32)
+    assert out.dtype == torch.float32 and out.shape == (3, 2)
+    assert torch.equal(out, torch.tensor([[0, 1], [2, 3], [4, 5]], dtype=torch.float32))
+    t = torch.ones(4, dtype=torch.float64)
+    assert check_tensor(t, "y", (4,)).dtype == torch.float64  # dtype None: unchanged
+
+
+@pytest.mark.parametrize("a, shape, message", [
+    (np.ones((3, 2)), (None, 3), r"X must have shape \(N, 3\), got shape \(3, 2\)"),
+    (np.ones(3), (None, 3), r"X must have shape \(N, 3\), got shape \(3,\)"),
+    (np.ones(4), (5,), r"X must have shape \(5,\), got shape \(4,\)"),
+    (np.array([[1.0, np.nan]]), (None, 2), "X must be finite; it has 1 NaN"),
+    (torch.tensor([[np.inf, -np.inf]]), (None, 2), "X must be finite; it has 2 NaN"),
+    (np.array([["a", "b"]]), (None, 2), "X must be a real-valued array"),
+    (np.ones((1, 2), complex), (None, 2), "X must be a real-valued array"),
+    (torch.ones(1, 2, dtype=torch.complex64), (None, 2), "X must be real-valued"),
+])
+def test_check_tensor_rejects_with_the_parameter_name(a, shape, message):
+    with pytest.raises(ValueError, match=message):
+        check_tensor(a, "X", shape)
+
+
+def test_check_tensor_booleans_only_when_allowed():
+    flags = np.array([True, False])
+    assert torch.equal(check_tensor(flags, "y", (2,), dtype=torch.float64),
+                       torch.tensor([1.0, 0.0], dtype=torch.float64))
+    with pytest.raises(ValueError, match="y must be real-valued, got dtype torch.bool"):
+        check_tensor(flags, "y", (2,), allow_bool=False)
+
+
+def test_check_choice_and_check_bool():
+    assert check_choice("sgd", "optimizer", ("adam", "sgd")) == "sgd"
+    with pytest.raises(ValueError, match=r"optimizer must be one of \('adam', 'sgd'\), got 'lbfgs'"):
+        check_choice("lbfgs", "optimizer", ("adam", "sgd"))
+    assert check_bool(False, "bias") is False
+    with pytest.raises(ValueError, match="bias must be True or False, got 1"):
+        check_bool(1, "bias")
