@@ -80,7 +80,11 @@ def check_choice(value, name: str, choices):
     Raises:
         ValueError: naming the parameter and the allowed values otherwise.
     """
-    if value not in choices:
+    try:
+        allowed = value in choices
+    except TypeError:  # unhashable value, choices a dict or set
+        allowed = False
+    if not allowed:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
     return value
 

@@ -43,6 +43,8 @@ def test_check_choice_and_check_bool():
     assert check_choice("sgd", "optimizer", ("adam", "sgd")) == "sgd"
     with pytest.raises(ValueError, match=r"optimizer must be one of \('adam', 'sgd'\), got 'lbfgs'"):
         check_choice("lbfgs", "optimizer", ("adam", "sgd"))
+    with pytest.raises(ValueError, match=r"activation must be one of \('relu',\), got \['relu'\]"):
+        check_choice(["relu"], "activation", {"relu": None})  # unhashable: no TypeError
     assert check_bool(False, "bias") is False
     with pytest.raises(ValueError, match="bias must be True or False, got 1"):
         check_bool(1, "bias")
