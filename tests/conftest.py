@@ -1,7 +1,9 @@
-"""Shared pytest configuration: hypothesis profiles and the CUDA skip marker."""
+"""Shared pytest configuration: hypothesis profiles, the CUDA skip marker and a one-thread
+fixture."""
 
 import os
 
+import numba
 import pytest
 import torch
 from hypothesis import HealthCheck, settings
@@ -23,3 +25,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch and one Numba thread for a module (``pytest.mark.usefixtures``): the test
+    machines have 2 shared cores, where thread pools only add synchronisation delays."""
+    torch_threads, numba_threads = torch.get_num_threads(), numba.get_num_threads()
+    torch.set_num_threads(1)
+    numba.set_num_threads(1)
+    yield
+    torch.set_num_threads(torch_threads)
+    numba.set_num_threads(numba_threads)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 import sympy
@@ -21,15 +20,7 @@ from routing.hyperplane_lsh import HyperplaneLSH
 from routing.uniform_hash import UniformHash
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # the test machines have 2 shared cores: thread pools only add synchronisation delays
-    torch_threads, numba_threads = torch.get_num_threads(), numba.get_num_threads()
-    torch.set_num_threads(1)
-    numba.set_num_threads(1)
-    yield
-    torch.set_num_threads(torch_threads)
-    numba.set_num_threads(numba_threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def cube(n, dim, seed=0, dtype=np.float32):
