@@ -5,7 +5,10 @@ a random 4-dimensional subspace of R^64 (coordinates of a point of [-1, 1]^4 in 
 basis, the input model of Baykal et al. 2022, Theorem 4.1), 16 bits / 16 hashes per key.
 
 Measured (best of ``ROUNDS`` interleaved repetitions, so that load from other processes on
-the machine hits all contenders alike):
+the machine hits all contenders alike, with a pause of ``PAUSE_S`` after each call: the
+worker threads of OpenBLAS and of OpenMP spin for a while after a call, and without the pause
+the contender timed next shares the cores with them; on 2 cores this made the hyperplane
+kernel 1.7x slower right after the numpy recipe than after an idle pause):
 - ``HyperplaneLSH.bucket_ids`` vs the best numpy recipe (chunked ``X @ A.T`` then packing the
   signs with a second small matmul; the chunk size is tuned in the run), and faiss
   ``IndexLSH(64, 16, rotate_data=True).sa_encode`` when faiss-cpu is installed;
@@ -48,6 +51,7 @@ if str(ROOT) not in sys.path:
 N, DIM, BITS, SUBSPACE = 1_000_000, 64, 16, 4
 WIDTH = 1.0  # Euclidean bucket width on the subspace data (|x| <= 2): ~4·10⁴ buckets
 ROUNDS = 5
+PAUSE_S = 0.3  # idle time after each timed call (see the module docstring)
 SEED = 0
 
 
@@ -98,6 +102,7 @@ def best_times(contenders: dict, rounds: int = ROUNDS) -> dict:
             start = time.perf_counter()
             fn()
             best[name] = min(best[name], time.perf_counter() - start)
+            time.sleep(PAUSE_S)
     return best
 
 
@@ -197,7 +202,7 @@ def main(out: pathlib.Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     results: dict = {"N": N, "dim": DIM, "bits_or_hashes": BITS, "dtype": "float32",
                      "data": f"uniform on a random {SUBSPACE}-dim subspace, coordinates in [-1, 1]",
-                     "rounds": ROUNDS, "cpu_count": os.cpu_count(),
+                     "rounds": ROUNDS, "pause_s": PAUSE_S, "cpu_count": os.cpu_count(),
                      "load_average_start": os.getloadavg()}
     X = make_data()
 

@@ -14,7 +14,7 @@ from lipschitz.validation import check_int, check_real, check_seed
 from ._codebook import Codebook
 from ._floor_kernel import floor_codes
 from ._inputs import as_points, raise_non_finite
-from ._projection import pad_groups
+from ._projection import pack_groups
 
 __all__ = ["EuclideanLSH"]
 
@@ -66,8 +66,8 @@ class EuclideanLSH:
         self.offsets = rng.uniform(0.0, self.width, (self.n_tables, self.n_hashes))
         self.directions.flags.writeable = False
         self.offsets.flags.writeable = False
-        self._padded = {np.dtype(np.float64): pad_groups(self.directions, np.float64),
-                        np.dtype(np.float32): pad_groups(self.directions, np.float32)}
+        self._groups = {np.dtype(np.float64): pack_groups(self.directions, np.float64),
+                        np.dtype(np.float32): pack_groups(self.directions, np.float32)}
         self._codebooks = [Codebook(self.n_hashes) for _ in range(self.n_tables)]
 
     def hash(self, X) -> np.ndarray:
@@ -146,8 +146,7 @@ class EuclideanLSH:
 
     def _codes(self, X: np.ndarray) -> np.ndarray:
         codes = np.empty((len(X), self.n_tables, self.n_hashes), np.int64)
-        if len(X) and not floor_codes(X, self._padded[X.dtype], self.offsets, self.width,
-                                      X.dtype.type(0), codes):
+        if len(X) and not floor_codes(X, self._groups[X.dtype], self.offsets, self.width, codes):
             raise_non_finite(X, self.dim, f"a code (a·x + b)/width exceeds 2**62 in absolute "
                                           f"value for width={self.width:g}, or a·x overflows")
         return codes

@@ -10,7 +10,7 @@ import numpy as np
 from lipschitz.validation import check_int, check_seed
 
 from ._inputs import as_points, raise_non_finite
-from ._projection import pad_groups
+from ._projection import pack_groups
 from ._sign_kernel import packed_signs
 
 __all__ = ["HyperplaneLSH"]
@@ -52,8 +52,8 @@ class HyperplaneLSH:
         rng = np.random.default_rng(self.seed)
         self.directions = rng.standard_normal((self.n_tables, self.n_bits, self.dim))
         self.directions.flags.writeable = False
-        self._padded = {np.dtype(np.float64): pad_groups(self.directions, np.float64),
-                        np.dtype(np.float32): pad_groups(self.directions, np.float32)}
+        self._groups = {np.dtype(np.float64): pack_groups(self.directions, np.float64),
+                        np.dtype(np.float32): pack_groups(self.directions, np.float32)}
 
     def bucket_ids(self, X) -> np.ndarray:
         """Packed keys of the points: (N, dim) -> (N, n_tables) int64 (see the class docstring).
@@ -64,7 +64,7 @@ class HyperplaneLSH:
         """
         X = as_points(X, self.dim)
         out = np.empty((len(X), self.n_tables), np.int64)
-        if len(X) and not packed_signs(X, self._padded[X.dtype], self.n_bits, X.dtype.type(0), out):
+        if len(X) and not packed_signs(X, self._groups[X.dtype], self.n_tables, self.n_bits, out):
             raise_non_finite(X, self.dim, f"a projection a·x overflows {X.dtype}")
         return out
 

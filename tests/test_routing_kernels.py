@@ -1,6 +1,7 @@
 """Numba kernels of ``routing`` against their short numpy / Python reference implementations."""
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.linalg import hadamard
@@ -10,7 +11,7 @@ from routing._floor_kernel import floor_codes, floor_codes_reference
 from routing._hadamard import (TIE_TOL, cross_polytope_codes, cross_polytope_reference, fwht,
                                rotate_reference)
 from routing._mixer import row_buckets, row_buckets_reference, seed_key
-from routing._projection import pad_groups, project_reference
+from routing._projection import pack_groups, project_reference
 from routing._sign_kernel import packed_signs, packed_signs_reference
 from routing.topk import topk_indices, topk_indices_reference, topk_mask
 
@@ -30,7 +31,7 @@ def test_packed_signs_matches_reference(seed, n, dim, n_tables, n_bits, dtype):
     X = _points(seed, n, dim, dtype)
     D = rng.standard_normal((n_tables, n_bits, dim))
     out = np.empty((n, n_tables), np.int64)
-    assert packed_signs(X, pad_groups(D, dtype), n_bits, dtype(0), out)
+    assert packed_signs(X, pack_groups(D, dtype), n_tables, n_bits, out)
     ref = packed_signs_reference(X, D)
     proj = project_reference(X.astype(np.float64), D)  # (n, T, B)
     scale = np.abs(X).sum(axis=1)[:, None, None] * np.abs(D).max() + 1e-300
@@ -52,7 +53,7 @@ def test_floor_codes_match_reference(seed, n, dim, n_tables, n_hashes, dtype, wi
     D = rng.standard_normal((n_tables, n_hashes, dim))
     b = rng.uniform(0, width, (n_tables, n_hashes))
     out = np.empty((n, n_tables, n_hashes), np.int64)
-    assert floor_codes(X, pad_groups(D, dtype), b, width, dtype(0), out)
+    assert floor_codes(X, pack_groups(D, dtype), b, width, out)
     ref = floor_codes_reference(X, D, b, width)
     q = (project_reference(X.astype(np.float64), D) + b) / width
     scale = (np.abs(X).sum(axis=1)[:, None, None] * np.abs(D).max() + width) / width
@@ -65,9 +66,9 @@ def test_floor_codes_report_overflow_and_nan():
     D = np.ones((1, 1, 2))
     out = np.empty((1, 1, 1), np.int64)
     big = np.array([[1e300, 0.0]])
-    assert not floor_codes(big, pad_groups(D, np.float64), np.zeros((1, 1)), 1.0, 0.0, out)
+    assert not floor_codes(big, pack_groups(D, np.float64), np.zeros((1, 1)), 1.0, out)
     nan = np.array([[np.nan, 0.0]])
-    assert not floor_codes(nan, pad_groups(D, np.float64), np.zeros((1, 1)), 1.0, 0.0, out)
+    assert not floor_codes(nan, pack_groups(D, np.float64), np.zeros((1, 1)), 1.0, out)
 
 
 @given(log_size=st.integers(0, 8), seed=st.integers(0, 2**32))
@@ -144,3 +145,19 @@ def test_topk_matches_stable_argsort(seed, n, n_units, data, dtype):
     expected = np.zeros((n, n_units), bool)
     np.put_along_axis(expected, ref, True, axis=1)
     np.testing.assert_array_equal(topk_mask(scores, k), expected)
+
+
+@pytest.mark.parametrize("row", range(11))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernels_report_a_non_finite_point_anywhere_in_a_block(row, dtype):
+    """11 points: a full block of 8 and a short one; 20 directions: a full group and a padded one."""
+    X = _points(row, 11, 3, dtype)
+    D = np.random.default_rng(row).standard_normal((2, 20, 3))
+    groups = pack_groups(D, dtype)
+    signs = np.empty((11, 2), np.int64)
+    codes = np.empty((11, 2, 20), np.int64)
+    b = np.zeros((2, 20))
+    assert packed_signs(X, groups, 2, 20, signs) and floor_codes(X, groups, b, 1.0, codes)
+    X[row, 1] = np.nan
+    assert not packed_signs(X, groups, 2, 20, signs)
+    assert not floor_codes(X, groups, b, 1.0, codes)
