@@ -37,15 +37,15 @@ def floor_codes(X, groups, offsets, width, out):
     n_blocks = (n + BLOCK - 1) // BLOCK
     n_bad = 0
     for span in prange((n_blocks + SPAN - 1) // SPAN):
-        dots = np.empty((BLOCK, LANES), np.float64)
+        dots = np.empty((BLOCK, LANES), X.dtype)
         for block in range(span * SPAN, min(n_blocks, (span + 1) * SPAN)):
             first = block * BLOCK
             for t in range(n_tables):
                 for g in range(per_table):
-                    project_block(X, first, groups, t * per_table + g, dots)
+                    project_block(X, first, groups, t * per_table + g, dots, 0)
                     for q in range(min(BLOCK, n - first)):
                         for i in range(min(LANES, n_hashes - g * LANES)):
-                            u = (dots[q, i] + offsets[t, g * LANES + i]) / width
+                            u = (np.float64(dots[q, i]) + offsets[t, g * LANES + i]) / width
                             if not abs(u) < CODE_LIMIT:  # NaN fails too
                                 n_bad += 1
                                 u = 0.0

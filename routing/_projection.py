@@ -29,7 +29,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["BLOCK", "LANES", "pack_groups", "project_block", "project_reference",
+__all__ = ["BLOCK", "LANES", "ge_mask", "pack_groups", "project_block", "project_reference",
            "sign_block"]
 
 LANES = 16  # directions per group: one AVX-512 register of float32
@@ -168,31 +168,57 @@ def sign_block(typingctx, X, first, groups, group):
 
 
 @intrinsic
-def project_block(typingctx, X, first, groups, group, out):
+def project_block(typingctx, X, first, groups, group, out, column):
     """Write the projections of a block of points on one group of directions into ``out``.
 
     Arguments (inside a Numba function): ``X``, ``first``, ``groups``, ``group`` as for
-    :func:`sign_block`; out: (BLOCK, LANES) float64, C-contiguous, overwritten with
-    ``out[q, l] = groups[group, :, l] · X[first + q]`` (computed in X's dtype).
+    :func:`sign_block`; out: (BLOCK, M) in X's dtype, C-contiguous; column: 0 <= column <=
+    M - LANES. Sets ``out[q, column + l] = groups[group, :, l] · X[first + q]``.
     """
     if not (_check_operands(X, groups) and isinstance(out, types.Array) and out.ndim == 2
-            and out.layout == "C" and out.dtype == types.float64):
+            and out.layout == "C" and out.dtype == X.dtype):
         return None
-    sig = types.none(X, types.intp, groups, types.intp, out)
+    sig = types.none(X, types.intp, groups, types.intp, out, types.intp)
 
     def codegen(context, builder, signature, args):
-        x, first, grp, g, dst = args
-        first = context.cast(builder, first, signature.args[1], types.intp)
-        g = context.cast(builder, g, signature.args[3], types.intp)
+        x, first, grp, g, dst, column = args
         projections = _accumulate(context, builder, X, x, first, groups, grp, g)
-        data = context.make_array(out)(context, builder, dst).data
-        wide = ir.VectorType(ir.DoubleType(), LANES)
+        target = context.make_array(out)(context, builder, dst)
+        row_length = cgutils.unpack_tuple(builder, target.shape, 2)[1]
         for q, p in enumerate(projections):
-            if p.type != wide:
-                p = builder.fpext(p, wide)
-            ptr = builder.bitcast(builder.gep(data, [ir.Constant(ir.IntType(64), q * LANES)]),
-                                  wide.as_pointer())
-            builder.store(p, ptr, align=8)
+            offset = builder.add(builder.mul(ir.Constant(row_length.type, q), row_length), column)
+            ptr = builder.bitcast(builder.gep(target.data, [offset]), p.type.as_pointer())
+            builder.store(p, ptr, align=context.get_abi_sizeof(p.type.element))
         return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def ge_mask(typingctx, v, start, threshold):
+    """Bit l of the result is 1 iff ``v[start + l] >= threshold``, for l < LANES.
+
+    Arguments (inside a Numba function): v: 1-D float32 or float64 array, C-contiguous;
+    start: 0 <= start <= len(v) - LANES (not checked); threshold: a float, converted to v's
+    dtype. Returns an int64 in [0, 2**LANES). NaN entries give 0 bits.
+    """
+    if not (isinstance(v, types.Array) and v.ndim == 1 and v.layout == "C"
+            and v.dtype in (types.float32, types.float64)):
+        return None
+    sig = types.int64(v, types.intp, v.dtype)
+
+    def codegen(context, builder, signature, args):
+        array, start, threshold = args
+        data = context.make_array(v)(context, builder, array).data
+        vec = ir.VectorType(data.type.pointee, LANES)
+        values = builder.load(builder.bitcast(builder.gep(data, [start]), vec.as_pointer()),
+                              align=context.get_abi_sizeof(data.type.pointee))
+        splat = builder.insert_element(ir.Constant(vec, ir.Undefined), threshold,
+                                       ir.Constant(ir.IntType(32), 0))
+        splat = builder.shuffle_vector(splat, ir.Constant(vec, ir.Undefined),
+                                       ir.Constant(ir.VectorType(ir.IntType(32), LANES),
+                                                   [0] * LANES))
+        bits = builder.bitcast(builder.fcmp_ordered(">=", values, splat), ir.IntType(LANES))
+        return builder.zext(bits, ir.IntType(64))
 
     return sig, codegen

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from experiments.models import DSM, Dense, LSHModel, RandomHashModel
 from experiments.models._sparse_dot import sparse_dot, sparse_dot_reference
 from experiments.models._topk_kernel import (
-    bracket_quantiles, relu_topk, relu_topk_reference, unit_moments,
+    bottom_groups, bracket_quantiles, relu_topk, relu_topk_reference, unit_moments,
 )
 from experiments.models.lsh_model import MAX_TABLE_VALUES
 from routing.euclidean_lsh import EuclideanLSH
@@ -87,6 +87,18 @@ def test_dsm_float32_kernel_matches_torch_path():
                                model(X.clone().requires_grad_()).detach().numpy(), atol=1e-4)
 
 
+def test_dsm_kernel_layout_follows_the_bottom_layer():
+    """The kernel's cached copy of [B | c] is rebuilt for a new dtype and after load_state_dict."""
+    X = torch.from_numpy(cube(64, 5))
+    model, other = DSM(5, 200, 12, seed=0), DSM(5, 200, 12, seed=1)
+    before = model.features(X).cols
+    model.load_state_dict(other.state_dict())
+    np.testing.assert_array_equal(model.features(X).cols, other.features(X).cols)
+    assert not torch.equal(model.features(X).cols, before)
+    np.testing.assert_array_equal(model.double().features(X.double()).cols,
+                                  other.double().features(X.double()).cols)
+
+
 def test_dsm_top_layer_reads_only_active_columns():
     model = DSM(4, 50, 5, seed=0)
     X = cube(30, 4)
@@ -135,7 +147,7 @@ def kernel_winners(X, B, c, k):
     """(cols, vals) of the CPU Top-K kernel for the layer (B, c)."""
     cols = np.empty((len(X), k), np.int64)
     vals = np.empty((len(X), k), X.dtype)
-    relu_topk(X, np.ascontiguousarray(B.T), c, unit_moments(B, c), k,
+    relu_topk(X, bottom_groups(B, c, X.dtype), len(c), unit_moments(B, c), k,
               *bracket_quantiles(len(c), k), cols, vals)
     return cols, vals
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from numba import njit
 from scipy.linalg import hadamard
 
 from routing._codebook import Codebook, CodebookReference
@@ -11,7 +12,7 @@ from routing._floor_kernel import floor_codes, floor_codes_reference
 from routing._hadamard import (TIE_TOL, cross_polytope_codes, cross_polytope_reference, fwht,
                                rotate_reference)
 from routing._mixer import row_buckets, row_buckets_reference, seed_key
-from routing._projection import pack_groups, project_reference
+from routing._projection import LANES, ge_mask, pack_groups, project_reference
 from routing._sign_kernel import packed_signs, packed_signs_reference
 from routing.topk import topk_indices, topk_indices_reference, topk_mask
 
@@ -161,3 +162,19 @@ def test_kernels_report_a_non_finite_point_anywhere_in_a_block(row, dtype):
     X[row, 1] = np.nan
     assert not packed_signs(X, groups, 2, 20, signs)
     assert not floor_codes(X, groups, b, 1.0, codes)
+
+
+@njit
+def _ge_masks(v, threshold):
+    return np.array([ge_mask(v, start, threshold) for start in range(len(v) - LANES + 1)])
+
+
+@given(seed=st.integers(0, 2**32), n=st.integers(LANES, 40), dtype=DTYPES)
+def test_ge_mask_matches_numpy(seed, n, dtype):
+    rng = np.random.default_rng(seed)
+    v = rng.integers(-3, 4, n).astype(dtype)  # many entries equal to the threshold
+    v[rng.random(n) < 0.1] = np.nan  # NaN is never >= anything
+    threshold = dtype(rng.integers(-3, 4))
+    windows = np.lib.stride_tricks.sliding_window_view(v, LANES)
+    expected = ((windows >= threshold) << np.arange(LANES)).sum(axis=1)
+    np.testing.assert_array_equal(_ge_masks(v, threshold), expected)

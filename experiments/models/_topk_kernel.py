@@ -2,9 +2,10 @@
 
 The DSM mask needs every unit's activation (Baykal et al. 2022, §3: "computing σ(Bx) takes
 O(nd) time"), but not the (N, width) activation matrix: this kernel computes the
-pre-activations of two rows at a time into width-sized scratch buffers that stay in cache
-(one pass over B serves both rows), selects each row's k winners and writes only their
-indices and values, (N, k) each.
+pre-activations of a block of 8 rows at a time into a scratch buffer that stays in cache
+(``routing._projection.project_block``: the register-blocked outer product of the hash
+kernels, with [B | c] as the directions and (x, 1) as the points, so one pass over B serves
+8 rows), selects each row's k winners and writes only their indices and values, (N, k) each.
 
 Selection (exactly k winners, equal activations won by the lowest index, the rule of
 ``routing.topk``): a bracket [g_lo, g_hi] around the k-th largest activation is guessed from
@@ -12,9 +13,8 @@ the mean and standard deviation over the units of this x's pre-activations (comp
 O(dim²) from precomputed moments of [B | c]; for the default Gaussian bottom layer the
 pre-activations of one x are Gaussian over the units, so the guess is usually right).
 
-1. While computing Bx + c the kernel also writes a flag byte per unit, z_j >= g_lo; the flags
-   are packed into 64-bit masks (eight bytes at a time, by one multiplication) and the
-   candidates are read off the masks with trailing-zero counts, with no branch per unit.
+1. The candidates z_j >= g_lo are read off 64-bit masks (four vector comparisons,
+   ``routing._projection.ge_mask``) with trailing-zero counts, with no branch per unit.
 2. The k-th largest candidate t is found by bisecting the bracket on the candidates' float
    bit patterns (positive floats order like their bits) with vectorised counting passes,
    then a quickselect among the few candidates left inside.
@@ -23,8 +23,8 @@ pre-activations of one x are Gaussian over the units, so the guess is usually ri
 A wrong guess only widens the search (to all units in the worst case: the bracket is then
 bisected on the values), never changes the result. Winners are written in increasing unit
 index, as ``torch.nonzero`` of the mask would give. The inputs must be finite (the models
-check them): the pre-activations are computed with fast-math (FMA contraction and
-re-association), so they may differ from ``X @ B.T + c`` in the last bits.
+check them). The pre-activations are sums of fused multiply-adds in input order, so they may
+differ from ``X @ B.T + c`` in the last bits.
 
 Reference: :func:`relu_topk_reference` (torch: addmm, ReLU, ``routing`` Top-K mask).
 """
@@ -39,12 +39,13 @@ from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 from scipy.stats import norm
 
+from routing._projection import BLOCK, LANES, ge_mask, pack_groups, project_block
 from routing.torch_twins import topk_mask
 
-__all__ = ["relu_topk", "relu_topk_reference", "bracket_quantiles", "unit_moments"]
+__all__ = ["relu_topk", "relu_topk_reference", "bottom_groups", "bracket_quantiles",
+           "unit_moments"]
 
-ROWS_PER_TASK = 16  # rows per parallel task (one set of scratch buffers each)
-_PACK = np.uint64(0x0102040810204080)  # gathers the low bits of 8 bytes into the top byte
+BLOCKS_PER_TASK = 2  # blocks of BLOCK rows per parallel task (one set of scratch buffers each)
 
 
 def bracket_quantiles(width: int, k: int) -> tuple[float, float]:
@@ -139,66 +140,18 @@ def _kth_largest_bracketed(v, n, k, lo, hi, small):
     return _kth_largest(small, m, k - c_hi)
 
 
-@njit(cache=True, fastmath=True)
-def _preactivations_pair(X, ra, rb, BT, c, g_a, g_b, z, flags):
-    """z[0] = B x_ra + c and z[1] = B x_rb + c, and flags[i, j] = (z[i, j] >= g_i), with one
-    pass over B for both rows (four input coordinates per pass over the units)."""
-    dim = X.shape[1]
-    width = c.shape[0]
-    za = z[0]
-    zb = z[1]
-    d = 0
-    if dim >= 4:
-        x0, x1, x2, x3 = X[ra, 0], X[ra, 1], X[ra, 2], X[ra, 3]
-        y0, y1, y2, y3 = X[rb, 0], X[rb, 1], X[rb, 2], X[rb, 3]
-        b0, b1, b2, b3 = BT[0], BT[1], BT[2], BT[3]
-        for j in range(width):
-            p, q, u, v, cj = b0[j], b1[j], b2[j], b3[j], c[j]
-            za[j] = cj + x0 * p + x1 * q + x2 * u + x3 * v
-            zb[j] = cj + y0 * p + y1 * q + y2 * u + y3 * v
-        d = 4
-    else:
-        for j in range(width):
-            za[j] = c[j]
-            zb[j] = c[j]
-    while d + 4 <= dim:
-        x0, x1, x2, x3 = X[ra, d], X[ra, d + 1], X[ra, d + 2], X[ra, d + 3]
-        y0, y1, y2, y3 = X[rb, d], X[rb, d + 1], X[rb, d + 2], X[rb, d + 3]
-        b0, b1, b2, b3 = BT[d], BT[d + 1], BT[d + 2], BT[d + 3]
-        for j in range(width):
-            p, q, u, v = b0[j], b1[j], b2[j], b3[j]
-            za[j] += x0 * p + x1 * q + x2 * u + x3 * v
-            zb[j] += y0 * p + y1 * q + y2 * u + y3 * v
-        d += 4
-    while d < dim:
-        x0 = X[ra, d]
-        y0 = X[rb, d]
-        b0 = BT[d]
-        for j in range(width):
-            p = b0[j]
-            za[j] += x0 * p
-            zb[j] += y0 * p
-        d += 1
-    fa = flags[0]
-    fb = flags[1]
-    for j in range(width):
-        fa[j] = za[j] >= g_a
-        fb[j] = zb[j] >= g_b
-
-
 @njit(cache=True)
-def _flagged_units(flags, cand):
-    """Write the indices of the non-zero bytes of ``flags`` (0/1 bytes, length a multiple of
-    64) to ``cand`` in increasing order; return their number."""
-    words = flags.view(np.uint64)
+def _candidates(z, n_words, g, cand):
+    """Write the indices j < 64·n_words with z[j] >= g to ``cand``, increasing; return how many.
+
+    z: 1-D, C-contiguous, length >= 64·n_words.
+    """
     m = 0
     one = np.uint64(1)
-    top_byte = np.uint64(56)
-    for w0 in range(0, words.shape[0], 8):
-        mask = np.uint64(0)  # bit t: flag of unit 64·(w0 / 8) + t
-        for t in range(8):
-            mask |= ((words[w0 + t] * _PACK) >> top_byte) << np.uint64(8 * t)
-        base = w0 * 8
+    for w in range(n_words):
+        base = 64 * w
+        mask = np.uint64(ge_mask(z, base, g) | (ge_mask(z, base + 16, g) << 16)
+                         | (ge_mask(z, base + 32, g) << 32) | (ge_mask(z, base + 48, g) << 48))
         while mask != 0:
             cand[m] = base + np.int64(trailing_zeros(mask))
             m += 1
@@ -273,19 +226,19 @@ def _bracket_guess(X, r, moments, z_lo, z_hi, xa):
 
 
 @njit(cache=True)
-def _row_winners(z, flags, k, g_lo, g_hi, cand, bits, tmp, small, out_j, out_v, cols_r, vals_r):
-    """Write the k winners of φ = max(z, 0) to cols_r and vals_r (flags[j]: z[j] >= g_lo).
+def _row_winners(z, width, k, g_lo, g_hi, cand, bits, tmp, small, out_j, out_v, cols_r, vals_r):
+    """Write the k winners of φ = max(z[:width], 0) to cols_r and vals_r.
 
-    Scratch: cand, out_j (width + 1,) int64; bits (width,) integers of z's size; tmp (1,) of
-    the same integers; small, out_v (width + 1,) of z's dtype (+ 1: branch-free compactions
-    write one past the end).
+    z: the row's pre-activations, padded with zeros to a multiple of 64. Scratch: cand, out_j
+    (len(z) + 1,) int64; bits (len(z),) integers of z's size; tmp (1,) of the same integers;
+    small, out_v (len(z) + 1,) of z's dtype (+ 1: branch-free compactions write one past the
+    end).
     """
-    width = z.shape[0]
     zero = z.dtype.type(0)
     cv = bits.view(z.dtype)
     m = 0
-    if g_lo > zero and k < width:
-        m = _flagged_units(flags, cand)
+    if g_lo > zero and k < width:  # the zero padding is never a candidate
+        m = _candidates(z, z.shape[0] // 64, g_lo, cand)
     if m < k:  # a wrong guess (or a trivial one): every unit is a candidate
         m = width
         for j in range(width):
@@ -316,41 +269,50 @@ def _row_winners(z, flags, k, g_lo, g_hi, cand, bits, tmp, small, out_j, out_v, 
 
 
 @njit(cache=True, parallel=True)
-def _relu_topk(X, BT, c, moments, k, z_lo, z_hi, cols, vals, int_like):
+def _relu_topk(X, Xa, groups, width, moments, k, z_lo, z_hi, cols, vals, int_like):
     n, dim = X.shape
-    width = c.shape[0]
     padded = (width + 63) // 64 * 64
-    for task in prange((n + ROWS_PER_TASK - 1) // ROWS_PER_TASK):
-        z = np.empty((2, width), X.dtype)
-        flags = np.zeros((2, padded), np.uint8)  # the padding stays 0
-        cand = np.empty(width + 1, np.int64)
-        out_j = np.empty(width + 1, np.int64)
-        bits = np.empty(width, int_like.dtype)
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    for task in prange((n_blocks + BLOCKS_PER_TASK - 1) // BLOCKS_PER_TASK):
+        z = np.zeros((BLOCK, padded), X.dtype)  # columns past the groups stay 0
+        cand = np.empty(padded + 1, np.int64)
+        out_j = np.empty(padded + 1, np.int64)
+        bits = np.empty(padded, int_like.dtype)
         tmp = np.empty(1, int_like.dtype)
-        small = np.empty(width + 1, X.dtype)
-        out_v = np.empty(width + 1, X.dtype)
+        small = np.empty(padded + 1, X.dtype)
+        out_v = np.empty(padded + 1, X.dtype)
         xa = np.empty(dim + 1)
-        r0 = task * ROWS_PER_TASK
-        r1 = min(n, r0 + ROWS_PER_TASK)
-        for ra in range(r0, r1, 2):
-            rb = min(ra + 1, r1 - 1)  # an odd last row is computed twice
-            lo_a, hi_a = _bracket_guess(X, ra, moments, z_lo, z_hi, xa)
-            lo_b, hi_b = _bracket_guess(X, rb, moments, z_lo, z_hi, xa)
-            _preactivations_pair(X, ra, rb, BT, c, lo_a, lo_b, z, flags)
-            _row_winners(z[0], flags[0], k, lo_a, hi_a, cand, bits, tmp, small, out_j, out_v,
-                         cols[ra], vals[ra])
-            if rb != ra:
-                _row_winners(z[1], flags[1], k, lo_b, hi_b, cand, bits, tmp, small, out_j,
-                             out_v, cols[rb], vals[rb])
+        for block in range(task * BLOCKS_PER_TASK, min(n_blocks, (task + 1) * BLOCKS_PER_TASK)):
+            first = block * BLOCK
+            for g in range(groups.shape[0]):
+                project_block(Xa, first, groups, g, z, g * LANES)
+            for q in range(min(BLOCK, n - first)):
+                r = first + q
+                lo, hi = _bracket_guess(X, r, moments, z_lo, z_hi, xa)
+                _row_winners(z[q], width, k, lo, hi, cand, bits, tmp, small, out_j, out_v,
+                             cols[r], vals[r])
 
 
-def relu_topk(X, BT, c, moments, k, z_lo, z_hi, cols, vals):
+def bottom_groups(B, c, dtype) -> np.ndarray:
+    """[B | c] laid out for the kernel: (ceil(width / 16), dim + 1, 16) in ``dtype``.
+
+    Arguments:
+        B: (width, dim) bottom-layer weights; c: (width,) bias; any real dtype.
+
+    The groups of ``routing._projection.pack_groups`` with [B | c] as the directions: the
+    kernel projects (x, 1) on them, which gives Bx + c.
+    """
+    W = np.concatenate([np.asarray(B), np.asarray(c)[:, None]], axis=1)
+    return pack_groups(W[None], dtype)
+
+
+def relu_topk(X, groups, width, moments, k, z_lo, z_hi, cols, vals):
     """Write the k winners of φ(x) = max(Bx + c, 0) for every row of X.
 
     Arguments:
         X: (N, dim) float32 or float64, C-contiguous, finite.
-        BT: (dim, width) the transposed bottom-layer weights, X's dtype, C-contiguous.
-        c: (width,) bottom-layer bias, X's dtype.
+        groups: ``bottom_groups(B, c, X.dtype)``.
+        width: number of units (rows of B), >= 1.
         moments: (dim + 2, dim + 1) float64 from :func:`unit_moments`.
         k: winners per row, 1 <= k <= width.
         z_lo, z_hi: bracket quantiles from :func:`bracket_quantiles`.
@@ -358,7 +320,11 @@ def relu_topk(X, BT, c, moments, k, z_lo, z_hi, cols, vals):
         vals: (N, k) X's dtype, overwritten with their activations φ_j(x).
     """
     int_like = np.empty(0, np.int32 if X.dtype == np.float32 else np.int64)
-    _relu_topk(X, BT, c, moments, k, z_lo, z_hi, cols, vals, int_like)
+    Xa = np.empty((X.shape[0], X.shape[1] + 1), X.dtype)  # the points (x, 1)
+    Xa[:, :-1] = X
+    Xa[:, -1] = 1
+    _relu_topk(X, Xa, groups, width, moments, k, z_lo, z_hi, cols, vals, int_like)
+
 
 def unit_moments(B: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Moments over the units of the affine map x -> Bx + c, for the kernel's bracket guess.

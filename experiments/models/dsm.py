@@ -8,7 +8,8 @@ import torch
 
 from ._base import Features, bottom_layer
 from .dense import KSparseDense
-from ._topk_kernel import bracket_quantiles, relu_topk, relu_topk_reference, unit_moments
+from ._topk_kernel import (bottom_groups, bracket_quantiles, relu_topk, relu_topk_reference,
+                           unit_moments)
 
 __all__ = ["DSM"]
 
@@ -52,6 +53,7 @@ class DSM(KSparseDense):
         B, c = bottom_layer(self.dim, self.width, self.seed)  # float64, as drawn
         self.register_buffer("unit_moments", torch.from_numpy(unit_moments(B, c)), persistent=False)
         self._quantiles = bracket_quantiles(self.width, self.k)
+        self._groups = self._groups_key = None  # [B | c] laid out for the CPU kernel
 
     def features(self, X: torch.Tensor) -> Features:
         """The k winners of each row: ``Features(cols (N, k) increasing, vals (N, k) = φ)``."""
@@ -62,13 +64,17 @@ class DSM(KSparseDense):
 
     def _kernel(self, X: torch.Tensor):
         Xn = X.detach().contiguous().numpy()
-        BT = self.B.T.contiguous().numpy()  # (dim, width)
-        c = self.c.contiguous().numpy()
+        # rebuilt when the dtype changes or B or c are written to (load_state_dict)
+        key = (Xn.dtype, self.B.data_ptr(), self.B._version, self.c.data_ptr(), self.c._version)
+        if self._groups_key != key:
+            self._groups = bottom_groups(self.B.numpy(), self.c.numpy(), Xn.dtype)
+            self._groups_key = key
         moments = self.unit_moments.to(torch.float64).numpy()
         cols = np.empty((len(Xn), self.k), np.int64)
         vals = np.empty((len(Xn), self.k), Xn.dtype)
         if len(Xn):
-            relu_topk(Xn, BT, c, moments, self.k, *self._quantiles, cols, vals)
+            relu_topk(Xn, self._groups, self.width, moments, self.k, *self._quantiles, cols,
+                      vals)
         return torch.from_numpy(cols), torch.from_numpy(vals)
 
     def flops_true(self) -> int:
