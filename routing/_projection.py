@@ -64,10 +64,9 @@ def project_reference(X: np.ndarray, directions: np.ndarray) -> np.ndarray:
 
 def _check_operands(X, groups):
     """Typing: both C-contiguous arrays of the same float dtype, X 2-D, groups 3-D."""
-    ok = (isinstance(X, types.Array) and isinstance(groups, types.Array)
-          and X.ndim == 2 and groups.ndim == 3 and X.layout == "C" and groups.layout == "C"
-          and X.dtype == groups.dtype and X.dtype in (types.float32, types.float64))
-    return ok
+    return (isinstance(X, types.Array) and isinstance(groups, types.Array)
+            and X.ndim == 2 and groups.ndim == 3 and X.layout == "C" and groups.layout == "C"
+            and X.dtype == groups.dtype and X.dtype in (types.float32, types.float64))
 
 
 def _accumulate(context, builder, x_type, x, first, groups_type, groups, group):

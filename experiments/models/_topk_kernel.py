@@ -201,18 +201,18 @@ def _kth_largest_positive(cv, bits, m, k, g_hi, tmp, small):
 
 
 @njit(cache=True)
-def _bracket_guess(X, r, moments, z_lo, z_hi, xa):
-    """(g_lo, g_hi) = mean ± quantile·std of the pre-activations of row r over the units."""
-    dim = X.shape[1]
-    for d in range(dim):
-        xa[d] = X[r, d]
-    xa[dim] = 1.0
+def _bracket_guess(Xa, r, moments, z_lo, z_hi):
+    """(g_lo, g_hi) = mean ± quantile·std of the pre-activations of row r over the units.
+
+    Xa: the points (x, 1), (N, dim + 1).
+    """
+    xa = Xa[r]
     mean = 0.0
     second = 0.0
-    for d in range(dim + 1):
+    for d in range(xa.shape[0]):
         mean += moments[0, d] * xa[d]
         acc = 0.0
-        for e in range(dim + 1):
+        for e in range(xa.shape[0]):
             acc += moments[1 + d, e] * xa[e]
         second += acc * xa[d]
     std = math.sqrt(max(second - mean * mean, 0.0))
@@ -222,7 +222,7 @@ def _bracket_guess(X, r, moments, z_lo, z_hi, xa):
         lo_guess = -1e30
     if not hi_guess < 1e30:
         hi_guess = np.inf
-    return X.dtype.type(min(lo_guess, 1e30)), X.dtype.type(max(hi_guess, -1e30))
+    return Xa.dtype.type(min(lo_guess, 1e30)), Xa.dtype.type(max(hi_guess, -1e30))
 
 
 @njit(cache=True)
@@ -269,26 +269,25 @@ def _row_winners(z, width, k, g_lo, g_hi, cand, bits, tmp, small, out_j, out_v, 
 
 
 @njit(cache=True, parallel=True)
-def _relu_topk(X, Xa, groups, width, moments, k, z_lo, z_hi, cols, vals, int_like):
-    n, dim = X.shape
+def _relu_topk(Xa, groups, width, moments, k, z_lo, z_hi, cols, vals, int_like):
+    n = Xa.shape[0]
     padded = (width + 63) // 64 * 64
     n_blocks = (n + BLOCK - 1) // BLOCK
     for task in prange((n_blocks + BLOCKS_PER_TASK - 1) // BLOCKS_PER_TASK):
-        z = np.zeros((BLOCK, padded), X.dtype)  # columns past the groups stay 0
+        z = np.zeros((BLOCK, padded), Xa.dtype)  # columns past the groups stay 0
         cand = np.empty(padded + 1, np.int64)
         out_j = np.empty(padded + 1, np.int64)
         bits = np.empty(padded, int_like.dtype)
         tmp = np.empty(1, int_like.dtype)
-        small = np.empty(padded + 1, X.dtype)
-        out_v = np.empty(padded + 1, X.dtype)
-        xa = np.empty(dim + 1)
+        small = np.empty(padded + 1, Xa.dtype)
+        out_v = np.empty(padded + 1, Xa.dtype)
         for block in range(task * BLOCKS_PER_TASK, min(n_blocks, (task + 1) * BLOCKS_PER_TASK)):
             first = block * BLOCK
             for g in range(groups.shape[0]):
                 project_block(Xa, first, groups, g, z, g * LANES)
             for q in range(min(BLOCK, n - first)):
                 r = first + q
-                lo, hi = _bracket_guess(X, r, moments, z_lo, z_hi, xa)
+                lo, hi = _bracket_guess(Xa, r, moments, z_lo, z_hi)
                 _row_winners(z[q], width, k, lo, hi, cand, bits, tmp, small, out_j, out_v,
                              cols[r], vals[r])
 
@@ -323,7 +322,7 @@ def relu_topk(X, groups, width, moments, k, z_lo, z_hi, cols, vals):
     Xa = np.empty((X.shape[0], X.shape[1] + 1), X.dtype)  # the points (x, 1)
     Xa[:, :-1] = X
     Xa[:, -1] = 1
-    _relu_topk(X, Xa, groups, width, moments, k, z_lo, z_hi, cols, vals, int_like)
+    _relu_topk(Xa, groups, width, moments, k, z_lo, z_hi, cols, vals, int_like)
 
 
 def unit_moments(B: np.ndarray, c: np.ndarray) -> np.ndarray:
