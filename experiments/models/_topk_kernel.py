@@ -299,7 +299,8 @@ def bottom_groups(B, c, dtype) -> np.ndarray:
         B: (width, dim) bottom-layer weights; c: (width,) bias; any real dtype.
 
     The groups of ``routing._projection.pack_groups`` with [B | c] as the directions: the
-    kernel projects (x, 1) on them, which gives Bx + c.
+    kernel projects (x, 1) on them, which gives Bx + c. Raises nothing itself: B and c come
+    from the model (the bottom layer φ(x) = σ(Bx + c) of Baykal et al. 2022, §2.1, §5.1).
     """
     W = np.concatenate([np.asarray(B), np.asarray(c)[:, None]], axis=1)
     return pack_groups(W[None], dtype)
