@@ -1,0 +1,113 @@
+"""The MoE layers' CPU kernels (routing.layers._expert_kernel) against the torch expert bank
+they replace on the CPU, and the short-row top-K against a stable sort."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from routing.layers import _experts
+from routing.layers._expert_kernel import TOPK_ROWS_MAX_K, expert_mlp, topk_rows
+from routing.layers._experts import ExpertBank, _topk_lowest_index_sort
+
+
+def _bank_case(B, K, E, G, d_in, d_out, seed, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    bank = ExpertBank(E, d_in, G, d_out).to(dtype)
+    bank.reset_parameters("standard", g)
+    x = torch.randn(B, d_in, generator=g, dtype=dtype).requires_grad_()
+    idx = torch.randint(0, E, (B, K), generator=g)  # repeats in a row, unused experts
+    gate = torch.rand(B, K, generator=g, dtype=dtype).requires_grad_()
+    return bank, x, idx, gate
+
+
+def _value_and_grads(fn, bank, x, gate, seed):
+    y = fn()
+    dy = torch.randn(y.shape, generator=torch.Generator().manual_seed(seed), dtype=y.dtype)
+    inputs = [x, gate, bank.W1, bank.W2]
+    if not y.requires_grad:  # the torch bank's empty batch: a constant zero output
+        return [y] + [None] * len(inputs)
+    return [y] + list(torch.autograd.grad(y, inputs, dy, allow_unused=True))
+
+
+@settings(max_examples=40, deadline=None)
+@given(B=st.integers(0, 30), K=st.integers(1, 4), E=st.integers(1, 6), G=st.integers(1, 20),
+       d_in=st.integers(1, 5), d_out=st.integers(1, 3), seed=st.integers(0, 10_000))
+def test_kernel_equals_the_torch_bank_in_value_and_gradients(B, K, E, G, d_in, d_out, seed):
+    bank, x, idx, gate = _bank_case(B, K, E, G, d_in, d_out, seed)
+    kernel = _value_and_grads(lambda: expert_mlp(x, idx, gate, bank.W1, bank.W2),
+                              bank, x, gate, seed)
+    torch_path = _value_and_grads(lambda: bank._forward_sorted(x, idx, gate), bank, x, gate,
+                                  seed)
+    for name, a, b in zip(("y", "dx", "dgate", "dW1", "dW2"), kernel, torch_path):
+        b = torch.zeros_like(a) if b is None else b  # unused inputs, empty batch
+        torch.testing.assert_close(a, b, msg=name)
+
+
+def test_kernel_passes_gradcheck():
+    bank, x, idx, gate = _bank_case(7, 3, 4, 5, 3, 2, seed=3)
+    W1, W2 = (bank.W1.detach().clone().requires_grad_(), bank.W2.detach().clone()
+              .requires_grad_())
+    assert torch.autograd.gradcheck(lambda *t: expert_mlp(t[0], idx, *t[1:]),
+                                    (x, gate, W1, W2))
+
+
+def test_kernel_float32_agrees_with_float64():
+    bank, x, idx, gate = _bank_case(256, 4, 16, 16, 8, 1, seed=5)
+    y64 = expert_mlp(x, idx, gate, bank.W1, bank.W2)
+    y32 = expert_mlp(x.float(), idx, gate.float(), bank.W1.float(), bank.W2.float())
+    assert y32.dtype == torch.float32
+    torch.testing.assert_close(y32.double(), y64, rtol=1e-5, atol=1e-5)
+
+
+def test_kernel_propagates_nan_like_torch():
+    bank, x, idx, gate = _bank_case(6, 2, 3, 4, 3, 2, seed=1)
+    x = x.detach().clone()
+    x[2, 1] = float("nan")
+    y = expert_mlp(x, idx, gate, bank.W1, bank.W2)
+    torch.testing.assert_close(y, bank._forward_sorted(x, idx, gate), equal_nan=True)
+    assert torch.isnan(y[2]).all() and not torch.isnan(y[[0, 1, 3, 4, 5]]).any()
+
+
+@pytest.mark.parametrize("bad", [-1, 4])
+def test_kernel_rejects_expert_indices_out_of_range(bad):
+    bank, x, idx, gate = _bank_case(5, 2, 4, 3, 2, 1, seed=0)
+    idx = idx.clone()
+    idx[3, 1] = bad
+    with pytest.raises(IndexError, match=r"expert_idx must lie in \[0, 4\)"):
+        expert_mlp(x, idx, gate, bank.W1, bank.W2)
+
+
+def test_bank_uses_the_kernel_for_small_experts_only(monkeypatch):
+    calls = []
+    monkeypatch.setattr(_experts, "expert_mlp",
+                        lambda *args: calls.append(1) or expert_mlp(*args))
+    small = _bank_case(64, 2, 4, 8, 4, 1, seed=0, dtype=torch.float32)
+    small[0](*small[1:])
+    assert calls == [1]
+    monkeypatch.setattr(_experts, "KERNEL_MAX_WORK", 64 * 2 * 8 * 4 // 4 - 1)
+    small[0](*small[1:])
+    assert calls == [1]  # over the work limit: the torch path
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 30), n=st.integers(1, 40), seed=st.integers(0, 10_000),
+       levels=st.sampled_from([2, 5, 1000]), double=st.booleans())
+def test_topk_rows_equals_a_stable_descending_sort(rows, n, seed, levels, double):
+    """Few levels make ties common; NaN must rank above +inf, -inf below every number."""
+    gen = torch.Generator().manual_seed(seed)
+    scores = torch.randint(0, levels, (rows, n), generator=gen).to(
+        torch.float64 if double else torch.float32)
+    specials = torch.tensor([float("nan"), float("inf"), -float("inf")], dtype=scores.dtype)
+    where = torch.rand(rows, n, generator=gen) < 0.1
+    pick = torch.randint(0, 3, (rows, n), generator=gen)
+    scores = torch.where(where, specials[pick], scores)
+    for k in {1, min(n, TOPK_ROWS_MAX_K) // 2 or 1, min(n, TOPK_ROWS_MAX_K)}:
+        assert torch.equal(topk_rows(scores, k), _topk_lowest_index_sort(scores, k)[1])
+
+
+@pytest.mark.parametrize("k", [0, 6, TOPK_ROWS_MAX_K + 1])
+def test_topk_rows_rejects_k_out_of_range(k):
+    scores = torch.zeros(3, 5 if k == 6 else 40)
+    with pytest.raises(ValueError, match="k must be in"):
+        topk_rows(scores, k)
