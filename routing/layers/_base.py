@@ -94,10 +94,12 @@ class RouterLayer(nn.Module, abc.ABC):
             raise ValueError("record_usage needs exactly one of indices and weights")
         if indices is not None:
             flat = indices.reshape(-1) + offset
-            self.unit_usage.index_add_(0, flat, torch.ones_like(flat, dtype=torch.float64))
+            # the buffer's dtype: ``layer.float()`` converts it along with the parameters
+            self.unit_usage.index_add_(0, flat, torch.ones_like(flat,
+                                                                dtype=self.unit_usage.dtype))
             batch = indices.shape[0]
         else:
-            totals = weights.detach().to(torch.float64).sum(0)
+            totals = weights.detach().to(self.unit_usage.dtype).sum(0)
             self.unit_usage[offset:offset + totals.numel()] += totals
             batch = weights.shape[0]
         if count_examples:

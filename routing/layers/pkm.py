@@ -21,7 +21,8 @@ from torch import nn
 
 from lipschitz.validation import check_bool, check_choice, check_int
 from routing.layers._base import RouterLayer, check_layer_config
-from routing.layers._experts import check_batch, topk_lowest_index
+from routing.layers._experts import _cpu_kernel_dtype, check_batch, topk_lowest_index
+from routing.layers._pkm_kernel import pkm_select, weighted_value_sum
 
 __all__ = ["PKMConfig", "PKM"]
 
@@ -146,6 +147,19 @@ class PKM(RouterLayer):
         q = x @ self.query.T if self.query is not None else x              # (B, d_key)
         halves = q.reshape(len(x), 2, c.d_key // 2)                       # (B, 2, d_key/2)
         u = torch.einsum("bhd,hnd->bhn", halves, self.keys)                # (B, 2, n_keys)
+        selected = pkm_select(u, c.k) if _cpu_kernel_dtype(u) else None
+        if selected is not None:
+            slot, pos_a, pos_b = selected
+            score = u[:, 1].gather(1, pos_b) + u[:, 0].gather(1, pos_a)      # (B, k)
+        else:
+            slot, score = self._select_torch(u)
+        gate = torch.relu(score) if c.activation == "relu" else torch.softmax(score, dim=1)
+        return slot, gate
+
+    def _select_torch(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(slot, score), each (B, k), from the sub-key scores u (B, 2, n_keys) in torch
+        operations: the GPU path, and the CPU one when a score is not finite."""
+        c = self.config
         k_half = min(c.k, c.n_keys)
         u_a, i_a = topk_lowest_index(u[:, 0], k_half)                      # (B, k_half)
         u_b, i_b = topk_lowest_index(u[:, 1], k_half)
@@ -157,8 +171,7 @@ class PKM(RouterLayer):
         # backward of the (B, M) gathers cost more than the whole forward
         score = u_b.gather(1, rank_b) + u_a.gather(1, rank_a)              # (B, k)
         slot = i_b.gather(1, rank_b) * c.n_keys + i_a.gather(1, rank_a)    # Eq. 8
-        gate = torch.relu(score) if c.activation == "relu" else torch.softmax(score, dim=1)
-        return slot, gate
+        return slot, score
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """y = Σ_{top k slots} gate · value.
@@ -173,7 +186,10 @@ class PKM(RouterLayer):
             ValueError: if x is not a floating (B, d_in) tensor.
         """
         idx, gate = self.route(x)                                          # (B, k) each
-        y = (gate.unsqueeze(2) * self.values[idx]).sum(1)                  # (B, d_out)
+        if _cpu_kernel_dtype(gate, self.values):
+            y = weighted_value_sum(gate, idx, self.values)                  # (B, d_out)
+        else:
+            y = (gate.unsqueeze(2) * self.values[idx]).sum(1)
         self.record_usage(indices=idx)
         return y, {}
 
