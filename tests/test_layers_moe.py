@@ -316,6 +316,16 @@ def test_usage_counts_exactly_k_per_example(name):
 
 
 @pytest.mark.parametrize("name", LAYERS)
+def test_usage_is_counted_after_a_dtype_change(name):
+    """``layer.float()`` converts the usage buffer with the parameters (a float32 buffer once
+    met float64 counts in ``index_add_`` and raised)."""
+    layer = LAYERS[name]().float().eval()
+    layer(_x(10, dtype=torch.float32))
+    assert layer.unit_usage.dtype == torch.float32
+    assert float(layer.unit_usage.sum()) == 10 * layer.config.k
+
+
+@pytest.mark.parametrize("name", LAYERS)
 def test_state_dict_round_trip_keeps_parameters_and_usage(name):
     layer, x = LAYERS[name](), _x()
     layer(x)
