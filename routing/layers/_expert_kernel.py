@@ -208,7 +208,6 @@ class _ExpertMLP(torch.autograd.Function):
                              f"[{int(idx.min())}, {int(idx.max())}]")
         ctx.save_for_backward(W1, W2)
         ctx.kernel_state = state, idx.shape[1]
-        ctx.mark_non_differentiable(idx)
         return torch.from_numpy(y)
 
     @staticmethod

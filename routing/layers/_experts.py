@@ -66,7 +66,8 @@ def topk_lowest_index(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch
     ``torch.topk`` leaves the order of equal values unspecified (and it differs between CPU
     and CUDA); saturated sigmoids, dropped (-inf) experts and the input x = 0 make ties common.
     On the CPU and for k <= 16 a Numba insertion kernel (``topk_rows``) selects in that order
-    directly (10x faster than ``torch.topk`` on 1024 rows of 16). Otherwise
+    directly (1.3x faster than the ``torch.topk`` call alone on 1024 rows of 16, k = 4, and
+    no tie check follows). Otherwise
     ``torch.topk`` (a partial selection, 2–3x faster than sorting a row) picks k + 1
     candidates, and only the rows where two of them are equal (or NaN) are redone with a
     stable descending sort, which orders equal values by index. ``_topk_lowest_index_sort``

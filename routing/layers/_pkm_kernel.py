@@ -146,7 +146,6 @@ class _WeightedValueSum(torch.autograd.Function):
         y = np.empty((s.shape[0], v.shape[1]), v.dtype)
         _weighted_sum(g, s, v, y)
         ctx.save_for_backward(gate, slot, values)
-        ctx.mark_non_differentiable(slot)
         return torch.from_numpy(y)
 
     @staticmethod
