@@ -273,7 +273,8 @@ def _topk_rows(scores, k, out):
 def topk_rows(scores: torch.Tensor, k: int) -> torch.Tensor:
     """Indices of the k largest entries of each row, in descending order, ties going to the
     lowest index and NaN counted as larger than any number (the order of a stable descending
-    ``torch.sort``), for CPU rows and small k.
+    ``torch.sort``), for CPU rows and small k: the MoE routers' expert selection (Csordás et
+    al. 2023 §3.3; Fedus et al. 2022).
 
     Arguments:
         scores: (B, n) float32 or float64 CPU tensor.

@@ -158,9 +158,10 @@ class _WeightedValueSum(torch.autograd.Function):
 
 def weighted_value_sum(gate: torch.Tensor, slot: torch.Tensor,
                        values: torch.Tensor) -> torch.Tensor:
-    """y[b] = Σ_i gate[b, i] · values[slot[b, i]] on the CPU, differentiable in gate and
-    values (once); the same as ``(gate.unsqueeze(2) * values[slot]).sum(1)`` without the
-    (B, k, d_out) temporary and its scatter backward.
+    """y[b] = Σ_i gate[b, i] · values[slot[b, i]] on the CPU (PKM's output, Lample et al. 2019
+    §3.1; Csordás et al. 2023 §3.2), differentiable in gate and values (once); the same as
+    ``(gate.unsqueeze(2) * values[slot]).sum(1)`` without the (B, k, d_out) temporary and its
+    scatter backward. Slots are not range-checked: ``PKM`` produces them in range.
 
     Arguments:
         gate: (B, k) float32 or float64; slot: (B, k) int64 in [0, n_slots);
