@@ -18,6 +18,11 @@ Layout: :func:`pack_groups` turns (n_tables, R, dim) directions into (n_tables Â
 LANES) groups, G = ceil(R / LANES), with zero directions appended; a zero direction projects
 every point to exactly 0. X must be C-contiguous (``_inputs.as_points`` makes it so).
 
+Range scans (:func:`compress_in_range`, :func:`count_in_range`) are the selection
+primitives of the DSM Top-K kernel (``experiments.models._topk_kernel``): one vector
+comparison per LANES entries, and where the CPU has AVX-512 the kept entries are packed in a
+register (``vcompress``) and stored whole.
+
 Reference for the kernels: :func:`project_reference`.
 """
 
@@ -29,8 +34,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["BLOCK", "LANES", "ge_mask", "pack_groups", "project_block", "project_reference",
-           "sign_block"]
+__all__ = ["BLOCK", "LANES", "compress_in_range", "count_in_range", "pack_groups",
+           "project_block", "project_reference", "sign_block"]
 
 LANES = 16  # directions per group: one AVX-512 register of float32
 BLOCK = 8  # points per block: independent accumulators that hide the FMA latency
@@ -193,31 +198,215 @@ def project_block(typingctx, X, first, groups, group, out, column):
     return sig, codegen
 
 
-@intrinsic
-def ge_mask(typingctx, v, start, threshold):
-    """Bit l of the result is 1 iff ``v[start + l] >= threshold``, for l < LANES.
+def _splat(builder, value, vec):
+    """IR: ``value`` in every lane of the vector type ``vec``."""
+    one = builder.insert_element(ir.Constant(vec, ir.Undefined), value,
+                                 ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(one, ir.Constant(vec, ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), vec.count),
+                                              [0] * vec.count))
 
-    Arguments (inside a Numba function): v: 1-D float32 or float64 array, C-contiguous;
-    start: 0 <= start <= len(v) - LANES (not checked); threshold: a float, converted to v's
-    dtype. Returns an int64 in [0, 2**LANES). NaN entries give 0 bits.
+
+def _is_float_vector_array(a):
+    return (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"
+            and a.dtype in (types.float32, types.float64))
+
+
+def _has_avx512f() -> bool:
+    """Whether Numba compiles for a CPU with AVX-512F (host features, or NUMBA_CPU_FEATURES)."""
+    from numba import config
+    from numba.core.codegen import get_host_cpu_features
+    features = config.CPU_FEATURES if config.CPU_FEATURES is not None else get_host_cpu_features()
+    return "+avx512f" in features.split(",")
+
+
+def _compress_append(context, builder, vector, keep, target, pos):
+    """IR: store the lanes of ``vector`` selected by ``keep`` contiguously from target[pos].
+
+    With AVX-512F, 512-bit pieces are compressed in registers (``vcompress``) and stored
+    whole, which is several times faster on Intel cores than a compressing store to memory,
+    but writes the vector's full width from each piece's position. Elsewhere the generic
+    ``llvm.masked.compressstore`` (emulated by LLVM) writes only the kept lanes.
     """
-    if not (isinstance(v, types.Array) and v.ndim == 1 and v.layout == "C"
-            and v.dtype in (types.float32, types.float64)):
+    n = vector.type.count
+    element = vector.type.element
+    bits = n * context.get_abi_sizeof(element) * 8
+    suffix = {"float": "f32", "double": "f64", "i32": "i32", "i64": "i64"}[str(element)]
+    i32 = ir.IntType(32)
+    if _has_avx512f() and bits > 512:  # split into 512-bit halves, the second after the first
+        half = n // 2
+        pieces = [(builder.shuffle_vector(vector, vector, ir.Constant(
+                       ir.VectorType(i32, half), list(range(lo, lo + half)))),
+                   builder.shuffle_vector(keep, keep, ir.Constant(
+                       ir.VectorType(i32, half), list(range(lo, lo + half)))))
+                  for lo in (0, half)]
+        _compress_append(context, builder, *pieces[0], target, pos)
+        kept = builder.zext(_popcount(builder, pieces[0][1]), pos.type)
+        _compress_append(context, builder, *pieces[1], target, builder.add(pos, kept))
+        return
+    ptr = builder.gep(target, [pos])
+    if _has_avx512f():
+        compress = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vector.type, [vector.type, vector.type, keep.type]),
+            f"llvm.x86.avx512.mask.compress.v{n}{suffix}")
+        packed = builder.call(compress, [vector, ir.Constant(vector.type, None), keep])
+        builder.store(packed, builder.bitcast(ptr, vector.type.as_pointer()),
+                      align=context.get_abi_sizeof(element))
+    else:
+        store = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [vector.type, ptr.type, keep.type]),
+            f"llvm.masked.compressstore.v{n}{suffix}")
+        builder.call(store, [vector, ptr, keep])
+
+
+def _popcount(builder, mask):
+    """IR: the number of true lanes of an <n x i1> mask, as an i(n) integer."""
+    bits = builder.bitcast(mask, ir.IntType(mask.type.count))
+    ctpop = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(bits.type, [bits.type]), f"llvm.ctpop.i{bits.type.width}")
+    return builder.call(ctpop, [bits])
+
+
+def _scan_chunks(context, builder, array_type, array, count, lo, hi, visit):
+    """IR: call ``visit(i, values, keep)`` for each LANES-wide chunk of array[:count].
+
+    ``values`` is the vector array[i : i + LANES] (whole vectors are read), ``keep`` the
+    <LANES x i1> mask of lo <= values < hi (hi None: no upper bound; NaN never kept),
+    restricted to i + l < count on the last chunk. lo, hi: IR scalars of the array's dtype.
+    """
+    i64 = ir.IntType(64)
+    data = context.make_array(array_type)(context, builder, array).data
+    vec = ir.VectorType(data.type.pointee, LANES)
+    align = context.get_abi_sizeof(data.type.pointee)
+    low = _splat(builder, lo, vec)
+    high = None if hi is None else _splat(builder, hi, vec)
+    iota = ir.Constant(ir.VectorType(i64, LANES), list(range(LANES)))
+
+    def chunk(i, rest):
+        values = builder.load(builder.bitcast(builder.gep(data, [i]), vec.as_pointer()),
+                              align=align)
+        keep = builder.fcmp_ordered(">=", values, low)
+        if high is not None:
+            keep = builder.and_(keep, builder.fcmp_ordered("<", values, high))
+        if rest is not None:  # the tail: lanes l < rest only
+            keep = builder.and_(keep, builder.icmp_signed("<", iota,
+                                                          _splat(builder, rest, iota.type)))
+        visit(i, values, keep)
+
+    full = builder.and_(count, ir.Constant(i64, -LANES))
+    with cgutils.for_range_slice(builder, ir.Constant(i64, 0), full,
+                                 ir.Constant(i64, LANES)) as (i, _):
+        chunk(i, None)
+    with builder.if_then(builder.icmp_signed("<", full, count)):
+        chunk(full, builder.sub(count, full))
+
+
+def _range_arguments(context, builder, signature, args, v):
+    """IR: (count as i64, lo, hi or None) from the (v, n, lo, hi) arguments of a scan."""
+    count = context.cast(builder, args[1], signature.args[1], types.int64)
+    lo = context.cast(builder, args[2], signature.args[2], v.dtype)
+    has_hi = not isinstance(signature.args[3], (types.NoneType, types.Omitted))
+    hi = context.cast(builder, args[3], signature.args[3], v.dtype) if has_hi else None
+    return count, lo, hi
+
+
+def _range_typing(v, n, lo, hi) -> bool:
+    has_hi = not isinstance(hi, (types.NoneType, types.Omitted))
+    return (_is_float_vector_array(v) and isinstance(n, types.Integer)
+            and isinstance(lo, types.Float) and (not has_hi or isinstance(hi, types.Float)))
+
+
+@intrinsic
+def compress_in_range(typingctx, v, n, lo, hi, index, out_v, out_j):
+    """Write the entries x of v[:n] with lo <= x < hi, and their indices, contiguously.
+
+    A branch-free vector loop: per LANES entries, one or two comparisons and two
+    compressions (AVX-512 ``vcompress`` where the CPU has it). The order of v is kept.
+
+    Arguments (inside a Numba function):
+        v: 1-D float32 or float64 array, C-contiguous. Whole vectors are read: v[:n] padded
+            to a multiple of LANES must lie inside v (not checked); entries past n are
+            ignored.
+        n: number of entries to scan, >= 0.
+        lo: a float, converted to v's dtype.
+        hi: a float, or None for no upper bound. NaN entries are never kept.
+        index: the index written for entry i: ``index[i]`` if index is a 1-D int32
+            C-contiguous array (read like v), ``index + i`` if it is an integer.
+        out_v: 1-D array of v's dtype; out_j: 1-D int32 array; both C-contiguous with room
+            for (number kept) + LANES entries: on AVX-512 CPUs whole vectors are stored
+            (entries past the kept ones get arbitrary values), elsewhere only kept entries.
+
+    Returns:
+        int64, the number of entries kept, written to out_v[:count] and out_j[:count].
+    """
+    index_is_array = isinstance(index, types.Array)
+    if not (_range_typing(v, n, lo, hi)
+            and isinstance(out_v, types.Array) and out_v.ndim == 1
+            and out_v.layout == "C" and out_v.dtype == v.dtype
+            and isinstance(out_j, types.Array) and out_j.ndim == 1 and out_j.layout == "C"
+            and out_j.dtype == types.int32
+            and (isinstance(index, types.Integer) or (
+                index_is_array and index.ndim == 1 and index.layout == "C"
+                and index.dtype == types.int32))):
         return None
-    sig = types.int64(v, types.intp, v.dtype)
+    sig = types.int64(v, n, lo, hi, index, out_v, out_j)
 
     def codegen(context, builder, signature, args):
-        array, start, threshold = args
-        data = context.make_array(v)(context, builder, array).data
-        vec = ir.VectorType(data.type.pointee, LANES)
-        values = builder.load(builder.bitcast(builder.gep(data, [start]), vec.as_pointer()),
-                              align=context.get_abi_sizeof(data.type.pointee))
-        splat = builder.insert_element(ir.Constant(vec, ir.Undefined), threshold,
-                                       ir.Constant(ir.IntType(32), 0))
-        splat = builder.shuffle_vector(splat, ir.Constant(vec, ir.Undefined),
-                                       ir.Constant(ir.VectorType(ir.IntType(32), LANES),
-                                                   [0] * LANES))
-        bits = builder.bitcast(builder.fcmp_ordered(">=", values, splat), ir.IntType(LANES))
-        return builder.zext(bits, ir.IntType(64))
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        count, low, high = _range_arguments(context, builder, signature, args, v)
+        ivec = ir.VectorType(i32, LANES)
+        target_v = context.make_array(out_v)(context, builder, args[5]).data
+        target_j = context.make_array(out_j)(context, builder, args[6]).data
+        if index_is_array:
+            idx_data = context.make_array(index)(context, builder, args[4]).data
+        else:  # the indices offset + i, kept as a running vector
+            offset = builder.trunc(context.cast(builder, args[4], signature.args[4],
+                                                types.int64), i32)
+            running = cgutils.alloca_once_value(builder, builder.add(
+                _splat(builder, offset, ivec), ir.Constant(ivec, list(range(LANES)))))
+        pos = cgutils.alloca_once_value(builder, ir.Constant(i64, 0))
+
+        def visit(i, values, keep):
+            if index_is_array:
+                indices = builder.load(builder.bitcast(builder.gep(idx_data, [i]),
+                                                       ivec.as_pointer()), align=4)
+            else:
+                indices = builder.load(running)
+                builder.store(builder.add(indices, _splat(builder, ir.Constant(i32, LANES),
+                                                          ivec)), running)
+            at = builder.load(pos)
+            _compress_append(context, builder, values, keep, target_v, at)
+            _compress_append(context, builder, indices, keep, target_j, at)
+            builder.store(builder.add(at, builder.zext(_popcount(builder, keep), i64)), pos)
+
+        _scan_chunks(context, builder, v, args[0], count, low, high, visit)
+        return builder.load(pos)
+
+    return sig, codegen
+
+
+@intrinsic
+def count_in_range(typingctx, v, n, lo, hi):
+    """The number of entries x of v[:n] with lo <= x < hi (hi None: no upper bound).
+
+    A vector loop of one or two comparisons and a population count per LANES entries.
+    Arguments as for :func:`compress_in_range` (v is read in whole vectors; NaN is never
+    counted). Returns int64.
+    """
+    if not _range_typing(v, n, lo, hi):
+        return None
+    sig = types.int64(v, n, lo, hi)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        count, low, high = _range_arguments(context, builder, signature, args, v)
+        total = cgutils.alloca_once_value(builder, ir.Constant(i64, 0))
+
+        def visit(i, values, keep):
+            builder.store(builder.add(builder.load(total),
+                                      builder.zext(_popcount(builder, keep), i64)), total)
+
+        _scan_chunks(context, builder, v, args[0], count, low, high, visit)
+        return builder.load(total)
 
     return sig, codegen

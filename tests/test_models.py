@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sympy
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from experiments.models import DSM, Dense, LSHModel, RandomHashModel
@@ -110,11 +110,12 @@ def test_dsm_top_layer_reads_only_active_columns():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_sparse_dot_kernels_match_torch_reference(dtype):
+@pytest.mark.parametrize("active", [1, 7, 37])  # the kernel sums four terms at a time
+def test_sparse_dot_kernels_match_torch_reference(dtype, active):
     gen = torch.Generator().manual_seed(0)
     theta = torch.randn(50, generator=gen, dtype=dtype)
-    cols = torch.randint(0, 50, (40, 7), generator=gen)  # repeated columns included
-    vals = torch.randn(40, 7, generator=gen, dtype=dtype)
+    cols = torch.randint(0, 50, (40, active), generator=gen)  # repeated columns included
+    vals = torch.randn(40, active, generator=gen, dtype=dtype)
     weights = torch.randn(40, generator=gen, dtype=dtype)
     results = []
     for fn in (sparse_dot, sparse_dot_reference):
@@ -148,7 +149,7 @@ def kernel_winners(X, B, c, k):
     cols = np.empty((len(X), k), np.int64)
     vals = np.empty((len(X), k), X.dtype)
     relu_topk(X, bottom_groups(B, c, X.dtype), len(c), unit_moments(B, c), k,
-              *bracket_quantiles(len(c), k), cols, vals)
+              bracket_quantiles(len(c), k), cols, vals)
     return cols, vals
 
 
@@ -182,6 +183,24 @@ def test_topk_kernel_wide_integer_layers_tie_in_the_bracket(dtype):
         expected_cols, expected_vals = expected_winners(X, B, c, k)
         np.testing.assert_array_equal(cols, expected_cols)
         np.testing.assert_array_equal(vals, expected_vals)
+
+
+@settings(max_examples=40, deadline=None)
+@given(dim=st.integers(1, 10), width=st.integers(2, 3000), k_fraction=st.floats(0, 1),
+       n=st.integers(1, 20), seed=st.integers(0, 2**16), bias=st.sampled_from([0.0, 0.5, 3.0]))
+def test_topk_kernel_exact_on_gaussian_layers(dim, width, k_fraction, n, seed, bias):
+    """The model's own kind of layer, where the guessed brackets usually hold (and the
+    inner one sometimes misses): the exact winners and their activations, in float64 (no
+    near-ties within rounding)."""
+    rng = np.random.default_rng(seed)
+    B = rng.standard_normal((width, dim)) / np.sqrt(dim)
+    c = rng.standard_normal(width) * 0.5 + bias
+    X = rng.uniform(-1, 1, (n, dim))
+    k = 1 + int(k_fraction * (width - 1))
+    cols, vals = kernel_winners(X, B, c, k)
+    expected_cols, expected_vals = expected_winners(X, B, c, k)
+    np.testing.assert_array_equal(cols, expected_cols)
+    np.testing.assert_allclose(vals, expected_vals, rtol=1e-12, atol=1e-12)
 
 
 def test_topk_kernel_survives_non_gaussian_rows():

@@ -1,5 +1,10 @@
 """Numba kernels of ``routing`` against their short numpy / Python reference implementations."""
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -12,7 +17,8 @@ from routing._floor_kernel import floor_codes, floor_codes_reference
 from routing._hadamard import (TIE_TOL, cross_polytope_codes, cross_polytope_reference, fwht,
                                rotate_reference)
 from routing._mixer import row_buckets, row_buckets_reference, seed_key
-from routing._projection import LANES, ge_mask, pack_groups, project_reference
+from routing._projection import (LANES, compress_in_range, count_in_range, pack_groups,
+                                 project_reference)
 from routing._sign_kernel import packed_signs, packed_signs_reference
 from routing.topk import topk_indices, topk_indices_reference, topk_mask
 
@@ -165,16 +171,56 @@ def test_kernels_report_a_non_finite_point_anywhere_in_a_block(row, dtype):
 
 
 @njit
-def _ge_masks(v, threshold):
-    return np.array([ge_mask(v, start, threshold) for start in range(len(v) - LANES + 1)])
+def _scan(v, n, lo, hi, index, mode):
+    """Both range scans on v[:n]; mode 0: index array, 1: integer offset, 2: no upper bound."""
+    out_v = np.full(n + LANES, -7.0, v.dtype)  # room for whole-vector stores
+    out_j = np.full(n + LANES, -7, np.int32)
+    if mode == 0:
+        kept = compress_in_range(v, n, lo, hi, index, out_v, out_j)
+        counted = count_in_range(v, n, lo, hi)
+    elif mode == 1:
+        kept = compress_in_range(v, n, lo, hi, 5, out_v, out_j)
+        counted = count_in_range(v, n, lo, hi)
+    else:
+        kept = compress_in_range(v, n, lo, None, 5, out_v, out_j)
+        counted = count_in_range(v, n, lo, None)
+    return out_v[:kept], out_j[:kept], counted
 
 
-@given(seed=st.integers(0, 2**32), n=st.integers(LANES, 40), dtype=DTYPES)
-def test_ge_mask_matches_numpy(seed, n, dtype):
+def check_range_scans(seed, n, dtype):
+    """compress_in_range / count_in_range against numpy on v[:n], all three modes."""
     rng = np.random.default_rng(seed)
-    v = rng.integers(-3, 4, n).astype(dtype)  # many entries equal to the threshold
-    v[rng.random(n) < 0.1] = np.nan  # NaN is never >= anything
-    threshold = dtype(rng.integers(-3, 4))
-    windows = np.lib.stride_tricks.sliding_window_view(v, LANES)
-    expected = ((windows >= threshold) << np.arange(LANES)).sum(axis=1)
-    np.testing.assert_array_equal(_ge_masks(v, threshold), expected)
+    padded = -(-n // LANES) * LANES + LANES
+    v = rng.integers(-3, 4, padded).astype(dtype)  # many entries equal to the bounds
+    v[rng.random(padded) < 0.1] = np.nan  # NaN is never kept
+    v[n:] = 0.0  # read (whole vectors) but past n: never kept
+    index = rng.integers(0, 2**31 - 1, padded).astype(np.int32)
+    lo, hi = dtype(rng.integers(-3, 2)), dtype(rng.integers(-1, 4))
+    head = v[:n]
+    for mode in range(3):
+        keep = (head >= lo) & ((head < hi) if mode < 2 else True)
+        where = np.flatnonzero(keep)
+        values, indices, counted = _scan(v, n, lo, hi, index, mode)
+        np.testing.assert_array_equal(values, head[where])
+        np.testing.assert_array_equal(indices, index[where] if mode == 0 else where + 5)
+        assert counted == len(where)
+
+
+@given(seed=st.integers(0, 2**32), n=st.integers(0, 70), dtype=DTYPES)
+def test_range_scans_match_numpy(seed, n, dtype):
+    check_range_scans(seed, n, dtype)
+
+
+def test_range_scans_without_avx512(tmp_path):
+    """The portable code path (LLVM's compressing store), compiled for a generic CPU."""
+    script = (
+        "import numpy as np\n"
+        "from tests.test_routing_kernels import check_range_scans\n"
+        "for seed in range(20):\n"
+        "    for dtype in (np.float32, np.float64):\n"
+        "        check_range_scans(seed, seed * 3, dtype)\n"
+        "from routing._projection import _has_avx512f\n"
+        "assert not _has_avx512f()\n")
+    env = dict(os.environ, NUMBA_CPU_NAME="generic", NUMBA_CACHE_DIR=str(tmp_path))
+    root = pathlib.Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", script], cwd=root, env=env, check=True)

@@ -8,17 +8,21 @@ kernels, with [B | c] as the directions and (x, 1) as the points, so one pass ov
 8 rows), selects each row's k winners and writes only their indices and values, (N, k) each.
 
 Selection (exactly k winners, equal activations won by the lowest index, the rule of
-``routing.topk``): a bracket [g_lo, g_hi] around the k-th largest activation is guessed from
-the mean and standard deviation over the units of this x's pre-activations (computed in
-O(dim²) from precomputed moments of [B | c]; for the default Gaussian bottom layer the
-pre-activations of one x are Gaussian over the units, so the guess is usually right).
+``routing.topk``): brackets around the k-th largest activation are guessed from the mean and
+standard deviation over the units of this x's pre-activations (computed in O(dim²) from
+precomputed moments of [B | c]; for the default Gaussian bottom layer the pre-activations of
+one x are Gaussian over the units, so the guesses are usually right): a wide one
+[g_lo, g_hi] and a tight inner one [g_in_lo, g_in_hi] (:func:`bracket_quantiles`).
 
-1. The candidates z_j >= g_lo are read off 64-bit masks (four vector comparisons,
-   ``routing._projection.ge_mask``) with trailing-zero counts, with no branch per unit.
-2. The k-th largest candidate t is found by bisecting the bracket on the candidates' float
-   bit patterns (positive floats order like their bits) with vectorised counting passes,
-   then a quickselect among the few candidates left inside.
-3. Candidates above t win, and candidates equal to t win in index order until there are k.
+1. The candidates z_j >= g_lo and their indices are compressed out of the row, 16 units per
+   vector comparison (``routing._projection.compress_in_range``: AVX-512 ``vcompress``), with
+   no branch per unit.
+2. The k-th largest candidate t: the candidates above the inner bracket are counted, those
+   inside it compressed again, and the bracket is bisected on their float bit patterns
+   (positive floats order like their bits) with vectorised counting passes, then a
+   quickselect among the few left inside. If the inner guess misses, the wide one is used.
+3. Candidates above t win, and candidates equal to t win in index order until there are k
+   (without ties at t: one more compression of the candidates >= t).
 
 A wrong guess only widens the search (to all units in the worst case: the bracket is then
 bisected on the values), never changes the result. Winners are written in increasing unit
@@ -36,10 +40,9 @@ import math
 import numpy as np
 import torch
 from numba import njit, prange
-from numba.cpython.unsafe.numbers import trailing_zeros
 from scipy.stats import norm
 
-from routing._projection import BLOCK, LANES, ge_mask, pack_groups, project_block
+from routing._projection import BLOCK, LANES, compress_in_range, count_in_range, pack_groups, project_block
 from routing.torch_twins import topk_mask
 
 __all__ = ["relu_topk", "relu_topk_reference", "bottom_groups", "bracket_quantiles",
@@ -48,19 +51,22 @@ __all__ = ["relu_topk", "relu_topk_reference", "bottom_groups", "bracket_quantil
 BLOCKS_PER_TASK = 2  # blocks of BLOCK rows per parallel task (one set of scratch buffers each)
 
 
-def bracket_quantiles(width: int, k: int) -> tuple[float, float]:
-    """Standard-normal quantiles (z_lo, z_hi) whose tails hold k ± 4·sqrt(k) of width units.
+def bracket_quantiles(width: int, k: int) -> tuple[float, float, float, float]:
+    """Standard-normal quantiles (z_lo, z_in_lo, z_in_hi, z_hi) for the kernel's guesses.
 
-    The kernel guesses g = mean + z·std for the row; 4 binomial standard deviations of margin
-    make a failed guess rare for Gaussian rows (a failure costs a wider bracket, not a wrong
-    answer).
+    The kernel guesses g = mean + z·std for each row. The outer pair's tails hold
+    k ± (4·sqrt(k) + 2) of the width units: 4 binomial standard deviations of margin make a
+    failed outer guess rare for Gaussian rows (it costs a scan of every unit, not a wrong
+    answer). The inner pair, k ± (1.5·sqrt(k) + 2), brackets the k-th largest tightly so that
+    few candidates are left to select among; when it misses, the outer pair is used.
+    Infinite quantiles stand for "no bound".
     """
-    margin = 4.0 * math.sqrt(k) + 2.0
-    p_lo = min((k + margin) / width, 1.0)
-    p_hi = max((k - margin) / width, 0.0)
-    z_lo = -np.inf if p_lo >= 1.0 else float(norm.isf(p_lo))
-    z_hi = np.inf if p_hi <= 0.0 else float(norm.isf(p_hi))
-    return z_lo, z_hi
+    def z(units):
+        p = units / width
+        return -np.inf if p >= 1.0 else np.inf if p <= 0.0 else float(norm.isf(p))
+
+    outer, inner = 4.0 * math.sqrt(k) + 2.0, 1.5 * math.sqrt(k) + 2.0
+    return z(k + outer), z(k + inner), z(k - inner), z(k - outer)
 
 
 @njit(cache=True)
@@ -141,70 +147,64 @@ def _kth_largest_bracketed(v, n, k, lo, hi, small):
 
 
 @njit(cache=True)
-def _candidates(z, n_words, g, cand):
-    """Write the indices j < 64·n_words with z[j] >= g to ``cand``, increasing; return how many.
+def _kth_largest_positive(cv, m, k, guesses, inner, inner_bits, small, junk, tmp):
+    """The k-th largest of cv[:m], all > 0 and m >= k.
 
-    z: 1-D, C-contiguous, length >= 64·n_words.
+    guesses: (g_lo, g_in_lo, g_in_hi, g_hi) from :func:`_bracket_guess` (may be wrong). The
+    values >= an upper bound are only counted (c_up of them, fewer than k); the values in
+    [lower, upper) are compressed into ``inner`` (the inner pair if it brackets the k-th
+    largest, else [0, g_hi) or everything), and the (k - c_up)-th largest of those is found
+    by bisecting their bit patterns (``inner_bits``: ``inner`` viewed as integers of the same
+    size; positive floats order like their bits) with vectorised counting passes until at
+    most 8 remain in the bracket, then by a quickselect in ``small``.
+    Scratch (m + LANES,) each: inner, inner_bits, small, junk (int32); tmp (1,) integers.
+    cv is read in whole vectors (``compress_in_range``).
     """
-    m = 0
-    one = np.uint64(1)
-    for w in range(n_words):
-        base = 64 * w
-        mask = np.uint64(ge_mask(z, base, g) | (ge_mask(z, base + 16, g) << 16)
-                         | (ge_mask(z, base + 32, g) << 32) | (ge_mask(z, base + 48, g) << 48))
-        while mask != 0:
-            cand[m] = base + np.int64(trailing_zeros(mask))
-            m += 1
-            mask &= mask - one
-    return m
-
-
-@njit(cache=True)
-def _kth_largest_positive(cv, bits, m, k, g_hi, tmp, small):
-    """The k-th largest of cv[:m], all > 0 and m >= k, by bisection on the bit patterns.
-
-    ``bits`` is ``cv`` viewed as integers of the same size (positive floats order like their
-    bits), ``tmp`` a (1,) integer scratch, ``small`` a float scratch of size >= m. g_hi (a
-    guess, may be wrong or +inf) starts the bisection if fewer than k candidates reach it.
-    """
-    lo = bits[0]
-    hi = bits[0]
-    for q in range(m):
-        lo = min(lo, bits[q])
-        hi = max(hi, bits[q])
-    hi += 1  # invariant: count(bits >= lo) = c_lo >= k > c_hi = count(bits >= hi)
-    c_lo = m
+    inf = cv.dtype.type(np.inf)
+    lower, upper, c_up = cv.dtype.type(0), inf, 0
+    c_in_hi = count_in_range(cv, m, guesses[2], None) if guesses[2] < inf else 0
+    if c_in_hi < k and count_in_range(cv, m, guesses[1], None) >= k:
+        lower, upper, c_up = guesses[1], guesses[2], c_in_hi
+    elif guesses[3] < inf:
+        count = count_in_range(cv, m, guesses[3], None)
+        if count < k:
+            upper, c_up = guesses[3], count
+    n = compress_in_range(cv, m, lower, upper, 0, inner, junk)
+    need = k - c_up  # 1 <= need <= n
+    lo = inner_bits[0]
+    hi = inner_bits[0]
+    for q in range(n):
+        lo = min(lo, inner_bits[q])
+        hi = max(hi, inner_bits[q])
+    hi += 1  # invariant: count(bits >= lo) = c_lo >= need > c_hi = count(bits >= hi)
+    c_lo = n
     c_hi = 0
     as_float = tmp.view(cv.dtype)
-    if g_hi < np.inf:
-        as_float[0] = g_hi
-        guess = tmp[0]
-        if lo < guess < hi:
-            count = _count_ge(bits, m, guess)
-            if count < k:
-                hi, c_hi = guess, count
     while hi - lo > 1 and c_lo - c_hi > 8:
-        mid = lo + (hi - lo) // 2
-        count = _count_ge(bits, m, mid)
-        if count >= k:
-            lo, c_lo = mid, count
+        tmp[0] = lo + (hi - lo) // 2
+        count = count_in_range(inner, n, as_float[0], None)
+        if count >= need:
+            lo, c_lo = tmp[0], count
         else:
-            hi, c_hi = mid, count
+            hi, c_hi = tmp[0], count
     if hi - lo == 1:  # only the bit pattern lo is left: it is the k-th largest
         tmp[0] = lo
         return as_float[0]
     n_small = 0
-    for q in range(m):  # branch-free compaction of lo <= bits < hi
-        small[n_small] = cv[q]
-        n_small += (bits[q] >= lo) & (bits[q] < hi)
-    return _kth_largest(small, n_small, k - c_hi)
+    for q in range(n):  # branch-free compaction of lo <= bits < hi
+        small[n_small] = inner[q]
+        n_small += (inner_bits[q] >= lo) & (inner_bits[q] < hi)
+    return _kth_largest(small, n_small, need - c_hi)
 
 
 @njit(cache=True)
-def _bracket_guess(Xa, r, moments, z_lo, z_hi):
-    """(g_lo, g_hi) = mean ± quantile·std of the pre-activations of row r over the units.
+def _bracket_guess(Xa, r, moments, quantiles, guesses):
+    """guesses[i] = mean + quantiles[i]·std of the pre-activations of row r over the units.
 
-    Xa: the points (x, 1), (N, dim + 1).
+    Xa: the points (x, 1), (N, dim + 1); quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of
+    :func:`bracket_quantiles`; guesses: (4,) of Xa's dtype. A guess below -1e30 (or NaN,
+    std = 0 with an infinite quantile) becomes -1e30 for the lower bounds and +inf for the
+    upper ones; one above 1e30 becomes 1e30 and +inf.
     """
     xa = Xa[r]
     mean = 0.0
@@ -216,79 +216,89 @@ def _bracket_guess(Xa, r, moments, z_lo, z_hi):
             acc += moments[1 + d, e] * xa[e]
         second += acc * xa[d]
     std = math.sqrt(max(second - mean * mean, 0.0))
-    lo_guess = mean + z_lo * std
-    hi_guess = mean + z_hi * std
-    if not lo_guess > -1e30:  # also NaN (std = 0 with an infinite quantile)
-        lo_guess = -1e30
-    if not hi_guess < 1e30:
-        hi_guess = np.inf
-    return Xa.dtype.type(min(lo_guess, 1e30)), Xa.dtype.type(max(hi_guess, -1e30))
+    for i in range(4):
+        g = mean + quantiles[i] * std
+        if i < 2:  # lower bounds
+            g = min(g, 1e30) if g > -1e30 else -1e30
+        else:  # upper bounds
+            g = max(g, -1e30) if g < 1e30 else np.inf
+        guesses[i] = g
 
 
 @njit(cache=True)
-def _row_winners(z, width, k, g_lo, g_hi, cand, bits, tmp, small, out_j, out_v, cols_r, vals_r):
+def _row_winners(z, width, k, guesses, scratch_v, scratch_bits, scratch_j, tmp, cols_r, vals_r):
     """Write the k winners of φ = max(z[:width], 0) to cols_r and vals_r.
 
-    z: the row's pre-activations, padded with zeros to a multiple of 64. Scratch: cand, out_j
-    (len(z) + 1,) int64; bits (len(z),) integers of z's size; tmp (1,) of the same integers;
-    small, out_v (len(z) + 1,) of z's dtype (+ 1: branch-free compactions write one past the
-    end).
+    z: the row's pre-activations, padded with zeros to a multiple of 64. guesses: (g_lo,
+    g_in_lo, g_in_hi, g_hi) from :func:`_bracket_guess` (may be wrong). Scratch:
+    ``scratch_v`` (3, len(z) + LANES) of z's dtype and ``scratch_bits`` the same memory
+    viewed as integers of z's size, ``scratch_j`` (2, len(z) + LANES) int32, ``tmp`` (1,)
+    integers of z's size (compressions store whole vectors, branch-free compactions one past
+    the end: hence the LANES of slack).
     """
     zero = z.dtype.type(0)
-    cv = bits.view(z.dtype)
+    cv, cand = scratch_v[0], scratch_j[0]
     m = 0
-    if g_lo > zero and k < width:  # the zero padding is never a candidate
-        m = _candidates(z, z.shape[0] // 64, g_lo, cand)
+    if guesses[0] > zero and k < width:  # the zero padding is never a candidate
+        m = compress_in_range(z, width, guesses[0], None, 0, cv, cand)
     if m < k:  # a wrong guess (or a trivial one): every unit is a candidate
         m = width
         for j in range(width):
             cand[j] = j
             cv[j] = max(z[j], zero)
-        t = _kth_largest_bracketed(cv, m, k, zero, g_hi, small)
-    else:
-        for q in range(m):
-            cv[q] = z[cand[q]]  # >= g_lo > 0: the ReLU changes nothing
-        t = _kth_largest_positive(cv, bits, m, k, g_hi, tmp, small)
+        t = _kth_largest_bracketed(cv, m, k, zero, guesses[3], scratch_v[1])
+    else:  # every candidate is >= g_lo > 0: the ReLU changes nothing
+        t = _kth_largest_positive(cv, m, k, guesses, scratch_v[1], scratch_bits[1],
+                                  scratch_v[2], scratch_j[1], tmp)
     # winners: all values > t, then values == t in index order until there are k
-    n_greater = 0
-    for q in range(m):
-        n_greater += cv[q] > t
-    n_equal = k - n_greater
-    out = 0
-    seen_equal = 0
-    for q in range(m):  # branch-free compaction of the winners
-        v = cv[q]
-        is_equal = v == t
-        out_j[out] = cand[q]
-        out_v[out] = v
-        out += (v > t) | (is_equal & (seen_equal < n_equal))
-        seen_equal += is_equal
+    out_v, out_j = scratch_v[1], scratch_j[1]
+    n_at_least = count_in_range(cv, m, t, None)
+    if n_at_least == k:  # no tie to break (the usual case): compress the candidates >= t
+        compress_in_range(cv, m, t, None, cand, out_v, out_j)
+    else:
+        n_equal = k - (n_at_least - _count_equal(cv, m, t))
+        out = 0
+        seen_equal = 0
+        for q in range(m):  # branch-free compaction of the winners
+            v = cv[q]
+            is_equal = v == t
+            out_j[out] = cand[q]
+            out_v[out] = v
+            out += (v > t) | (is_equal & (seen_equal < n_equal))
+            seen_equal += is_equal
     for q in range(k):
         cols_r[q] = out_j[q]
         vals_r[q] = out_v[q]
 
 
+@njit(cache=True)
+def _count_equal(v, n, x):
+    s = 0
+    for q in range(n):
+        s += v[q] == x
+    return s
+
+
 @njit(cache=True, parallel=True)
-def _relu_topk(Xa, groups, width, moments, k, z_lo, z_hi, cols, vals, int_like):
+def _relu_topk(Xa, groups, width, moments, k, quantiles, cols, vals, int_like):
     n = Xa.shape[0]
     padded = (width + 63) // 64 * 64
     n_blocks = (n + BLOCK - 1) // BLOCK
     for task in prange((n_blocks + BLOCKS_PER_TASK - 1) // BLOCKS_PER_TASK):
         z = np.zeros((BLOCK, padded), Xa.dtype)  # columns past the groups stay 0
-        cand = np.empty(padded + 1, np.int64)
-        out_j = np.empty(padded + 1, np.int64)
-        bits = np.empty(padded, int_like.dtype)
+        scratch_bits = np.empty((3, padded + LANES), int_like.dtype)
+        scratch_v = scratch_bits.view(Xa.dtype)
+        scratch_j = np.empty((2, padded + LANES), np.int32)
         tmp = np.empty(1, int_like.dtype)
-        small = np.empty(padded + 1, Xa.dtype)
-        out_v = np.empty(padded + 1, Xa.dtype)
+        guesses = np.empty(4, Xa.dtype)
         for block in range(task * BLOCKS_PER_TASK, min(n_blocks, (task + 1) * BLOCKS_PER_TASK)):
             first = block * BLOCK
             for g in range(groups.shape[0]):
                 project_block(Xa, first, groups, g, z, g * LANES)
             for q in range(min(BLOCK, n - first)):
                 r = first + q
-                lo, hi = _bracket_guess(Xa, r, moments, z_lo, z_hi)
-                _row_winners(z[q], width, k, lo, hi, cand, bits, tmp, small, out_j, out_v,
+                _bracket_guess(Xa, r, moments, quantiles, guesses)
+                _row_winners(z[q], width, k, guesses, scratch_v, scratch_bits, scratch_j, tmp,
                              cols[r], vals[r])
 
 
@@ -306,7 +316,7 @@ def bottom_groups(B, c, dtype) -> np.ndarray:
     return pack_groups(W[None], dtype)
 
 
-def relu_topk(X, groups, width, moments, k, z_lo, z_hi, cols, vals):
+def relu_topk(X, groups, width, moments, k, quantiles, cols, vals):
     """Write the k winners of φ(x) = max(Bx + c, 0) for every row of X.
 
     Arguments:
@@ -315,7 +325,7 @@ def relu_topk(X, groups, width, moments, k, z_lo, z_hi, cols, vals):
         width: number of units (rows of B), >= 1.
         moments: (dim + 2, dim + 1) float64 from :func:`unit_moments`.
         k: winners per row, 1 <= k <= width.
-        z_lo, z_hi: bracket quantiles from :func:`bracket_quantiles`.
+        quantiles: the 4 bracket quantiles from :func:`bracket_quantiles`.
         cols: (N, k) int64, overwritten with the winners' unit indices, increasing.
         vals: (N, k) X's dtype, overwritten with their activations φ_j(x).
     """
@@ -323,7 +333,8 @@ def relu_topk(X, groups, width, moments, k, z_lo, z_hi, cols, vals):
     Xa = np.empty((X.shape[0], X.shape[1] + 1), X.dtype)  # the points (x, 1)
     Xa[:, :-1] = X
     Xa[:, -1] = 1
-    _relu_topk(Xa, groups, width, moments, k, z_lo, z_hi, cols, vals, int_like)
+    _relu_topk(Xa, groups, width, moments, k, tuple(map(float, quantiles)), cols, vals,
+               int_like)
 
 
 def unit_moments(B: np.ndarray, c: np.ndarray) -> np.ndarray:

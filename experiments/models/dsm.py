@@ -73,7 +73,7 @@ class DSM(KSparseDense):
         cols = np.empty((len(Xn), self.k), np.int64)
         vals = np.empty((len(Xn), self.k), Xn.dtype)
         if len(Xn):
-            relu_topk(Xn, self._groups, self.width, moments, self.k, *self._quantiles, cols,
+            relu_topk(Xn, self._groups, self.width, moments, self.k, self._quantiles, cols,
                       vals)
         return torch.from_numpy(cols), torch.from_numpy(vals)
 
