@@ -42,7 +42,8 @@ import torch
 from numba import njit, prange
 from scipy.stats import norm
 
-from routing._projection import BLOCK, LANES, compress_in_range, count_in_range, pack_groups, project_block
+from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, pack_groups,
+                                 project_block)
 from routing.torch_twins import topk_mask
 
 __all__ = ["relu_topk", "relu_topk_reference", "bottom_groups", "bracket_quantiles",
