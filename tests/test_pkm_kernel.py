@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.layers._pkm_kernel import pkm_select, weighted_value_sum
+from routing.layers._pkm_kernel import FRONTIER_MAX, pkm_select, weighted_value_sum
 from routing.layers.pkm import PKM, PKMConfig
 
 
@@ -15,11 +15,13 @@ def _layer(n_keys, k, dtype=torch.float64):
 
 
 @settings(max_examples=60, deadline=None)
-@given(n_keys=st.integers(1, 12), data=st.data(), rows=st.integers(1, 20),
+@given(n_keys=st.integers(1, 12) | st.sampled_from([FRONTIER_MAX, FRONTIER_MAX + 3]),
+       data=st.data(), rows=st.integers(1, 20),
        levels=st.sampled_from([2, 4, 1000]), seed=st.integers(0, 10_000),
        double=st.booleans())
 def test_selection_equals_the_torch_selection(n_keys, data, rows, levels, seed, double):
-    """Few score levels make ties, inside the top k and at its edge, common."""
+    """Few score levels make ties, inside the top k and at its edge, common. Up to
+    FRONTIER_MAX ranks per half the merge scans its frontier, above it uses a heap."""
     k = data.draw(st.integers(1, n_keys * n_keys), label="k")
     dtype = torch.float64 if double else torch.float32
     layer = _layer(n_keys, k, dtype)
@@ -38,6 +40,10 @@ def test_selection_hands_non_finite_scores_back_to_torch():
     u = torch.zeros(6, 2, 4, dtype=torch.float64)
     u[3, 1, 2] = float("nan")
     assert pkm_select(u, 5) is None
+    huge = torch.zeros(2, 2, 4)  # finite scores whose sums overflow float32 to -inf
+    huge[1, :, 0] = -3e38
+    assert pkm_select(huge, 5) is None
+    assert pkm_select(huge / 2, 5) is not None
     x[2, 0] = float("inf")  # the layer falls back to the torch path and its NaN order
     idx, gate = layer.route(x)
     assert idx.shape == (6, 5)
