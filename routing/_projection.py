@@ -224,8 +224,9 @@ def _compress_append(context, builder, vector, keep, target, pos):
     """IR: store the lanes of ``vector`` selected by ``keep`` contiguously from target[pos].
 
     With AVX-512F, 512-bit pieces are compressed in registers (``vcompress``) and stored
-    whole, which is several times faster on Intel cores than a compressing store to memory,
-    but writes the vector's full width from each piece's position. Elsewhere the generic
+    whole (on the Ice Lake development machine the candidate scan of the DSM kernel ran 1.5x
+    faster this way than with compressing stores to memory), but this writes the vector's
+    full width from each piece's position. Elsewhere the generic
     ``llvm.masked.compressstore`` (emulated by LLVM) writes only the kept lanes.
     """
     n = vector.type.count
