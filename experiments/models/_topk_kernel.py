@@ -107,22 +107,14 @@ def _kth_largest(a, n, m):
 
 
 @njit(cache=True)
-def _count_ge(v, n, x):
-    s = 0
-    for q in range(n):
-        s += v[q] >= x
-    return s
-
-
-@njit(cache=True)
 def _kth_largest_bracketed(v, n, k, lo, hi, small):
     """The k-th largest of v[:n], given count(v >= lo) >= k (hi: a guess, may be +inf).
 
     Bisects [lo, hi) with vectorised counting passes until few values remain inside, then
     selects among those with a quickselect (``small``: scratch of size >= n).
     """
-    c_lo = _count_ge(v, n, lo)
-    c_hi = _count_ge(v, n, hi)
+    c_lo = count_in_range(v, n, lo, None)
+    c_hi = count_in_range(v, n, hi, None)
     if c_hi >= k or not hi == hi:  # the guess was too low (or NaN): no upper bound
         hi = v.dtype.type(np.inf)
         c_hi = 0
@@ -135,7 +127,7 @@ def _kth_largest_bracketed(v, n, k, lo, hi, small):
         mid = lo + (min(hi, top) - lo) / 2
         if mid <= lo or mid >= hi:
             break  # no float left between lo and hi: the values inside are all equal
-        c_mid = _count_ge(v, n, mid)
+        c_mid = count_in_range(v, n, mid, None)
         if c_mid >= k:
             lo, c_lo = mid, c_mid
         else:

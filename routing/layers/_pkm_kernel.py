@@ -61,51 +61,55 @@ def _select(u_a, u_b, k, k_half, n_keys, slot, pos_a, pos_b):
     vb = np.empty(k_half, u_a.dtype)
     ia = np.empty(k_half, np.int64)
     ib = np.empty(k_half, np.int64)
-    if k_half <= FRONTIER_MAX:
-        frontier = np.empty(k_half, u_a.dtype)
-        next_a = np.empty(k_half, np.int64)
-        for r in range(u_a.shape[0]):
-            _sorted_half(u_a[r], k_half, va, ia)
-            _sorted_half(u_b[r], k_half, vb, ib)
-            _merge_by_scan(va, ia, vb, ib, k, n_keys, frontier, next_a, slot[r], pos_a[r],
-                           pos_b[r])
-        return True
-    # max-heap of (sum, pair) with pair = rank_b · k_half + rank_a: a larger sum first, then
-    # the lower pair, i.e. the lexicographically lower (rank_b, rank_a)
-    hs = np.empty(k_half, u_a.dtype)
-    hp = np.empty(k_half, np.int64)
+    merge_by_scan = k_half <= FRONTIER_MAX
+    frontier = np.empty(k_half, u_a.dtype)  # scan: the frontier sums; heap: the heap's sums
+    ranks = np.empty(k_half, np.int64)  # scan: the next rank_a per rank_b; heap: the pairs
     for r in range(u_a.shape[0]):
         _sorted_half(u_a[r], k_half, va, ia)
         _sorted_half(u_b[r], k_half, vb, ib)
-        size = k_half
-        for i in range(k_half):  # descending in the b half: already a max-heap
-            hs[i] = vb[i] + va[0]
-            hp[i] = i * k_half
-        for out in range(k):
-            rb, ra = divmod(hp[0], k_half)
-            slot[r, out] = ib[rb] * n_keys + ia[ra]
-            pos_a[r, out] = ia[ra]
-            pos_b[r, out] = ib[rb]
-            if ra + 1 < k_half:  # the next pair of the same b rank replaces the root
-                s, p = vb[rb] + va[ra + 1], hp[0] + 1
-            else:
-                size -= 1
-                s, p = hs[size], hp[size]
-            at = 0
-            while True:  # sift (s, p) down from the root
-                child = 2 * at + 1
-                if child >= size:
-                    break
-                right = child + 1
-                if right < size and (hs[right] > hs[child] or (hs[right] == hs[child]
-                                                               and hp[right] < hp[child])):
-                    child = right
-                if not (hs[child] > s or (hs[child] == s and hp[child] < p)):
-                    break
-                hs[at], hp[at] = hs[child], hp[child]
-                at = child
-            hs[at], hp[at] = s, p
+        if merge_by_scan:
+            _merge_by_scan(va, ia, vb, ib, k, n_keys, frontier, ranks, slot[r], pos_a[r],
+                           pos_b[r])
+        else:
+            _merge_by_heap(va, ia, vb, ib, k, n_keys, frontier, ranks, slot[r], pos_a[r],
+                           pos_b[r])
     return True
+
+
+@njit(cache=True)
+def _merge_by_heap(va, ia, vb, ib, k, n_keys, hs, hp, slot_r, pos_a_r, pos_b_r):
+    """The k largest sums vb[rank_b] + va[rank_a] of two descending lists, popped from a
+    max-heap of (sum hs, pair hp) with pair = rank_b · k_half + rank_a: a larger sum first,
+    then the lower pair, i.e. the lexicographically lower (rank_b, rank_a)."""
+    k_half = va.size
+    size = k_half
+    for i in range(k_half):  # descending in the b half: already a max-heap
+        hs[i] = vb[i] + va[0]
+        hp[i] = i * k_half
+    for out in range(k):
+        rb, ra = divmod(hp[0], k_half)
+        slot_r[out] = ib[rb] * n_keys + ia[ra]
+        pos_a_r[out] = ia[ra]
+        pos_b_r[out] = ib[rb]
+        if ra + 1 < k_half:  # the next pair of the same b rank replaces the root
+            s, p = vb[rb] + va[ra + 1], hp[0] + 1
+        else:
+            size -= 1
+            s, p = hs[size], hp[size]
+        at = 0
+        while True:  # sift (s, p) down from the root
+            child = 2 * at + 1
+            if child >= size:
+                break
+            right = child + 1
+            if right < size and (hs[right] > hs[child] or (hs[right] == hs[child]
+                                                           and hp[right] < hp[child])):
+                child = right
+            if not (hs[child] > s or (hs[child] == s and hp[child] < p)):
+                break
+            hs[at], hp[at] = hs[child], hp[child]
+            at = child
+        hs[at], hp[at] = s, p
 
 
 @njit(cache=True)
