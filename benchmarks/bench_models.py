@@ -29,7 +29,7 @@ import sys
 import numpy as np
 import torch
 
-from experiments.fitting import SGDConfig, fit_model
+from experiments.fitting import SGDConfig, adam_optimizer, fit_model
 from experiments.models import DSM, Dense, LSHModel, RandomHashModel
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -41,7 +41,8 @@ K = WIDTH // 16
 
 def _step_fn(model, X, y, cached):
     """A closure running one Adam step of ``model`` on (X, y)."""
-    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    # as fit_model(fit="sgd") does it: fused Adam where torch has one
+    optimizer = adam_optimizer([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     features = model.features(model.prepare(X)) if cached else None
 
     def step():

@@ -110,6 +110,46 @@ def test_dsm_top_layer_reads_only_active_columns():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 333])  # empty, partial and whole blocks of 8 rows
+def test_dsm_fused_forward_equals_features_then_top_layer(dtype, n):
+    """The CPU forward takes the top layer inside the Top-K kernel (int32 winners kept for the
+    backward): the same output and the same gradients, bit for bit, as the two halves."""
+    model = randomise(DSM(8, 1000, 60, seed=4)).to(dtype)
+    X = model.prepare(cube(n, 8, seed=2, dtype=np.float64))
+    y = torch.randn(n, generator=torch.Generator().manual_seed(0), dtype=dtype)
+    results = []
+    for forward in (model.forward_prepared, lambda X: model.top_layer(model.features(X))):
+        model.zero_grad(set_to_none=True)
+        out = forward(X)
+        ((out - y) ** 2).sum().backward()
+        results.append((out.detach(), model.weight.grad, model.bias.grad))
+    for fused, plain in zip(*results):
+        assert torch.equal(fused, plain)
+    assert results[0][0].shape == (n,)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_topk_kernel_splits_rows_over_threads(threads):
+    """One task (one set of scratch buffers) per Numba thread: the same winners for any count."""
+    import numba
+
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip(f"Numba has {numba.config.NUMBA_NUM_THREADS} threads")
+    rng = np.random.default_rng(8)
+    B, c = rng.standard_normal((700, 5)), rng.standard_normal(700)
+    X = rng.uniform(-1, 1, (83, 5))  # 11 blocks of 8 rows, the last partial
+    old = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        cols, vals = kernel_winners(X, B, c, 40)
+    finally:
+        numba.set_num_threads(old)
+    expected_cols, expected_vals = expected_winners(X, B, c, 40)
+    np.testing.assert_array_equal(cols, expected_cols)
+    np.testing.assert_allclose(vals, expected_vals, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("active", [1, 7, 37])  # the kernel sums four terms at a time
 def test_sparse_dot_kernels_match_torch_reference(dtype, active):
     gen = torch.Generator().manual_seed(0)
@@ -146,8 +186,8 @@ def tie_problems(draw):
 
 def kernel_winners(X, B, c, k):
     """(cols, vals) of the CPU Top-K kernel for the layer (B, c)."""
-    cols = np.empty((len(X), k), np.int64)
-    vals = np.empty((len(X), k), X.dtype)
+    cols = np.full((len(X), k), -1, np.int64)  # not np.empty: a row left unwritten would
+    vals = np.full((len(X), k), np.nan, X.dtype)  # show an earlier call's answer
     relu_topk(X, bottom_groups(B, c, X.dtype), len(c), unit_moments(B, c), k,
               bracket_quantiles(len(c), k), cols, vals)
     return cols, vals
@@ -201,6 +241,18 @@ def test_topk_kernel_exact_on_gaussian_layers(dim, width, k_fraction, n, seed, b
     expected_cols, expected_vals = expected_winners(X, B, c, k)
     np.testing.assert_array_equal(cols, expected_cols)
     np.testing.assert_allclose(vals, expected_vals, rtol=1e-12, atol=1e-12)
+    # the fused top layer: int32 winners, and out = Σ θ[cols]·vals as sparse_dot computes it
+    theta = rng.standard_normal(width)
+    cols32, vals32, out = np.empty((n, k), np.int32), np.empty((n, k)), np.empty(n)
+    relu_topk(X, bottom_groups(B, c, X.dtype), width, unit_moments(B, c), k,
+              bracket_quantiles(width, k), cols32, vals32, theta, out)
+    np.testing.assert_array_equal(cols32, expected_cols)
+    np.testing.assert_array_equal(vals32, vals)
+    expected_out = sparse_dot(torch.from_numpy(theta), torch.from_numpy(cols),
+                              torch.from_numpy(vals)).numpy()
+    np.testing.assert_array_equal(out, expected_out)
+    np.testing.assert_allclose(out, (theta[expected_cols] * expected_vals).sum(axis=1),
+                               rtol=1e-9, atol=1e-9)
 
 
 def test_topk_kernel_survives_non_gaussian_rows():

@@ -123,7 +123,14 @@ class RegressionModel(nn.Module, abc.ABC):
         Raises:
             ValueError: if X is not (B, dim), not real-valued, or has NaN / infinite entries.
         """
-        return self.top_layer(self.features(self.prepare(X)))
+        return self.forward_prepared(self.prepare(X))
+
+    def forward_prepared(self, X: torch.Tensor) -> torch.Tensor:
+        """Predictions g(x) (B,) for X (B, dim) already checked by ``prepare``.
+
+        ``top_layer(features(X))``; a model may fuse the two (DSM on CPU) with the same result.
+        """
+        return self.top_layer(self.features(X))
 
     @torch.no_grad()
     def set_coefficients(self, theta, bias=None) -> None:

@@ -13,32 +13,39 @@ import numpy as np
 import torch
 from numba import njit
 
-__all__ = ["sparse_dot", "sparse_dot_reference"]
+__all__ = ["fused_sparse_dot", "row_dot", "sparse_dot", "sparse_dot_reference"]
+
+
+@njit(cache=True)
+def row_dot(theta, c, v, zero):
+    """Σ_i θ[c[i]]·v[i] over one row (c: (a,) integer, v: (a,)), accumulated in v's dtype.
+
+    ``zero`` is 0 of v's dtype: the four accumulators are typed like v, so no term is widened.
+    Four accumulators break the chain of dependent additions (gathers of θ measured slower
+    than scalar loads here); the sum is therefore taken in a different order than the
+    reference's, equal to rounding. Shared by ``sparse_dot`` and the DSM kernel's fused
+    forward, so both give the same bits.
+    """
+    a0, a1, a2, a3 = zero, zero, zero, zero
+    n = c.shape[0]
+    i = 0
+    while i + 4 <= n:
+        a0 += theta[c[i]] * v[i]
+        a1 += theta[c[i + 1]] * v[i + 1]
+        a2 += theta[c[i + 2]] * v[i + 2]
+        a3 += theta[c[i + 3]] * v[i + 3]
+        i += 4
+    while i < n:
+        a0 += theta[c[i]] * v[i]
+        i += 1
+    return (a0 + a1) + (a2 + a3)
 
 
 @njit(cache=True)
 def _forward(theta, cols, vals, out, zero):
-    """out[r] = Σ_i θ[cols[r, i]]·vals[r, i], in vals' dtype (``zero``: 0 of that dtype).
-
-    Four accumulators break the chain of dependent additions (gathers of θ measured slower
-    than scalar loads here); the sum is therefore taken in a different order than the
-    reference's, equal to rounding.
-    """
+    """out[r] = Σ_i θ[cols[r, i]]·vals[r, i] (:func:`row_dot` per row)."""
     for r in range(cols.shape[0]):
-        c, v = cols[r], vals[r]  # 1-D row views: plain strided addressing in the loop
-        a0, a1, a2, a3 = zero, zero, zero, zero  # typed like vals: no widening per term
-        n = c.shape[0]
-        i = 0
-        while i + 4 <= n:
-            a0 += theta[c[i]] * v[i]
-            a1 += theta[c[i + 1]] * v[i + 1]
-            a2 += theta[c[i + 2]] * v[i + 2]
-            a3 += theta[c[i + 3]] * v[i + 3]
-            i += 4
-        while i < n:
-            a0 += theta[c[i]] * v[i]
-            i += 1
-        out[r] = (a0 + a1) + (a2 + a3)
+        out[r] = row_dot(theta, cols[r], vals[r], zero)  # 1-D row views: strided addressing
 
 
 @njit(cache=True)
@@ -60,6 +67,18 @@ def _numba_ok(*tensors) -> bool:
         tensors[0].dtype in (torch.float32, torch.float64) and tensors[0].dtype == tensors[2].dtype
 
 
+def _theta_grad(grad_out, cols, vals, n_coef):
+    """dL/dθ (n_coef,) of out[n] = Σ_i θ[cols[n, i]]·vals[n, i], given dL/dout (N,)."""
+    if _numba_ok(grad_out, cols, vals):
+        grad = np.zeros(n_coef, vals.numpy().dtype)
+        _backward(grad_out.contiguous().numpy(), cols.contiguous().numpy(),
+                  vals.contiguous().numpy(), grad)
+        return torch.from_numpy(grad)
+    grad = torch.zeros(n_coef, dtype=vals.dtype, device=vals.device)
+    grad.index_add_(0, cols.reshape(-1), (grad_out[:, None] * vals).reshape(-1))
+    return grad
+
+
 class _SparseDot(torch.autograd.Function):
     """Gradient for θ only: the features are frozen (vals does not require a gradient)."""
 
@@ -78,14 +97,38 @@ class _SparseDot(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         cols, vals = ctx.saved_tensors
-        if _numba_ok(grad_out, cols, vals):
-            grad = np.zeros(ctx.n_coef, vals.numpy().dtype)
-            _backward(grad_out.contiguous().numpy(), cols.contiguous().numpy(),
-                      vals.contiguous().numpy(), grad)
-            return torch.from_numpy(grad), None, None
-        grad = torch.zeros(ctx.n_coef, dtype=vals.dtype, device=vals.device)
-        grad.index_add_(0, cols.reshape(-1), (grad_out[:, None] * vals).reshape(-1))
-        return grad, None, None
+        return _theta_grad(grad_out, cols, vals, ctx.n_coef), None, None
+
+
+class _FusedSparseDot(torch.autograd.Function):
+    """``sparse_dot`` whose features and product come from one call (the DSM kernel)."""
+
+    @staticmethod
+    def forward(ctx, theta, compute):
+        out, cols, vals = compute(theta.detach())
+        ctx.save_for_backward(cols, vals)
+        ctx.n_coef = theta.shape[0]
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        cols, vals = ctx.saved_tensors
+        return _theta_grad(grad_out, cols, vals, ctx.n_coef), None
+
+
+def fused_sparse_dot(theta: torch.Tensor, compute) -> torch.Tensor:
+    """(N,) = Σ_i θ[cols[:, i]] · vals[:, i], where one call computes the features and the sum.
+
+    For a model whose feature kernel can also take the product while each row's features
+    are still in cache (the DSM kernel): it saves the pass of ``sparse_dot`` over the
+    (N, a) features, which are read again only by the backward. Differentiable in θ only.
+
+    Arguments:
+        theta: (n_coef,) coefficients.
+        compute: ``compute(theta_detached) -> (out (N,), cols (N, a) int32 or int64 in
+            [0, n_coef), vals (N, a))``, with out equal to the sum above.
+    """
+    return _FusedSparseDot.apply(theta, compute)
 
 
 def sparse_dot(theta: torch.Tensor, cols: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import torch
 from numba import njit, prange
@@ -46,10 +47,10 @@ from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range
                                  project_block)
 from routing.torch_twins import topk_mask
 
+from ._sparse_dot import row_dot
+
 __all__ = ["relu_topk", "relu_topk_reference", "bottom_groups", "bracket_quantiles",
            "unit_moments"]
-
-BLOCKS_PER_TASK = 2  # blocks of BLOCK rows per parallel task (one set of scratch buffers each)
 
 
 def bracket_quantiles(width: int, k: int) -> tuple[float, float, float, float]:
@@ -273,18 +274,21 @@ def _count_equal(v, n, x):
 
 
 @njit(cache=True, parallel=True)
-def _relu_topk(Xa, groups, width, moments, k, quantiles, cols, vals, int_like):
+def _relu_topk(Xa, groups, width, moments, k, quantiles, cols, vals, int_like, theta, out,
+               n_tasks):
     n = Xa.shape[0]
     padded = (width + 63) // 64 * 64
     n_blocks = (n + BLOCK - 1) // BLOCK
-    for task in prange((n_blocks + BLOCKS_PER_TASK - 1) // BLOCKS_PER_TASK):
-        z = np.zeros((BLOCK, padded), Xa.dtype)  # columns past the groups stay 0
+    for task in prange(n_tasks):
+        z = np.empty((BLOCK, padded), Xa.dtype)
+        z[:, groups.shape[0] * LANES:] = 0  # the columns past the groups stay 0
         scratch_bits = np.empty((3, padded + LANES), int_like.dtype)
         scratch_v = scratch_bits.view(Xa.dtype)
         scratch_j = np.empty((2, padded + LANES), np.int32)
         tmp = np.empty(1, int_like.dtype)
         guesses = np.empty(4, Xa.dtype)
-        for block in range(task * BLOCKS_PER_TASK, min(n_blocks, (task + 1) * BLOCKS_PER_TASK)):
+        zero = Xa.dtype.type(0)
+        for block in range(task * n_blocks // n_tasks, (task + 1) * n_blocks // n_tasks):
             first = block * BLOCK
             for g in range(groups.shape[0]):
                 project_block(Xa, first, groups, g, z, g * LANES)
@@ -293,6 +297,9 @@ def _relu_topk(Xa, groups, width, moments, k, quantiles, cols, vals, int_like):
                 _bracket_guess(Xa, r, moments, quantiles, guesses)
                 _row_winners(z[q], width, k, guesses, scratch_v, scratch_bits, scratch_j, tmp,
                              cols[r], vals[r])
+            if theta.shape[0] > 0:  # the top layer, while the block's winners are in cache
+                for r in range(first, min(first + BLOCK, n)):  # (per row: 2x slower, θ is
+                    out[r] = row_dot(theta, cols[r], vals[r], zero)  # evicted by each row)
 
 
 def bottom_groups(B, c, dtype) -> np.ndarray:
@@ -309,7 +316,7 @@ def bottom_groups(B, c, dtype) -> np.ndarray:
     return pack_groups(W[None], dtype)
 
 
-def relu_topk(X, groups, width, moments, k, quantiles, cols, vals):
+def relu_topk(X, groups, width, moments, k, quantiles, cols, vals, theta=None, out=None):
     """Write the k winners of φ(x) = max(Bx + c, 0) for every row of X.
 
     Arguments:
@@ -319,15 +326,23 @@ def relu_topk(X, groups, width, moments, k, quantiles, cols, vals):
         moments: (dim + 2, dim + 1) float64 from :func:`unit_moments`.
         k: winners per row, 1 <= k <= width.
         quantiles: the 4 bracket quantiles from :func:`bracket_quantiles`.
-        cols: (N, k) int64, overwritten with the winners' unit indices, increasing.
+        cols: (N, k) int64 or int32, overwritten with the winners' unit indices, increasing.
         vals: (N, k) X's dtype, overwritten with their activations φ_j(x).
+        theta, out: optional, (width,) and (N,) of X's dtype: then also
+            out[n] = Σ_i θ[cols[n, i]]·vals[n, i] (the DSM top layer without its bias,
+            ``_sparse_dot.row_dot``, the same bits as ``sparse_dot``), taken while each
+            row's winners are still in cache.
     """
     int_like = np.empty(0, np.int32 if X.dtype == np.float32 else np.int64)
     Xa = np.empty((X.shape[0], X.shape[1] + 1), X.dtype)  # the points (x, 1)
     Xa[:, :-1] = X
     Xa[:, -1] = 1
+    if theta is None:  # an empty θ: no product
+        theta, out = np.empty(0, X.dtype), np.empty(0, X.dtype)
+    n_blocks = (len(X) + BLOCK - 1) // BLOCK
+    n_tasks = max(1, min(n_blocks, numba.get_num_threads()))  # one set of scratch per task
     _relu_topk(Xa, groups, width, moments, k, tuple(map(float, quantiles)), cols, vals,
-               int_like)
+               int_like, theta, out, n_tasks)
 
 
 def unit_moments(B: np.ndarray, c: np.ndarray) -> np.ndarray:

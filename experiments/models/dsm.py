@@ -7,6 +7,7 @@ import torch
 
 
 from ._base import Features, bottom_layer
+from ._sparse_dot import fused_sparse_dot
 from .dense import KSparseDense
 from ._topk_kernel import (bottom_groups, bracket_quantiles, relu_topk, relu_topk_reference,
                            unit_moments)
@@ -36,7 +37,9 @@ class DSM(KSparseDense):
     kernel computes each row of Bx + c in cache and keeps only the k winners
     (``_topk_kernel.relu_topk``); elsewhere (CUDA, or when dg/dx is needed) the torch path
     ``relu_topk_reference`` (addmm, ReLU, ``routing.torch_twins.topk_mask``). Both return the
-    winners in increasing unit order.
+    winners in increasing unit order. The CPU forward (``model(X)``, ``forward_prepared``)
+    also takes the top layer inside the kernel, for each block of 8 rows while its winners
+    are in cache, and keeps the winners (int32 indices) only for the backward.
 
     Costs per example: ``flops_paper`` = 2·(dim + 1)·k. ``flops_true`` = 2·dim·width (the
     whole bottom layer: Top-K needs every activation) + width (the selection, counted as one
@@ -57,12 +60,31 @@ class DSM(KSparseDense):
 
     def features(self, X: torch.Tensor) -> Features:
         """The k winners of each row: ``Features(cols (N, k) increasing, vals (N, k) = φ)``."""
-        if X.device.type == "cpu" and X.dtype in (torch.float32, torch.float64) \
-                and not X.requires_grad and self.B.dtype == X.dtype:
-            return Features(*self._kernel(X))
+        if self._kernel_ok(X):
+            cols, vals, _ = self._kernel(X)
+            return Features(cols, vals)
         return Features(*relu_topk_reference(X, self.B, self.c, self.k))
 
-    def _kernel(self, X: torch.Tensor):
+    def forward_prepared(self, X: torch.Tensor) -> torch.Tensor:
+        """g(x) (B,) for a checked X. On the CPU kernel's path the top layer's product is taken
+        inside the kernel while each row's winners are in cache (``fused_sparse_dot``; the
+        winners are kept, as int32, only for the backward); the result equals
+        ``top_layer(features(X))`` bit for bit."""
+        theta = self.coefficients()
+        if not (self._kernel_ok(X) and theta.dtype == X.dtype):
+            return super().forward_prepared(X)
+        def compute(th):
+            cols, vals, out = self._kernel(X, th)
+            return out, cols, vals
+
+        return fused_sparse_dot(theta, compute) + self.bias
+
+    def _kernel_ok(self, X: torch.Tensor) -> bool:
+        return (X.device.type == "cpu" and X.dtype in (torch.float32, torch.float64)
+                and not X.requires_grad and self.B.dtype == X.dtype)
+
+    def _kernel(self, X: torch.Tensor, theta: torch.Tensor | None = None):
+        """(cols, vals, out): the winners, and with θ also out = Σ θ[cols]·vals (cols int32)."""
         Xn = X.detach().contiguous().numpy()
         # rebuilt when the dtype changes or B or c are written to (load_state_dict)
         key = (Xn.dtype, self.B.data_ptr(), self.B._version, self.c.data_ptr(), self.c._version)
@@ -70,12 +92,15 @@ class DSM(KSparseDense):
             self._groups = bottom_groups(self.B.numpy(), self.c.numpy(), Xn.dtype)
             self._groups_key = key
         moments = self.unit_moments.to(torch.float64).numpy()
-        cols = np.empty((len(Xn), self.k), np.int64)
+        # the public features are int64 (torch indexing); the fused path's own copy is int32
+        cols = np.empty((len(Xn), self.k), np.int64 if theta is None else np.int32)
         vals = np.empty((len(Xn), self.k), Xn.dtype)
+        out = None if theta is None else np.zeros(len(Xn), Xn.dtype)
         if len(Xn):
             relu_topk(Xn, self._groups, self.width, moments, self.k, self._quantiles, cols,
-                      vals)
-        return torch.from_numpy(cols), torch.from_numpy(vals)
+                      vals, None if theta is None else theta.contiguous().numpy(), out)
+        return (torch.from_numpy(cols), torch.from_numpy(vals),
+                None if out is None else torch.from_numpy(out))
 
     def flops_true(self) -> int:
         return 2 * self.dim * self.width + self.width + 2 * self.k
