@@ -23,6 +23,7 @@ import sys
 import torch
 from torch import nn
 
+from experiments.fitting import adam_optimizer
 from experiments.presets import ROUTER_LABELS
 from experiments.router_layers import build_router
 from experiments.specs import ModelSpec
@@ -38,7 +39,7 @@ N_EXPERTS = 16
 def _router_step(layer, X, y):
     name = layer.config.optimizer
     params = [p for p in layer.parameters() if p.requires_grad]
-    optimizer = (torch.optim.Adam(params, lr=1e-3) if name == "adam"
+    optimizer = (adam_optimizer(params, lr=1e-3) if name == "adam"  # as router_training
                  else torch.optim.SGD(params, lr=1e-3))
     layer.train()
     layer.track_usage = False
@@ -57,7 +58,7 @@ def _router_step(layer, X, y):
 def _dense_step(width, X, y, device):
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(DIM, width), nn.ReLU(), nn.Linear(width, 1)).to(device)
-    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    optimizer = adam_optimizer(net.parameters(), lr=1e-3)
 
     def step():
         loss = ((net(X)[:, 0] - y) ** 2).mean()

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from experiments.fitting import adam_optimizer
 from lipschitz.validation import check_choice, check_int, check_real, check_seed, check_tensor
 from routing.layers import RouterLayer
 from routing.layers._base import OPTIMIZERS
@@ -175,7 +176,7 @@ def train_router(model: RouterRegressor, X, y, training: RouterTraining | None =
     name = training.optimizer or getattr(layer.config, "optimizer", "adam")
     lr = training.lr or layer.config.lr
     params = [p for p in layer.parameters() if p.requires_grad]
-    optimizer = (torch.optim.Adam(params, lr=lr) if name == "adam"
+    optimizer = (adam_optimizer(params, lr=lr) if name == "adam"
                  else torch.optim.SGD(params, lr=lr))
     clip = training.grad_clip or layer.default_grad_clip
     steps = training.steps
