@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from experiments.models import DSM, Dense, LSHModel, RandomHashModel
-from experiments.models._sparse_dot import sparse_dot, sparse_dot_reference
+from experiments.models._sparse_dot import fused_sparse_dot, sparse_dot, sparse_dot_reference
 from experiments.models._topk_kernel import (
     bottom_groups, bracket_quantiles, relu_topk, relu_topk_reference, unit_moments,
 )
@@ -126,6 +126,28 @@ def test_dsm_fused_forward_equals_features_then_top_layer(dtype, n):
     for fused, plain in zip(*results):
         assert torch.equal(fused, plain)
     assert results[0][0].shape == (n,)
+
+
+@pytest.mark.parametrize("index", [torch.int64, torch.int32, torch.uint16])
+def test_fused_sparse_dot_gradient_for_every_index_type(index):
+    """The fused path keeps its winners as uint16 (width <= 2^16) or int32: the same θ
+    gradient as int64 indices, repeated columns included."""
+    gen = torch.Generator().manual_seed(3)
+    theta = torch.randn(300, generator=gen, dtype=torch.float64)
+    cols = torch.randint(0, 300, (50, 9), generator=gen)
+    vals = torch.randn(50, 9, generator=gen, dtype=torch.float64)
+    weights = torch.randn(50, generator=gen, dtype=torch.float64)
+    t = theta.clone().requires_grad_()
+
+    def compute(th):
+        return sparse_dot_reference(th, cols, vals), cols.to(index), vals
+
+    out = fused_sparse_dot(t, compute)
+    (out * weights).sum().backward()
+    expected = torch.zeros(300, dtype=torch.float64).index_add_(
+        0, cols.reshape(-1), (weights[:, None] * vals).reshape(-1))
+    torch.testing.assert_close(t.grad, expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(out, sparse_dot_reference(theta, cols, vals))
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

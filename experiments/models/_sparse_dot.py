@@ -125,8 +125,11 @@ def fused_sparse_dot(theta: torch.Tensor, compute) -> torch.Tensor:
 
     Arguments:
         theta: (n_coef,) coefficients.
-        compute: ``compute(theta_detached) -> (out (N,), cols (N, a) int32 or int64 in
-            [0, n_coef), vals (N, a))``, with out equal to the sum above.
+        compute: ``compute(theta_detached) -> (out (N,), cols (N, a) integers (int64,
+            int32 or uint16) in [0, n_coef), vals (N, a))``, with out equal to the sum above.
+
+    Returns:
+        (N,) tensor of θ's dtype.
     """
     return _FusedSparseDot.apply(theta, compute)
 

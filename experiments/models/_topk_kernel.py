@@ -342,7 +342,7 @@ def relu_topk(X, groups, width, moments, k, quantiles, cols, vals, theta=None, o
         moments: (dim + 2, dim + 1) float64 from :func:`unit_moments`.
         k: winners per row, 1 <= k <= width.
         quantiles: the 4 bracket quantiles from :func:`bracket_quantiles`.
-        cols: (N, k) int64 or int32, overwritten with the winners' unit indices, increasing.
+        cols: (N, k) int64, int32 or uint16 (width <= 2^16), overwritten with the winners' unit indices, increasing.
         vals: (N, k) X's dtype, overwritten with their activations φ_j(x).
         theta, out: optional, (width,) and (N,) of X's dtype: then also
             out[n] = Σ_i θ[cols[n, i]]·vals[n, i] (the DSM top layer without its bias,

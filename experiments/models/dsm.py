@@ -39,7 +39,8 @@ class DSM(KSparseDense):
     ``relu_topk_reference`` (addmm, ReLU, ``routing.torch_twins.topk_mask``). Both return the
     winners in increasing unit order. The CPU forward (``model(X)``, ``forward_prepared``)
     also takes the top layer inside the kernel, for each block of 8 rows while its winners
-    are in cache, and keeps the winners (int32 indices) only for the backward.
+    are in cache, and keeps the winners (uint16 indices up to width 2^16, else int32) only
+    for the backward.
 
     Costs per example: ``flops_paper`` = 2·(dim + 1)·k. ``flops_true`` = 2·dim·width (the
     whole bottom layer: Top-K needs every activation) + width (the selection, counted as one
@@ -67,8 +68,8 @@ class DSM(KSparseDense):
 
     def forward_prepared(self, X: torch.Tensor) -> torch.Tensor:
         """g(x) (B,) for a checked X. On the CPU kernel's path the top layer's product is taken
-        inside the kernel while each row's winners are in cache (``fused_sparse_dot``; the
-        winners are kept, as int32, only for the backward); the result equals
+        inside the kernel while each block's winners are in cache (``fused_sparse_dot``; the
+        winners are kept, with narrow indices, only for the backward); the result equals
         ``top_layer(features(X))`` bit for bit."""
         theta = self.coefficients()
         if not (self._kernel_ok(X) and theta.dtype == X.dtype):
@@ -84,7 +85,8 @@ class DSM(KSparseDense):
                 and not X.requires_grad and self.B.dtype == X.dtype)
 
     def _kernel(self, X: torch.Tensor, theta: torch.Tensor | None = None):
-        """(cols, vals, out): the winners, and with θ also out = Σ θ[cols]·vals (cols int32)."""
+        """(cols, vals, out): the winners (cols int64), and with θ also out = Σ θ[cols]·vals
+        (then cols uint16 or int32)."""
         Xn = X.detach().contiguous().numpy()
         # rebuilt when the dtype changes or B or c are written to (load_state_dict)
         key = (Xn.dtype, self.B.data_ptr(), self.B._version, self.c.data_ptr(), self.c._version)
@@ -92,8 +94,10 @@ class DSM(KSparseDense):
             self._groups = bottom_groups(self.B.numpy(), self.c.numpy(), Xn.dtype)
             self._groups_key = key
         moments = self.unit_moments.to(torch.float64).numpy()
-        # the public features are int64 (torch indexing); the fused path's own copy is int32
-        cols = np.empty((len(Xn), self.k), np.int64 if theta is None else np.int32)
+        # the public features are int64 (torch indexing); the fused path keeps its own copy
+        # for the backward only, in the narrowest type that holds a unit index
+        index = np.int64 if theta is None else np.uint16 if self.width <= 2**16 else np.int32
+        cols = np.empty((len(Xn), self.k), index)
         vals = np.empty((len(Xn), self.k), Xn.dtype)
         out = None if theta is None else np.zeros(len(Xn), Xn.dtype)
         if len(Xn):
