@@ -112,8 +112,9 @@ def test_dsm_top_layer_reads_only_active_columns():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 333])  # empty, partial and whole blocks of 8 rows
 def test_dsm_fused_forward_equals_features_then_top_layer(dtype, n):
-    """The CPU forward takes the top layer inside the Top-K kernel (int32 winners kept for the
-    backward): the same output and the same gradients, bit for bit, as the two halves."""
+    """The CPU forward takes the top layer inside the Top-K kernel (winners kept with uint16
+    indices for the backward): the same output and the same gradients, bit for bit, as the
+    two halves."""
     model = randomise(DSM(8, 1000, 60, seed=4)).to(dtype)
     X = model.prepare(cube(n, 8, seed=2, dtype=np.float64))
     y = torch.randn(n, generator=torch.Generator().manual_seed(0), dtype=dtype)

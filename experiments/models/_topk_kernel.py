@@ -342,12 +342,13 @@ def relu_topk(X, groups, width, moments, k, quantiles, cols, vals, theta=None, o
         moments: (dim + 2, dim + 1) float64 from :func:`unit_moments`.
         k: winners per row, 1 <= k <= width.
         quantiles: the 4 bracket quantiles from :func:`bracket_quantiles`.
-        cols: (N, k) int64, int32 or uint16 (width <= 2^16), overwritten with the winners' unit indices, increasing.
+        cols: (N, k) int64, int32 or uint16 (width <= 2^16), overwritten with the winners'
+            unit indices, increasing.
         vals: (N, k) X's dtype, overwritten with their activations φ_j(x).
         theta, out: optional, (width,) and (N,) of X's dtype: then also
             out[n] = Σ_i θ[cols[n, i]]·vals[n, i] (the DSM top layer without its bias,
-            ``_sparse_dot.row_dot``, the same bits as ``sparse_dot``), taken while each
-            row's winners are still in cache.
+            ``_sparse_dot.row_dot``, the same bits as ``sparse_dot``), taken for each block
+            of 8 rows while its winners are still in cache.
     """
     int_like = np.empty(0, np.int32 if X.dtype == np.float32 else np.int64)
     Xa = np.empty((X.shape[0], X.shape[1] + 1), X.dtype)  # the points (x, 1)

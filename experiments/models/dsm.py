@@ -74,11 +74,14 @@ class DSM(KSparseDense):
         theta = self.coefficients()
         if not (self._kernel_ok(X) and theta.dtype == X.dtype):
             return super().forward_prepared(X)
+
         def compute(th):
             cols, vals, out = self._kernel(X, th)
             return out, cols, vals
 
-        return fused_sparse_dot(theta, compute) + self.bias
+        out = fused_sparse_dot(theta, compute)
+        bias = self.output_bias
+        return out if bias is None else out + bias
 
     def _kernel_ok(self, X: torch.Tensor) -> bool:
         return (X.device.type == "cpu" and X.dtype in (torch.float32, torch.float64)
