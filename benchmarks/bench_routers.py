@@ -34,6 +34,7 @@ from _timing import thread_limit, time_interleaved  # noqa: E402 (the benchmarks
 DIM, BATCH = 8, 1024
 ACTIVATED = (64, 256)
 N_EXPERTS = 16
+EPOCHS = 10
 
 
 def _router_step(layer, X, y):
@@ -81,7 +82,11 @@ def step_rates(device: str, repeats: int) -> dict:
         for kind in ROUTER_LABELS:
             n_experts = {"sigma_moe": N_EXPERTS, "topk_moe": N_EXPERTS, "smear": 4}.get(kind)
             spec = ModelSpec(kind, width=w, k=a, n_experts=n_experts)
-            fns[kind] = _router_step(build_router(spec, DIM, seed=0, epochs=10).to(device), X, y)
+            layer = build_router(spec, DIM, seed=0, epochs=EPOCHS).to(device)
+            # the last epoch: SDMLP's k has annealed down to k_target = a (at epoch 0 it is
+            # the full width, not matched activated units); a no-op for the other routers
+            layer.set_training_progress(EPOCHS - 1)
+            fns[kind] = _router_step(layer, X, y)
         seconds = {name: t["median_s"] for name, t in time_interleaved(fns, repeats, sync).items()}
         result[f"activated_{a}"] = {
             name: {"samples_per_s": BATCH / s, "step_ms": 1e3 * s,

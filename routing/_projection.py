@@ -18,10 +18,12 @@ Layout: :func:`pack_groups` turns (n_tables, R, dim) directions into (n_tables �
 LANES) groups, G = ceil(R / LANES), with zero directions appended; a zero direction projects
 every point to exactly 0. X must be C-contiguous (``_inputs.as_points`` makes it so).
 
-Range scans (:func:`compress_in_range`, :func:`count_in_range`) are the selection
-primitives of the DSM Top-K kernel (``experiments.models._topk_kernel``): one vector
-comparison per LANES entries, and where the CPU has AVX-512 the kept entries are packed in a
-register (``vcompress``) and stored whole.
+Range scans (:func:`compress_in_range`, :func:`count_in_range`, :func:`min_max`) are the
+selection primitives of the Top-K kernels (DSM: ``experiments.models._topk_kernel``; COMET and
+SDMLP: ``routing.layers._unit_kernel``): one vector comparison per LANES entries, and where
+the CPU has AVX-512 the kept entries are packed in a register (``vcompress``) and stored
+whole. Row operations (:func:`row_axpy`, :func:`row_dot`) are the per-winner weight updates
+and dot products of ``_unit_kernel``, on rows padded to a multiple of LANES.
 
 Reference for the kernels: :func:`project_reference`.
 """
@@ -34,8 +36,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["BLOCK", "LANES", "compress_in_range", "count_in_range", "pack_groups",
-           "project_block", "project_reference", "sign_block"]
+__all__ = ["BLOCK", "LANES", "compress_in_range", "count_in_range", "min_max", "pack_groups",
+           "project_block", "project_reference", "row_axpy", "row_dot", "sign_block"]
 
 LANES = 16  # directions per group: one AVX-512 register of float32
 BLOCK = 8  # points per block: independent accumulators that hide the FMA latency
@@ -409,5 +411,142 @@ def count_in_range(typingctx, v, n, lo, hi):
 
         _scan_chunks(context, builder, v, args[0], count, low, high, visit)
         return builder.load(total)
+
+    return sig, codegen
+
+
+@intrinsic
+def min_max(typingctx, v, n):
+    """(min, max) of the non-NaN entries of v[:n], as a tuple of v's dtype; (+inf, -inf) if
+    there are none. A vector loop of two selects per LANES entries and one horizontal
+    reduction at the end (a scalar min/max is a dependency chain of 4 cycles per entry that
+    LLVM does not vectorise, because of NaN). v: as for :func:`count_in_range`."""
+    if not (_is_float_vector_array(v) and isinstance(n, types.Integer)):
+        return None
+    sig = types.UniTuple(v.dtype, 2)(v, n)
+
+    def codegen(context, builder, signature, args):
+        element = context.get_value_type(v.dtype)
+        vec = ir.VectorType(element, LANES)
+        count = context.cast(builder, args[1], signature.args[1], types.int64)
+        inf = ir.Constant(element, float("inf"))
+        lows = cgutils.alloca_once_value(builder, _splat(builder, inf, vec))
+        highs = cgutils.alloca_once_value(
+            builder, _splat(builder, ir.Constant(element, -float("inf")), vec))
+
+        def visit(i, values, keep):
+            low, high = builder.load(lows), builder.load(highs)
+            builder.store(builder.select(
+                builder.and_(keep, builder.fcmp_ordered("<", values, low)), values, low), lows)
+            builder.store(builder.select(
+                builder.and_(keep, builder.fcmp_ordered(">", values, high)), values, high), highs)
+
+        _scan_chunks(context, builder, v, args[0], count, builder.fneg(inf), None, visit)
+        out = []
+        for name, acc in (("fmin", lows), ("fmax", highs)):
+            reduce = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(element, [vec]),
+                f"llvm.vector.reduce.{name}.v{LANES}{'f32' if v.dtype == types.float32 else 'f64'}")
+            out.append(builder.call(reduce, [builder.load(acc)]))
+        return context.make_tuple(builder, signature.return_type, out)
+
+    return sig, codegen
+
+
+def _is_padded_matrix(a):
+    return (isinstance(a, types.Array) and a.ndim == 2 and a.layout == "C"
+            and a.dtype in (types.float32, types.float64))
+
+
+def _row_pointer(context, builder, array_type, array, row):
+    """IR: (pointer to array[row, 0] as a LANES-vector pointer, row length as intp)."""
+    arr = context.make_array(array_type)(context, builder, array)
+    width = cgutils.unpack_tuple(builder, arr.shape, 2)[1]
+    vec = ir.VectorType(context.get_data_type(array_type.dtype), LANES)
+    return builder.gep(arr.data, [builder.mul(row, width)]), width, vec
+
+
+def _row_chunks(context, builder, width, body):
+    """IR: call ``body(offset)`` for offset = 0, LANES, … < width (width a multiple of LANES)."""
+    intp = width.type
+    with cgutils.for_range_slice(builder, ir.Constant(intp, 0), width,
+                                 ir.Constant(intp, LANES)) as (offset, _):
+        body(offset)
+
+
+@intrinsic
+def row_axpy(typingctx, dst, j, src, i, scale):
+    """dst[j, :] += scale · src[i, :], in LANES-wide vector operations.
+
+    For row updates too short for LLVM's loop vectoriser to pay off and unrolled scalar by it
+    (the per-winner weight gradients of ``routing.layers._unit_kernel``). dst and src: 2-D
+    C-contiguous arrays of one float dtype whose rows have the same length, a multiple of
+    LANES (pad with zeros; not checked). j, i: row indices (not checked); scale: a float.
+    """
+    if not (_is_padded_matrix(dst) and _is_padded_matrix(src) and dst.dtype == src.dtype
+            and isinstance(j, types.Integer) and isinstance(i, types.Integer)
+            and isinstance(scale, types.Float)):
+        return None
+    sig = types.void(dst, j, src, i, scale)
+
+    def codegen(context, builder, signature, args):
+        row_j = context.cast(builder, args[1], signature.args[1], types.intp)
+        row_i = context.cast(builder, args[3], signature.args[3], types.intp)
+        d_ptr, width, vec = _row_pointer(context, builder, dst, args[0], row_j)
+        s_ptr, _, _ = _row_pointer(context, builder, src, args[2], row_i)
+        s = _splat(builder, context.cast(builder, args[4], signature.args[4], dst.dtype), vec)
+        fmuladd = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vec, [vec, vec, vec]),
+            f"llvm.fmuladd.v{LANES}{'f32' if dst.dtype == types.float32 else 'f64'}")
+        align = context.get_abi_sizeof(context.get_data_type(dst.dtype))
+
+        def body(offset):
+            dp = builder.bitcast(builder.gep(d_ptr, [offset]), vec.as_pointer())
+            sv = builder.load(builder.bitcast(builder.gep(s_ptr, [offset]), vec.as_pointer()),
+                              align=align)
+            builder.store(builder.call(fmuladd, [s, sv, builder.load(dp, align=align)]), dp,
+                          align=align)
+
+        _row_chunks(context, builder, width, body)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def row_dot(typingctx, a, j, b, i):
+    """Σ_c a[j, c] · b[i, c] in LANES-wide vector operations (one horizontal sum at the end,
+    so the order of the sum differs from a sequential one). Arguments as for
+    :func:`row_axpy`; returns a scalar of the arrays' dtype."""
+    if not (_is_padded_matrix(a) and _is_padded_matrix(b) and a.dtype == b.dtype
+            and isinstance(j, types.Integer) and isinstance(i, types.Integer)):
+        return None
+    sig = a.dtype(a, j, b, i)
+
+    def codegen(context, builder, signature, args):
+        row_j = context.cast(builder, args[1], signature.args[1], types.intp)
+        row_i = context.cast(builder, args[3], signature.args[3], types.intp)
+        a_ptr, width, vec = _row_pointer(context, builder, a, args[0], row_j)
+        b_ptr, _, _ = _row_pointer(context, builder, b, args[2], row_i)
+        suffix = f"v{LANES}{'f32' if a.dtype == types.float32 else 'f64'}"
+        fmuladd = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vec, [vec, vec, vec]), f"llvm.fmuladd.{suffix}")
+        align = context.get_abi_sizeof(context.get_data_type(a.dtype))
+        acc = cgutils.alloca_once_value(builder, ir.Constant(vec, [0.0] * LANES))
+
+        def body(offset):
+            av = builder.load(builder.bitcast(builder.gep(a_ptr, [offset]), vec.as_pointer()),
+                              align=align)
+            bv = builder.load(builder.bitcast(builder.gep(b_ptr, [offset]), vec.as_pointer()),
+                              align=align)
+            builder.store(builder.call(fmuladd, [av, bv, builder.load(acc)]), acc)
+
+        _row_chunks(context, builder, width, body)
+        element = vec.element
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(element, [element, vec]),
+            f"llvm.vector.reduce.fadd.{suffix}")
+        return builder.call(reduce, [ir.Constant(element, 0.0), builder.load(acc)],
+                            fastmath=("reassoc",))
 
     return sig, codegen

@@ -41,103 +41,17 @@ import numba
 import numpy as np
 import torch
 from numba import njit, prange
-from scipy.stats import norm
 
-from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, pack_groups,
-                                 project_block)
+from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, min_max,
+                                 pack_groups, project_block)
+from routing._select import (bracket_quantiles, kth_largest_bracketed, kth_largest_by_rank,
+                             select_winners)
 from routing.torch_twins import topk_mask
 
 from ._sparse_dot import row_dot
 
 __all__ = ["relu_topk", "relu_topk_reference", "bottom_groups", "bracket_quantiles",
            "unit_moments"]
-
-
-def bracket_quantiles(width: int, k: int) -> tuple[float, float, float, float]:
-    """Standard-normal quantiles (z_lo, z_in_lo, z_in_hi, z_hi) for the kernel's guesses.
-
-    The kernel guesses g = mean + z·std for each row. The outer pair's tails hold
-    k ± (4·sqrt(k) + 2) of the width units: 4 binomial standard deviations of margin make a
-    failed outer guess rare for Gaussian rows (it costs a scan of every unit, not a wrong
-    answer). The inner pair, k ± (1.5·sqrt(k) + 2), brackets the k-th largest tightly so that
-    few candidates are left to select among; when it misses, the outer pair is used.
-    Infinite quantiles stand for "no bound".
-    """
-    def z(units):
-        p = units / width
-        return -np.inf if p >= 1.0 else np.inf if p <= 0.0 else float(norm.isf(p))
-
-    outer, inner = 4.0 * math.sqrt(k) + 2.0, 1.5 * math.sqrt(k) + 2.0
-    return z(k + outer), z(k + inner), z(k - inner), z(k - outer)
-
-
-@njit(cache=True)
-def _kth_largest(a, n, m):
-    """The m-th largest (1-based) of a[:n]; reorders a[:n]. Iterative quickselect."""
-    target = m - 1  # position in descending order
-    lo = 0
-    hi = n - 1
-    while hi > lo:
-        mid = (lo + hi) // 2
-        x, y, z = a[lo], a[mid], a[hi]  # median of three as the pivot
-        if x < y:
-            x, y = y, x
-        if y < z:
-            y, z = z, y
-            if x < y:
-                x, y = y, x
-        pivot = y
-        i = lo
-        j = hi
-        while i <= j:  # Hoare partition, descending: a[lo:i] >= pivot >= a[j+1:hi+1]
-            while a[i] > pivot:
-                i += 1
-            while a[j] < pivot:
-                j -= 1
-            if i <= j:
-                a[i], a[j] = a[j], a[i]
-                i += 1
-                j -= 1
-        if target <= j:
-            hi = j
-        elif target >= i:
-            lo = i
-        else:
-            return a[target]
-    return a[target]
-
-
-@njit(cache=True)
-def _kth_largest_bracketed(v, n, k, lo, hi, small):
-    """The k-th largest of v[:n], given count(v >= lo) >= k (hi: a guess, may be +inf).
-
-    Bisects [lo, hi) with vectorised counting passes until few values remain inside, then
-    selects among those with a quickselect (``small``: scratch of size >= n).
-    """
-    c_lo = count_in_range(v, n, lo, None)
-    c_hi = count_in_range(v, n, hi, None)
-    if c_hi >= k or not hi == hi:  # the guess was too low (or NaN): no upper bound
-        hi = v.dtype.type(np.inf)
-        c_hi = 0
-    top = lo
-    for q in range(n):
-        top = max(top, v[q])
-    for _ in range(64):
-        if c_lo - c_hi <= 16:
-            break
-        mid = lo + (min(hi, top) - lo) / 2
-        if mid <= lo or mid >= hi:
-            break  # no float left between lo and hi: the values inside are all equal
-        c_mid = count_in_range(v, n, mid, None)
-        if c_mid >= k:
-            lo, c_lo = mid, c_mid
-        else:
-            hi, c_hi = mid, c_mid
-    m = 0
-    for q in range(n):  # branch-free compaction of lo <= v < hi
-        small[m] = v[q]
-        m += (v[q] >= lo) & (v[q] < hi)
-    return _kth_largest(small, m, k - c_hi)
 
 
 @njit(cache=True)
@@ -189,22 +103,7 @@ def _kth_largest_positive(cv, m, k, guesses, inner, inner_bits, small, junk, tmp
     lo_value = as_float[0]
     tmp[0] = hi
     n_small = compress_in_range(inner, n, lo_value, as_float[0], 0, small, junk)
-    return _kth_largest_by_rank(small, n_small, need - c_hi)
-
-
-@njit(cache=True)
-def _kth_largest_by_rank(a, n, m):
-    """The m-th largest (1-based) of the few values a[:n]: the largest v with at least m
-    values >= v. Branch-free, O(n²) comparisons: for the <= 8 values the bisection leaves it
-    measured several times faster than a quickselect (whose branches mispredict)."""
-    best = a.dtype.type(-np.inf)  # m <= n: the smallest value qualifies
-    for i in range(n):
-        v = a[i]
-        count = 0
-        for j in range(n):
-            count += a[j] >= v
-        best = max(best, v) if count >= m else best
-    return best
+    return kth_largest_by_rank(small, n_small, need - c_hi)
 
 
 @njit(cache=True)
@@ -256,37 +155,16 @@ def _row_winners(z, width, k, guesses, scratch_v, scratch_bits, scratch_j, tmp, 
         for j in range(width):
             cand[j] = j
             cv[j] = max(z[j], zero)
-        t = _kth_largest_bracketed(cv, m, k, zero, guesses[3], scratch_v[1])
+        t = kth_largest_bracketed(cv, m, k, zero, guesses[3], min_max(cv, m)[1],
+                                  scratch_v[1], scratch_j[1])
     else:  # every candidate is >= g_lo > 0: the ReLU changes nothing
         t = _kth_largest_positive(cv, m, k, guesses, scratch_v[1], scratch_bits[1],
                                   scratch_v[2], scratch_j[1], tmp)
-    # winners: all values > t, then values == t in index order until there are k
     out_v, out_j = scratch_v[1], scratch_j[1]
-    n_at_least = count_in_range(cv, m, t, None)
-    if n_at_least == k:  # no tie to break (the usual case): compress the candidates >= t
-        compress_in_range(cv, m, t, None, cand, out_v, out_j)
-    else:
-        n_equal = k - (n_at_least - _count_equal(cv, m, t))
-        out = 0
-        seen_equal = 0
-        for q in range(m):  # branch-free compaction of the winners
-            v = cv[q]
-            is_equal = v == t
-            out_j[out] = cand[q]
-            out_v[out] = v
-            out += (v > t) | (is_equal & (seen_equal < n_equal))
-            seen_equal += is_equal
+    select_winners(cv, m, k, t, cand, out_v, out_j)
     for q in range(k):
         cols_r[q] = out_j[q]
         vals_r[q] = out_v[q]
-
-
-@njit(cache=True)
-def _count_equal(v, n, x):
-    s = 0
-    for q in range(n):
-        s += v[q] == x
-    return s
 
 
 @njit(cache=True, parallel=True)

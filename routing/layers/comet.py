@@ -46,6 +46,7 @@ from torch import nn
 
 from lipschitz.validation import check_bool, check_choice, check_int, check_real
 from routing.layers._base import RouterLayer, check_layer_config
+from routing.layers._unit_kernel import kwta_scores, unit_mlp
 from routing.torch_twins import topk_mask
 
 __all__ = ["COMETConfig", "COMET", "ACTIVATIONS", "k_winners"]
@@ -211,11 +212,31 @@ class COMET(RouterLayer):
                 the parameters' dtype, or has NaN or infinite entries.
         """
         x = self._check(x)
+        if self._gather_path(x):
+            return self._forward_gathered(x), {}
         masks = self._route(x)
         y, _ = self._backbone(x, masks)
         for ell, m in enumerate(masks):
             self.record_usage(weights=m, offset=self.offsets[ell], count_examples=ell == 0)
         return y, {}
+
+    def _gather_path(self, x: torch.Tensor) -> bool:
+        """Whether ``forward`` runs the winners-only CPU kernels: one hidden ReLU layer,
+        float32/float64 on the CPU (deeper networks and other activations take the masked
+        matmuls)."""
+        return (x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+                and len(self.ks) == 1 and self.config.activation == "relu")
+
+    def _forward_gathered(self, x: torch.Tensor) -> torch.Tensor:
+        """``forward`` of a one-hidden-layer ReLU COMET touching each example's k winners only
+        (``_unit_kernel``): the masks of ``masks`` (same tie rule; the routing scores are sums
+        in another order, so a near-tie at the k-th score may fall the other way) and y equal
+        up to the order of the floating-point sums."""
+        idx, _, _ = kwta_scores(x, self.V1, self.ks[0])  # (B, k_1) winners of V_1 x, Eqs. 4-5
+        hidden, out = self.backbone
+        y = unit_mlp(x, idx, hidden.weight, hidden.bias, out.weight)  # Eqs. 7-8, then a_L
+        self.record_usage(indices=idx)
+        return y if out.bias is None else y + out.bias
 
     @torch.no_grad()
     def _route(self, x: torch.Tensor) -> list[torch.Tensor]:

@@ -49,6 +49,7 @@ from torch import nn
 
 from lipschitz.validation import check_bool, check_int
 from ._base import RouterLayer, check_layer_config
+from ._unit_kernel import kwta_scores, unit_mlp
 
 __all__ = ["SDMLPConfig", "SDMLP"]
 
@@ -229,12 +230,38 @@ class SDMLP(RouterLayer):
         if x.ndim != 2 or x.shape[1] != self.config.d_in:
             raise ValueError(f"x must have shape (B, {self.config.d_in}), "
                              f"got {tuple(x.shape)}")
+        if self._gather_path(x):
+            return self._forward_gathered(x), {}
         h, active = self.hidden(x)  # (B, N) each
         if self.config.gaba_switch and self.training:
             with torch.no_grad():
                 self.gaba_counts += active.sum(dim=0).to(torch.float64)
         self.record_usage(weights=active)
         return h @ self.decoder.T, {}  # (B, d_out)
+
+    def _gather_path(self, x: torch.Tensor) -> bool:
+        """Whether ``forward`` runs the winners-only CPU kernels: float32/float64 on the CPU,
+        k < n_neurons and no GABA switch (whose excited neurons are not a fixed k)."""
+        return (x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+                and self.encoder.dtype == x.dtype and not self.config.gaba_switch
+                and self.current_k < self.config.n_neurons)
+
+    def _forward_gathered(self, x: torch.Tensor) -> torch.Tensor:
+        """``forward`` touching each example's k winners only (``_unit_kernel``): the winners
+        and inhibition I of ``hidden`` (same tie rule; the activations are sums in another
+        order, so a near-tie at the k-th may fall the other way), y equal up to the order of
+        the floating-point sums, and the same gradients (none through I, the clamp's at
+        a* = 0 included)."""
+        xh = self.normalise_inputs(x)
+        try:  # the winners of a = X_a x̂ and their activations, Eq. 4
+            idx, a, nxt = kwta_scores(xh, self.encoder, self.current_k, with_next=True)
+        except ValueError:
+            raise ValueError("SDMLP activations must be finite: x or the encoder has NaN or "
+                             "infinite entries") from None
+        inhibition = nxt.clamp(min=0)  # I of Eq. 4, a constant (detached)
+        self.record_usage(indices=idx)
+        return unit_mlp(xh, idx, self.encoder, None, self.decoder, offset=-inhibition, scores=a,
+                        open_at_zero=True)
 
     # -- training hooks ---------------------------------------------------------------------
     def set_training_progress(self, epoch: int) -> None:

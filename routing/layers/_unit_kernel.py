@@ -1,0 +1,257 @@
+"""CPU kernels of the hidden-unit routers (COMET with one hidden layer, SDMLP): the exact
+k-winner-take-all of each row, and a one-hidden-layer MLP evaluated on each example's k
+winners only, forward and backward.
+
+Written the torch way, these layers compute every unit's hidden activation, multiply it by a
+(B, N) mask, and run the backward through the whole (B, N) matrices; ``torch.topk`` and the
+mask's dtype copies alone took most of a COMET training step, which ran 5x slower than a dense
+network of the same total width (issue 7). Here the selection is one pass per row, and the
+hidden layer is touched only at the k winners: forward, backward and the weight gradients
+cost O(k · d_in) per example instead of O(N · d_in). The routing scores themselves (N per
+example, they pick the winners) are still computed in full, by the caller.
+
+The kernels are serial, like the expert bank's (``_expert_kernel``): at these sizes a step is
+a millisecond or two, and Numba's parallel workers keep spinning after a parallel region and
+slow the torch operations that follow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit
+
+from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, min_max,
+                                 pack_groups, project_block, row_axpy, row_dot)
+from routing._select import bracket_quantiles, kth_largest_bracketed, select_winners
+
+__all__ = ["kwta_scores", "unit_mlp"]
+
+# reassociation lets LLVM vectorise the dot products over d_in (see ``_expert_kernel``)
+_REASSOC = {"reassoc", "contract"}
+
+
+@njit(cache=True, fastmath=_REASSOC)
+def _mean_std(v, n):
+    """Mean and standard deviation of v[:n] (vectorised sums)."""
+    total = v.dtype.type(0)
+    for q in range(n):
+        total += v[q]
+    mean = total / n
+    second = v.dtype.type(0)
+    for q in range(n):
+        second += (v[q] - mean) * (v[q] - mean)
+    return mean, np.sqrt(second / n)
+
+
+@njit(cache=True)
+def _kwta_block_rows(X, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next):
+    """For every row x of X: the scores s = W x (``groups``: W packed by ``pack_groups``),
+    computed for a block of BLOCK rows at a time into a scratch that stays in cache; the k
+    winners (increasing unit index) into idx, their scores into vals and, ``with_next``, the
+    (k+1)-th largest score into nxt (-inf when k = n). False (rows left unfinished) if a
+    score is NaN or infinite. z_lo, z_hi: normal quantiles of the bracket guess."""
+    B = X.shape[0]
+    width = groups.shape[0] * LANES  # >= n; the zero directions past n are never read
+    z = np.zeros((BLOCK, width), X.dtype)
+    small, out_v = np.empty(width + LANES, X.dtype), np.empty(width + LANES, X.dtype)
+    junk, out_j = np.empty(width + LANES, np.int32), np.empty(width + LANES, np.int32)
+    units = np.arange(width + LANES).astype(np.int32)
+    inf = X.dtype.type(np.inf)
+    for first in range(0, B, BLOCK):
+        for g in range(groups.shape[0]):
+            project_block(X, first, groups, g, z, g * LANES)
+        for r in range(first, min(first + BLOCK, B)):
+            v = z[r - first]
+            lo, top = min_max(v, n)  # NaN: skipped by min_max, not counted by count_in_range
+            if not (-inf < lo and top < inf and count_in_range(v, n, lo, None) == n):
+                return False
+            # a bracket guessed from the row's mean and spread; lo = the minimum if it misses
+            mean, std = _mean_std(v, n)
+            g_lo, g_hi = mean + z_lo * std, mean + z_hi * std
+            if g_lo > lo and count_in_range(v, n, g_lo, None) >= k:
+                lo = g_lo
+            t = kth_largest_bracketed(v, n, k, lo, g_hi, top, small, junk)
+            select_winners(v, n, k, t, units, out_v, out_j)
+            for s in range(k):
+                idx[r, s] = out_j[s]
+                vals[r, s] = out_v[s]
+            if with_next:  # t again if tied, else the largest score below t
+                below = compress_in_range(v, n, -inf, t, 0, small, junk)
+                nxt[r] = t if count_in_range(v, n, t, None) > k else min_max(small, below)[1]
+    return True
+
+
+def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Exact k-winner-take-all of the scores s = W x of each row x, on the CPU: the k largest
+    scores, equal scores won by the lowest unit index (the rule of ``routing.topk`` and
+    ``routing.torch_twins``), and the (k+1)-th largest score, which SDMLP's Top-K subtracts
+    (Bricken et al. 2023, Eq. 4; COMET §4, Eq. 3, is the same C_k).
+
+    The scores are computed for 8 rows at a time into a scratch that stays in cache
+    (``routing._projection.project_block``: sums of fused multiply-adds in input order, so
+    they may differ from ``x @ W.T`` in the last bits), never as a (B, N) matrix; the k-th
+    largest score of a row is found by bisection inside a bracket guessed from the row's mean
+    and standard deviation (``routing._select``).
+
+    Arguments:
+        x: (B, d) float32 or float64 CPU tensor; W: (N, d) of x's dtype (no gradient is
+            taken through either).
+        k: 1 <= k <= N.
+        with_next: also return the (k+1)-th largest scores.
+
+    Returns:
+        (idx, scores, next_score): idx (B, k) int32, each row's winners in increasing unit
+        index (the order ``torch.nonzero`` of the mask gives); scores (B, k) their scores, of
+        x's dtype; next_score (B,) the (k+1)-th largest score of each row counting ties
+        (-inf when k = N), or None without ``with_next``.
+
+    Raises:
+        ValueError: if k is outside 1..N, x and W are not 2-D float32/float64 CPU tensors of
+            one dtype with d columns each, or a score is NaN or infinite.
+    """
+    ok = all(isinstance(t, torch.Tensor) and t.ndim == 2 and t.device.type == "cpu"
+             and t.dtype in (torch.float32, torch.float64) for t in (x, W))
+    if not ok or x.dtype != W.dtype or x.shape[1] != W.shape[1]:
+        raise ValueError("x (B, d) and W (N, d) must be 2-D float32 or float64 CPU tensors of "
+                         "one dtype")
+    B, n = x.shape[0], W.shape[0]
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, {n}] (the number of units), got {k}")
+    xa = x.detach().contiguous().numpy()
+    groups = pack_groups(W.detach().numpy()[None], xa.dtype)
+    idx, vals = np.empty((B, k), np.int32), np.empty((B, k), xa.dtype)
+    nxt = np.empty(B if with_next else 0, xa.dtype)
+    z_lo, _, _, z_hi = bracket_quantiles(n, k)
+    if B and not _kwta_block_rows(xa, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next):
+        raise ValueError("the scores W x must be finite; x or W has NaN or infinite entries")
+    return (torch.from_numpy(idx), torch.from_numpy(vals),
+            torch.from_numpy(nxt) if with_next else None)
+
+
+@njit(cache=True, fastmath=_REASSOC)
+def _forward(x, idx, W, bias, offset, U, given, pre, y, zero):
+    """pre[b, s] = W_j·x_b + bias_j + offset_b and y_b = Σ_s U[:, j] max(pre[b, s], 0),
+    j = idx[b, s]; x and W padded with zero columns to a multiple of LANES. W_j·x_b is read
+    from given[b, s] when ``given`` is not empty."""
+    B, k = idx.shape
+    use_given = given.shape[0] > 0
+    for b in range(B):
+        pb, ib, ob = pre[b], idx[b], offset[b]
+        for s in range(k):
+            j = np.uintp(ib[s])  # unsigned: no negative-index wraparound code
+            score = given[b, s] if use_given else row_dot(W, j, x, b)
+            pb[s] = score + bias[j] + ob
+        for o in range(U.shape[0]):
+            uo = U[o]
+            acc = zero
+            for s in range(k):
+                acc += uo[np.uintp(ib[s])] * max(pb[s], zero)
+            y[b, o] = acc
+
+
+@njit(cache=True, fastmath=_REASSOC)
+def _backward(x, idx, W, U, pre, dy, open_at_zero, want_dx, dx, dW, dbias, dU, zero):
+    """Gradients of ``_forward``'s y into dx, dW (padded like x and W), dbias and dU. The ReLU
+    passes gradient where pre > 0, or pre >= 0 with ``open_at_zero`` (torch's
+    ``clamp(min=0)``); it is applied as a 0/1 factor, because a branch on the sign of a
+    pre-activation mispredicts half the time (it cost 2x here)."""
+    B, k = idx.shape
+    dW[:] = 0
+    dbias[:] = 0
+    dU[:] = 0
+    dx[:] = 0
+    for b in range(B):
+        pb, ib, dyb = pre[b], idx[b], dy[b]
+        for s in range(k):
+            j = np.uintp(ib[s])
+            p = pb[s]
+            h = max(p, zero)
+            on = zero + ((p > zero) | (open_at_zero & (p == zero)))
+            dh = zero
+            for o in range(U.shape[0]):
+                dh += dyb[o] * U[o, j]
+                dU[o, j] += dyb[o] * h
+            g = dh * on
+            dbias[j] += g
+            row_axpy(dW, j, x, b, g)
+            if want_dx:
+                row_axpy(dx, b, W, j, g)
+
+
+def _padded(t: torch.Tensor) -> np.ndarray:
+    """t (R, d) as a C-contiguous array with zero columns up to a multiple of LANES."""
+    width = -(-t.shape[1] // LANES) * LANES
+    out = np.zeros((t.shape[0], width), torch.empty((), dtype=t.dtype).numpy().dtype)
+    out[:, :t.shape[1]] = t.detach().numpy()
+    return out
+
+
+def _arrays(*tensors):
+    return [t.detach().contiguous().numpy() for t in tensors]
+
+
+class _UnitMLP(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, idx, W, bias, offset, U, given, open_at_zero):
+        xp, wp = _padded(x), _padded(W)
+        ia, ba, oa, ua, ga = _arrays(idx, bias, offset, U, given)
+        B, k = ia.shape
+        pre = np.empty((B, k), xp.dtype)
+        y = np.empty((B, ua.shape[0]), xp.dtype)
+        _forward(xp, ia, wp, ba, oa, ua, ga, pre, y, xp.dtype.type(0))
+        ctx.save_for_backward(idx, U)
+        ctx.arrays = xp, wp, pre
+        ctx.open_at_zero, ctx.d_in = open_at_zero, x.shape[1]
+        return torch.from_numpy(y)
+
+    @staticmethod
+    def backward(ctx, dy):
+        idx, U = ctx.saved_tensors
+        xp, wp, pre = ctx.arrays
+        ia, ua, dya = _arrays(idx, U, dy)
+        want_dx = ctx.needs_input_grad[0]
+        dx = np.empty_like(xp) if want_dx else np.empty((0, xp.shape[1]), xp.dtype)
+        dW, dbias, dU = np.empty_like(wp), np.empty(wp.shape[0], wp.dtype), np.empty_like(ua)
+        _backward(xp, ia, wp, ua, pre, dya, ctx.open_at_zero, want_dx, dx, dW, dbias, dU,
+                  xp.dtype.type(0))
+        d = ctx.d_in
+        return (torch.from_numpy(dx)[:, :d] if want_dx else None, None,
+                torch.from_numpy(dW)[:, :d],
+                torch.from_numpy(dbias) if ctx.needs_input_grad[3] else None, None,
+                torch.from_numpy(dU), None, None)
+
+
+def unit_mlp(x: torch.Tensor, idx: torch.Tensor, W: torch.Tensor, bias: torch.Tensor | None,
+             U: torch.Tensor, offset: torch.Tensor | None = None,
+             scores: torch.Tensor | None = None, open_at_zero: bool = False) -> torch.Tensor:
+    """A one-hidden-layer ReLU MLP evaluated at each example's winners only, on the CPU:
+
+        y_b = Σ_s U[:, j] · ReLU(W_j · x_b + bias_j + offset_b),   j = idx[b, s],
+
+    differentiable in x, W, bias and U (once; no double backward); ``offset`` is a constant.
+    It equals ``(mask ∘ ReLU(x Wᵀ + bias + offset)) Uᵀ`` with mask the 0/1 matrix of the
+    winners (COMET §4, Eqs. 7–8 with one hidden layer; SDMLP's a* = [a − I]_+ of Bricken et al.
+    2023, Eq. 4, with offset = −I), up to the order of the floating-point sums.
+
+    Arguments:
+        x: (B, d_in) float32 or float64 CPU tensor.
+        idx: (B, k) int32 or int64, each row's winners, distinct and in [0, N) (not checked:
+            the callers pass ``kwta_scores``'s output).
+        W: (N, d_in); bias: (N,) or None (zero); U: (d_out, N); offset: (B,) or None (zero);
+            all of x's dtype.
+        scores: (B, k) or None: W_j · x_b at the winners when the caller has them already
+            (``kwta_scores`` returns them; SDMLP's winners are scored by W itself); they are
+            used as they are, and gradients still follow the formula above.
+        open_at_zero: the ReLU passes gradient at a pre-activation of exactly 0 (torch's
+            ``clamp(min=0)``, SDMLP's form) instead of blocking it (``torch.relu``).
+
+    Returns:
+        (B, d_out) tensor of x's dtype (the output layer's bias is the caller's to add).
+    """
+    bias = torch.zeros(W.shape[0], dtype=W.dtype) if bias is None else bias
+    offset = torch.zeros(x.shape[0], dtype=x.dtype) if offset is None else offset
+    given = (torch.empty((0, idx.shape[1]), dtype=x.dtype) if scores is None
+             else scores.detach())
+    return _UnitMLP.apply(x, idx, W, bias, offset, U, given, open_at_zero)

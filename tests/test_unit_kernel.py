@@ -1,0 +1,249 @@
+"""The hidden-unit routers' CPU kernels (``routing.layers._unit_kernel``) and the vector
+primitives under them: k-winner-take-all against the ``routing.topk`` rule, the winners-only
+MLP against the dense masked formula, and COMET / SDMLP's kernel path against their torch
+path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+from routing._projection import min_max, row_axpy, row_dot
+from routing._select import kth_largest_bracketed
+from routing.layers import COMET, SDMLP, COMETConfig, SDMLPConfig
+from routing.layers._unit_kernel import kwta_scores, unit_mlp
+from routing.topk import topk_mask
+
+
+# -- vector primitives -----------------------------------------------------------------------
+@njit
+def _min_max(v, n):
+    return min_max(v, n)
+
+
+@njit
+def _axpy_dot(dst, j, src, i, scale):
+    row_axpy(dst, j, src, i, scale)
+    return row_dot(dst, j, src, i)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 40])
+def test_min_max_skips_nan_and_reads_only_n(dtype, n):
+    rng = np.random.default_rng(n)
+    v = np.full(n + 16, 1e30, dtype)  # past n: larger than everything, must be ignored
+    v[:n] = rng.standard_normal(n)
+    if n > 2:
+        v[1] = np.nan
+    kept = v[:n][~np.isnan(v[:n])]
+    assert _min_max(v, n) == (kept.min(), kept.max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("width", [16, 48])
+def test_row_axpy_and_row_dot_match_numpy(dtype, width):
+    rng = np.random.default_rng(width)
+    dst, src = rng.standard_normal((5, width)).astype(dtype), rng.standard_normal((3, width)).astype(dtype)
+    expect = dst.copy()
+    expect[4] += dtype(0.5) * src[2]
+    dot = _axpy_dot(dst, 4, src, 2, 0.5)
+    np.testing.assert_allclose(dst, expect, rtol=1e-6)
+    np.testing.assert_allclose(dot, np.dot(expect[4].astype(np.float64), src[2]), rtol=1e-5)
+    assert np.array_equal(dst[:4], expect[:4])  # other rows untouched
+
+
+@njit
+def _kth(v, n, k):
+    small = np.empty(n + 16, v.dtype)
+    junk = np.empty(n + 16, np.int32)
+    lo, top = min_max(v, n)
+    return kth_largest_bracketed(v, n, k, lo, v.dtype.type(np.inf), top, small, junk)
+
+
+def test_kth_largest_bracketed_float32_with_many_ties():
+    """More than 16 values tied at the k-th largest keep the bisection going until no float is
+    left between its bounds. (Its midpoint was once float64 between float32 values: the
+    counting passes rounded it, a scalar compaction did not, and the answer was garbage.)"""
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        v = np.zeros(256 + 16, np.float32)
+        v[:256] = np.round(rng.standard_normal(256) * 2) / 2  # many exact ties
+        k = int(rng.integers(1, 257))
+        assert _kth(v, 256, k) == np.sort(v[:256])[::-1][k - 1]
+
+
+# -- k-winner-take-all -----------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(B=st.integers(0, 20), n=st.integers(1, 70), d=st.integers(1, 5),
+       data=st.data(), double=st.booleans())
+def test_kwta_scores_follow_the_topk_rule(B, n, d, data, double):
+    """Small integers: every score is exact in any summation order, so ties are real and the
+    winners must be ``routing.topk``'s (largest first, ties by lowest index)."""
+    k = data.draw(st.integers(1, n))
+    seed = data.draw(st.integers(0, 2**31))
+    gen = torch.Generator().manual_seed(seed)
+    dtype = torch.float64 if double else torch.float32
+    x = torch.randint(-2, 3, (B, d), generator=gen).to(dtype)
+    W = torch.randint(-2, 3, (n, d), generator=gen).to(dtype)
+    idx, vals, nxt = kwta_scores(x, W, k, with_next=True)
+    scores = (x.double() @ W.double().T).numpy()
+    assert idx.dtype == torch.int32 and idx.shape == (B, k)
+    if B == 0:
+        return
+    mask = topk_mask(scores, k)
+    assert np.array_equal(idx.numpy(), np.nonzero(mask)[1].reshape(B, k))
+    assert np.array_equal(vals.double().numpy(), np.take_along_axis(scores, idx.long().numpy(), 1))
+    ordered = -np.sort(-scores, axis=1)
+    expect = ordered[:, k] if k < n else np.full(B, -np.inf)
+    assert np.array_equal(nxt.double().numpy(), expect)
+
+
+@pytest.mark.parametrize("n,k", [(256, 64), (1024, 256), (100, 1), (33, 33)])
+def test_kwta_scores_on_gaussian_scores(n, k):
+    """Real-valued scores (the guessed bracket's usual case): the winners are the k largest of
+    the kernel's own scores, which equal x Wᵀ to rounding."""
+    gen = torch.Generator().manual_seed(n + k)
+    x, W = torch.randn(300, 8, generator=gen), torch.randn(n, 8, generator=gen)
+    idx, vals, nxt = kwta_scores(x, W, k, with_next=True)
+    torch.testing.assert_close(vals, torch.gather(x @ W.T, 1, idx.long()), rtol=1e-5, atol=1e-5)
+    scores = (x.double() @ W.double().T)
+    chosen = torch.zeros_like(scores, dtype=torch.bool).scatter_(1, idx.long(), True)
+    worst_in = scores.masked_fill(~chosen, np.inf).amin(1)
+    best_out = scores.masked_fill(chosen, -np.inf).amax(1)
+    assert bool((worst_in >= best_out - 1e-5).all())
+    assert bool((idx[:, 1:] > idx[:, :-1]).all())  # increasing unit index
+    if k < n:
+        torch.testing.assert_close(nxt.double(), best_out, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_kwta_scores_rejects_nonfinite_scores(bad):
+    x = torch.randn(9, 4)
+    x[5, 2] = bad
+    with pytest.raises(ValueError, match="finite"):
+        kwta_scores(x, torch.randn(20, 4), 3)
+
+
+@pytest.mark.parametrize("k", [0, 21])
+def test_kwta_scores_rejects_k_out_of_range(k):
+    with pytest.raises(ValueError, match=r"k must be in \[1, 20\]"):
+        kwta_scores(torch.randn(3, 4), torch.randn(20, 4), k)
+
+
+def test_kwta_scores_rejects_mixed_dtypes():
+    with pytest.raises(ValueError, match="one dtype"):
+        kwta_scores(torch.randn(3, 4), torch.randn(20, 4, dtype=torch.float64), 2)
+
+
+# -- the winners-only MLP --------------------------------------------------------------------
+def _dense_masked(x, idx, W, bias, U, offset, open_at_zero):
+    mask = torch.zeros(x.shape[0], W.shape[0], dtype=x.dtype).scatter_(1, idx.long(), 1.0)
+    pre = x @ W.T + (0 if bias is None else bias) + (0 if offset is None else offset[:, None])
+    h = pre.clamp(min=0) if open_at_zero else torch.relu(pre)
+    return (h * mask) @ U.T
+
+
+@pytest.mark.parametrize("d_in", [3, 8, 17])
+@pytest.mark.parametrize("d_out", [1, 3])
+@pytest.mark.parametrize("with_bias,with_offset", [(True, False), (False, True)])
+def test_unit_mlp_matches_the_dense_masked_formula(d_in, d_out, with_bias, with_offset):
+    gen = torch.Generator().manual_seed(d_in * 10 + d_out)
+    B, n, k = 37, 50, 12
+    x = torch.randn(B, d_in, generator=gen, dtype=torch.float64, requires_grad=True)
+    W = torch.randn(n, d_in, generator=gen, dtype=torch.float64, requires_grad=True)
+    bias = (torch.randn(n, generator=gen, dtype=torch.float64, requires_grad=True)
+            if with_bias else None)
+    U = torch.randn(d_out, n, generator=gen, dtype=torch.float64, requires_grad=True)
+    offset = torch.randn(B, generator=gen, dtype=torch.float64) if with_offset else None
+    idx = torch.argsort(torch.rand(B, n, generator=gen), 1)[:, :k].sort(1).values.int()
+    y = unit_mlp(x, idx, W, bias, U, offset=offset)
+    ref = _dense_masked(x, idx, W, bias, U, offset, False)
+    torch.testing.assert_close(y, ref, rtol=1e-12, atol=1e-12)
+    dy = torch.randn(y.shape, generator=gen, dtype=torch.float64)
+    params = [p for p in (x, W, bias, U) if p is not None]
+    for got, want in zip(torch.autograd.grad(y, params, dy), torch.autograd.grad(ref, params, dy)):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("open_at_zero", [False, True])
+def test_unit_mlp_relu_gradient_at_exactly_zero(open_at_zero):
+    """A pre-activation of exactly 0: torch.relu blocks the gradient, clamp(min=0) (SDMLP's
+    form) passes it; the kernel follows the flag."""
+    x = torch.tensor([[1.0, 2.0]], dtype=torch.float64)
+    W = torch.tensor([[1.0, -0.5], [1.0, 1.0]], dtype=torch.float64, requires_grad=True)
+    U = torch.tensor([[2.0, 3.0]], dtype=torch.float64, requires_grad=True)
+    idx = torch.tensor([[0, 1]], dtype=torch.int32)  # unit 0: 1 - 1 = 0 exactly
+    y = unit_mlp(x, idx, W, None, U, open_at_zero=open_at_zero)
+    ref = _dense_masked(x, idx, W, None, U, None, open_at_zero)
+    for got, want in zip(torch.autograd.grad(y.sum(), (W, U)), torch.autograd.grad(ref.sum(), (W, U))):
+        assert torch.equal(got, want)
+    assert bool((torch.autograd.grad(unit_mlp(x, idx, W, None, U, open_at_zero=open_at_zero)
+                                     .sum(), W)[0][0] != 0).any()) == open_at_zero
+
+
+def test_unit_mlp_uses_given_scores():
+    gen = torch.Generator().manual_seed(3)
+    x, W, U = torch.randn(6, 4, generator=gen), torch.randn(10, 4, generator=gen), torch.randn(1, 10)
+    idx, vals, _ = kwta_scores(x, W, 3)
+    torch.testing.assert_close(unit_mlp(x, idx, W, None, U, scores=vals),
+                               unit_mlp(x, idx, W, None, U), rtol=1e-5, atol=1e-6)
+    shifted = unit_mlp(x, idx, W, None, U, scores=vals + 100)  # the given scores are used
+    torch.testing.assert_close(shifted, (U[0, idx.long()] * (vals + 100)).sum(1, keepdim=True))
+
+
+# -- the layers' kernel path against their torch path ----------------------------------------
+def _grads(layer, x):
+    y, _ = layer(x)
+    loss = (y ** 2).sum()
+    params = [p for p in layer.parameters() if p.requires_grad]
+    return y, torch.autograd.grad(loss, params + [x])
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_comet_kernel_path_matches_masked_matmuls(bias):
+    layer = COMET(COMETConfig(d_in=8, widths=(96,), d_out=2, p_k=0.25, bias=bias, seed=4)).double()
+    x = (torch.rand(70, 8, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 2
+         - 1).requires_grad_()
+    assert layer._gather_path(x)
+    y, grads = _grads(layer, x)
+    y_ref = layer._backbone(x, layer._route(x))[0]
+    params = [p for p in layer.parameters() if p.requires_grad]
+    ref = torch.autograd.grad((y_ref ** 2).sum(), params + [x])
+    torch.testing.assert_close(y, y_ref, rtol=1e-12, atol=1e-12)
+    for got, want in zip(grads, ref):
+        torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-12)
+    layer.reset_usage()
+    layer(x)
+    masks = layer.masks(x)[0]
+    assert torch.equal(layer.unit_usage, masks.sum(0).double())
+
+
+def test_sdmlp_kernel_path_matches_masked_matmuls():
+    layer = SDMLP(SDMLPConfig(d_in=8, d_out=2, n_neurons=80, k_target=9, anneal_epochs=0,
+                              seed=2)).double()
+    x = torch.randn(50, 8, generator=torch.Generator().manual_seed(5),
+                    dtype=torch.float64).requires_grad_()
+    assert layer._gather_path(x)
+    y, grads = _grads(layer, x)
+    h, active = layer.hidden(x)
+    y_ref = h @ layer.decoder.T
+    params = [p for p in layer.parameters() if p.requires_grad]
+    ref = torch.autograd.grad((y_ref ** 2).sum(), params + [x])
+    torch.testing.assert_close(y, y_ref, rtol=1e-12, atol=1e-12)
+    for got, want in zip(grads, ref):
+        torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-12)
+    layer.reset_usage()
+    layer(x)
+    assert torch.equal(layer.unit_usage, active.sum(0).double())
+
+
+def test_sdmlp_kernel_path_names_nonfinite_input():
+    layer = SDMLP(SDMLPConfig(d_in=4, n_neurons=20, k_target=3, anneal_epochs=0))
+    x = torch.randn(5, 4)
+    x[2, 1] = np.nan
+    with pytest.raises(ValueError, match="SDMLP activations must be finite"):
+        layer(x)
