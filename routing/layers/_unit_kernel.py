@@ -151,32 +151,50 @@ def _forward(x, idx, W, bias, offset, U, given, pre, y, zero):
             y[b, o] = acc
 
 
+@njit(cache=True, inline="always")
+def _winner_grad(dy, U, extra, b, j, p, at_zero, zero):
+    """dh · ReLU'(p) of winner j in example b: dh = dy[b, 0] U[0, j] (+ extra[b, j] when
+    d_out > 1); ReLU' is 1 above 0, ``at_zero`` at 0 (a 0/1 factor, no branch)."""
+    dh = dy[b, 0] * U[0, j]
+    if extra.shape[0] > 0:
+        dh += extra[b, j]
+    return dh * ((1 - at_zero) * (p > zero) + at_zero * (p >= zero))
+
+
 @njit(cache=True, fastmath=_REASSOC)
-def _backward(x, idx, W, U, pre, dy, open_at_zero, want_dx, dx, dW, dbias, dU, zero):
-    """Gradients of ``_forward``'s y into dx, dW (padded like x and W), dbias and dU. The ReLU
-    passes gradient where pre > 0, or pre >= 0 with ``open_at_zero`` (torch's
-    ``clamp(min=0)``); it is applied as a 0/1 factor, because a branch on the sign of a
-    pre-activation mispredicts half the time (it cost 2x here)."""
+def _backward(x, idx, W, U, pre, dy, extra, at_zero, want_dx, dx, dW, dbias, dU, zero):
+    """Gradients of ``_forward``'s y into dx, dW (padded like x and W), dbias and dU.
+
+    dh = Σ_o dy[b, o] U[o, j]: output 0 here, the others in ``extra`` (B, N) = dy[:, 1:] U[1:]
+    (empty when d_out = 1). The ReLU passes gradient where pre > 0, and where pre = 0 if
+    ``at_zero`` is 1 (clamp(min=0)) rather than 0 (torch.relu), as a 0/1 factor: a branch
+    on the sign of a pre-activation mispredicts half the time. The main loop is written for
+    d_out = 1 without dx: a loop over the outputs or the dx update inside it made it 2-2.5x
+    slower, so those run as separate passes."""
     B, k = idx.shape
     dW[:] = 0
     dbias[:] = 0
     dU[:] = 0
-    dx[:] = 0
+    du0 = dU[0]
     for b in range(B):
-        pb, ib, dyb = pre[b], idx[b], dy[b]
+        pb, ib, dy0 = pre[b], idx[b], dy[b, 0]
         for s in range(k):
-            j = np.uintp(ib[s])
+            j = np.uintp(ib[s])  # unsigned: no negative-index wraparound code
             p = pb[s]
-            h = max(p, zero)
-            on = zero + ((p > zero) | (open_at_zero & (p == zero)))
-            dh = zero
-            for o in range(U.shape[0]):
-                dh += dyb[o] * U[o, j]
-                dU[o, j] += dyb[o] * h
-            g = dh * on
+            du0[j] += dy0 * max(p, zero)
+            g = _winner_grad(dy, U, extra, b, j, p, at_zero, zero)
             dbias[j] += g
             row_axpy(dW, j, x, b, g)
-            if want_dx:
+    for o in range(1, U.shape[0]):
+        for b in range(B):
+            for s in range(k):
+                dU[o, np.uintp(idx[b, s])] += dy[b, o] * max(pre[b, s], zero)
+    if want_dx:
+        dx[:] = 0
+        for b in range(B):
+            for s in range(k):
+                j = np.uintp(idx[b, s])
+                g = _winner_grad(dy, U, extra, b, j, pre[b, s], at_zero, zero)
                 row_axpy(dx, b, W, j, g)
 
 
@@ -214,8 +232,11 @@ class _UnitMLP(torch.autograd.Function):
         want_dx = ctx.needs_input_grad[0]
         dx = np.empty_like(xp) if want_dx else np.empty((0, xp.shape[1]), xp.dtype)
         dW, dbias, dU = np.empty_like(wp), np.empty(wp.shape[0], wp.dtype), np.empty_like(ua)
-        _backward(xp, ia, wp, ua, pre, dya, ctx.open_at_zero, want_dx, dx, dW, dbias, dU,
-                  xp.dtype.type(0))
+        extra = (dya[:, 1:] @ ua[1:] if ua.shape[0] > 1
+                 else np.empty((0, ua.shape[1]), xp.dtype))
+        zero = xp.dtype.type(0)
+        at_zero = xp.dtype.type(1 if ctx.open_at_zero else 0)
+        _backward(xp, ia, wp, ua, pre, dya, extra, at_zero, want_dx, dx, dW, dbias, dU, zero)
         d = ctx.d_in
         return (torch.from_numpy(dx)[:, :d] if want_dx else None, None,
                 torch.from_numpy(dW)[:, :d],
