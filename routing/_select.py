@@ -27,11 +27,11 @@ def bracket_quantiles(width: int, k: int) -> tuple[float, float, float, float]:
     around the k-th largest of ``width`` values.
 
     The kernels guess g = mean + z·std for each row (right when the row's values look
-    Gaussian, e.g. random projections; a wrong guess costs time, never the answer). The outer pair's tails hold
-    k ± (4·sqrt(k) + 2) of the width units: 4 binomial standard deviations of margin make a
-    failed outer guess rare for Gaussian rows (it costs a scan of every unit, not a wrong
-    answer). The inner pair, k ± (1.5·sqrt(k) + 2), brackets the k-th largest tightly so that
-    few candidates are left to select among; when it misses, the outer pair is used.
+    Gaussian, e.g. random projections; a wrong guess costs time, never the answer). The outer
+    pair's tails hold k ± (4·sqrt(k) + 2) of the width units: 4 binomial standard deviations
+    of margin make a failed outer guess rare for Gaussian rows. The inner pair,
+    k ± (1.5·sqrt(k) + 2), brackets the k-th largest tightly so that few candidates are left
+    to select among; when it misses, the outer pair is used.
     Infinite quantiles stand for "no bound".
     """
     def z(units):

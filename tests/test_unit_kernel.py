@@ -47,7 +47,8 @@ def test_min_max_skips_nan_and_reads_only_n(dtype, n):
 @pytest.mark.parametrize("width", [16, 48])
 def test_row_axpy_and_row_dot_match_numpy(dtype, width):
     rng = np.random.default_rng(width)
-    dst, src = rng.standard_normal((5, width)).astype(dtype), rng.standard_normal((3, width)).astype(dtype)
+    dst = rng.standard_normal((5, width)).astype(dtype)
+    src = rng.standard_normal((3, width)).astype(dtype)
     expect = dst.copy()
     expect[4] += dtype(0.5) * src[2]
     dot = _axpy_dot(dst, 4, src, 2, 0.5)
@@ -179,7 +180,8 @@ def test_unit_mlp_relu_gradient_at_exactly_zero(open_at_zero):
     idx = torch.tensor([[0, 1]], dtype=torch.int32)  # unit 0: 1 - 1 = 0 exactly
     y = unit_mlp(x, idx, W, None, U, open_at_zero=open_at_zero)
     ref = _dense_masked(x, idx, W, None, U, None, open_at_zero)
-    for got, want in zip(torch.autograd.grad(y.sum(), (W, U)), torch.autograd.grad(ref.sum(), (W, U))):
+    grads = torch.autograd.grad(y.sum(), (W, U))
+    for got, want in zip(grads, torch.autograd.grad(ref.sum(), (W, U))):
         assert torch.equal(got, want)
     assert bool((torch.autograd.grad(unit_mlp(x, idx, W, None, U, open_at_zero=open_at_zero)
                                      .sum(), W)[0][0] != 0).any()) == open_at_zero
@@ -187,7 +189,8 @@ def test_unit_mlp_relu_gradient_at_exactly_zero(open_at_zero):
 
 def test_unit_mlp_uses_given_scores():
     gen = torch.Generator().manual_seed(3)
-    x, W, U = torch.randn(6, 4, generator=gen), torch.randn(10, 4, generator=gen), torch.randn(1, 10)
+    x, W = torch.randn(6, 4, generator=gen), torch.randn(10, 4, generator=gen)
+    U = torch.randn(1, 10, generator=gen)
     idx, vals, _ = kwta_scores(x, W, 3)
     torch.testing.assert_close(unit_mlp(x, idx, W, None, U, scores=vals),
                                unit_mlp(x, idx, W, None, U), rtol=1e-5, atol=1e-6)
@@ -196,11 +199,17 @@ def test_unit_mlp_uses_given_scores():
 
 
 # -- the layers' kernel path against their torch path ----------------------------------------
-def _grads(layer, x):
+def _assert_kernel_path_matches(layer, x, reference):
+    """layer(x) (the kernel path) against reference(x) (the layer's masked matmuls): output
+    and the gradients of every trainable parameter and of x."""
+    assert layer._gather_path(x)
+    params = [p for p in layer.parameters() if p.requires_grad] + [x]
     y, _ = layer(x)
-    loss = (y ** 2).sum()
-    params = [p for p in layer.parameters() if p.requires_grad]
-    return y, torch.autograd.grad(loss, params + [x])
+    y_ref = reference(x)
+    torch.testing.assert_close(y, y_ref, rtol=1e-12, atol=1e-12)
+    grads = torch.autograd.grad((y ** 2).sum(), params)
+    for got, want in zip(grads, torch.autograd.grad((y_ref ** 2).sum(), params)):
+        torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-12)
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -208,18 +217,10 @@ def test_comet_kernel_path_matches_masked_matmuls(bias):
     layer = COMET(COMETConfig(d_in=8, widths=(96,), d_out=2, p_k=0.25, bias=bias, seed=4)).double()
     x = (torch.rand(70, 8, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 2
          - 1).requires_grad_()
-    assert layer._gather_path(x)
-    y, grads = _grads(layer, x)
-    y_ref = layer._backbone(x, layer._route(x))[0]
-    params = [p for p in layer.parameters() if p.requires_grad]
-    ref = torch.autograd.grad((y_ref ** 2).sum(), params + [x])
-    torch.testing.assert_close(y, y_ref, rtol=1e-12, atol=1e-12)
-    for got, want in zip(grads, ref):
-        torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-12)
+    _assert_kernel_path_matches(layer, x, lambda x: layer._backbone(x, layer._route(x))[0])
     layer.reset_usage()
     layer(x)
-    masks = layer.masks(x)[0]
-    assert torch.equal(layer.unit_usage, masks.sum(0).double())
+    assert torch.equal(layer.unit_usage, layer.masks(x)[0].sum(0).double())
 
 
 def test_sdmlp_kernel_path_matches_masked_matmuls():
@@ -227,18 +228,10 @@ def test_sdmlp_kernel_path_matches_masked_matmuls():
                               seed=2)).double()
     x = torch.randn(50, 8, generator=torch.Generator().manual_seed(5),
                     dtype=torch.float64).requires_grad_()
-    assert layer._gather_path(x)
-    y, grads = _grads(layer, x)
-    h, active = layer.hidden(x)
-    y_ref = h @ layer.decoder.T
-    params = [p for p in layer.parameters() if p.requires_grad]
-    ref = torch.autograd.grad((y_ref ** 2).sum(), params + [x])
-    torch.testing.assert_close(y, y_ref, rtol=1e-12, atol=1e-12)
-    for got, want in zip(grads, ref):
-        torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-12)
+    _assert_kernel_path_matches(layer, x, lambda x: layer.hidden(x)[0] @ layer.decoder.T)
     layer.reset_usage()
     layer(x)
-    assert torch.equal(layer.unit_usage, active.sum(0).double())
+    assert torch.equal(layer.unit_usage, layer.hidden(x)[1].sum(0).double())
 
 
 def test_sdmlp_kernel_path_names_nonfinite_input():

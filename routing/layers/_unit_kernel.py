@@ -8,7 +8,9 @@ mask's dtype copies alone took most of a COMET training step, which ran 5x slowe
 network of the same total width (issue 7). Here the selection is one pass per row, and the
 hidden layer is touched only at the k winners: forward, backward and the weight gradients
 cost O(k · d_in) per example instead of O(N · d_in). The routing scores themselves (N per
-example, they pick the winners) are still computed in full, by the caller.
+example, they pick the winners) are still computed in full, but 8 rows at a time into a
+scratch that stays in cache, never as a (B, N) matrix (a fresh 4 MB matrix per step cost
+more in page faults than its matmul).
 
 The kernels are serial, like the expert bank's (``_expert_kernel``): at these sizes a step is
 a millisecond or two, and Numba's parallel workers keep spinning after a parallel region and
@@ -211,6 +213,9 @@ def _arrays(*tensors):
 
 
 class _UnitMLP(torch.autograd.Function):
+    """``unit_mlp``'s autograd: the padded x, W and the pre-activations are kept for the
+    backward."""
+
     @staticmethod
     def forward(ctx, x, idx, W, bias, offset, U, given, open_at_zero):
         xp, wp = _padded(x), _padded(W)
