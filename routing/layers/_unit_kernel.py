@@ -26,6 +26,7 @@ from numba import njit
 from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, min_max,
                                  pack_groups, project_block, row_axpy, row_dot)
 from routing._select import bracket_quantiles, kth_largest_bracketed, select_winners
+from routing.layers._expert_kernel import _arrays
 
 __all__ = ["kwta_scores", "unit_mlp"]
 
@@ -202,14 +203,10 @@ def _backward(x, idx, W, U, pre, dy, extra, at_zero, want_dx, dx, dW, dbias, dU,
 
 def _padded(t: torch.Tensor) -> np.ndarray:
     """t (R, d) as a C-contiguous array with zero columns up to a multiple of LANES."""
-    width = -(-t.shape[1] // LANES) * LANES
-    out = np.zeros((t.shape[0], width), torch.empty((), dtype=t.dtype).numpy().dtype)
-    out[:, :t.shape[1]] = t.detach().numpy()
+    src = t.detach().numpy()
+    out = np.zeros((src.shape[0], -(-src.shape[1] // LANES) * LANES), src.dtype)
+    out[:, :src.shape[1]] = src
     return out
-
-
-def _arrays(*tensors):
-    return [t.detach().contiguous().numpy() for t in tensors]
 
 
 class _UnitMLP(torch.autograd.Function):
