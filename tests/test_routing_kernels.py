@@ -17,8 +17,8 @@ from routing._floor_kernel import floor_codes, floor_codes_reference
 from routing._hadamard import (TIE_TOL, cross_polytope_codes, cross_polytope_reference, fwht,
                                rotate_reference)
 from routing._mixer import row_buckets, row_buckets_reference, seed_key
-from routing._projection import (LANES, compress_in_range, count_in_range, pack_groups,
-                                 project_reference)
+from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, pack_groups,
+                                 project_block, project_candidates, project_reference)
 from routing._sign_kernel import packed_signs, packed_signs_reference
 from routing.topk import topk_indices, topk_indices_reference, topk_mask
 
@@ -211,14 +211,72 @@ def test_range_scans_match_numpy(seed, n, dtype):
     check_range_scans(seed, n, dtype)
 
 
+@njit
+def _candidates(X, groups, thresholds):
+    """project_candidates over every block and pair of groups, and project_block's values."""
+    n, width = X.shape[0], groups.shape[0] * LANES
+    out_v = np.full((BLOCK, width + 2 * LANES), -7.0, X.dtype)
+    out_j = np.full((BLOCK, width + 2 * LANES), -7, np.int32)
+    counts = np.zeros(BLOCK, np.int64)
+    z = np.empty((BLOCK, width), X.dtype)
+    values = np.full((n, width), np.nan, X.dtype)  # row r: its kept values, then NaN
+    indices = np.full((n, width), -1, np.int64)
+    projected = np.empty((n, width), X.dtype)
+    for first in range(0, n, BLOCK):
+        counts[:] = 0
+        for g in range(0, groups.shape[0], 2):
+            project_candidates(X, first, groups, g, thresholds[first:first + BLOCK], out_v,
+                               out_j, counts)
+            project_block(X, first, groups, g, z, g * LANES)
+            project_block(X, first, groups, g + 1, z, (g + 1) * LANES)
+        for q in range(min(BLOCK, n - first)):
+            values[first + q, :counts[q]] = out_v[q, :counts[q]]
+            indices[first + q, :counts[q]] = out_j[q, :counts[q]]
+            projected[first + q] = z[q]
+    return values, indices, projected
+
+
+def check_candidates(seed, n, dim, n_dirs, dtype):
+    """project_candidates keeps, per point, the projections >= its threshold (project_block's
+    bits) with their direction indices, in direction order; zero directions pad the groups to
+    an even count."""
+    rng = np.random.default_rng(seed)
+    # small integers: exact projections, many equal to the (integer) thresholds
+    X = rng.integers(-2, 3, (n, dim)).astype(dtype)
+    if n > 2:
+        X[1, 0] = np.nan  # its projections are NaN: never kept
+    directions = rng.integers(-2, 3, (1, n_dirs, dim)).astype(np.float64)
+    groups = pack_groups(directions, dtype)
+    if len(groups) % 2:
+        groups = np.concatenate([groups, np.zeros_like(groups[:1])])
+    thresholds = np.zeros(-(-n // BLOCK) * BLOCK, dtype)  # one per point, the tail unused
+    thresholds[:n] = rng.integers(-3, 4, n)
+    values, indices, projected = _candidates(X, groups, thresholds)
+    np.testing.assert_allclose(projected[:, :n_dirs], project_reference(X, directions)[:, 0],
+                               rtol=MARGIN[dtype], atol=MARGIN[dtype])
+    for r in range(n):
+        where = np.flatnonzero(projected[r] >= thresholds[r])
+        assert indices[r, len(where):].max(initial=-1) == -1
+        np.testing.assert_array_equal(indices[r, :len(where)], where)
+        np.testing.assert_array_equal(values[r, :len(where)], projected[r, where])
+
+
+@given(seed=st.integers(0, 2**32), n=st.integers(1, 30), dim=st.integers(1, 9),
+       n_dirs=st.integers(1, 70), dtype=DTYPES)
+def test_project_candidates_keeps_projections_reaching_the_threshold(seed, n, dim, n_dirs,
+                                                                      dtype):
+    check_candidates(seed, n, dim, n_dirs, dtype)
+
+
 def test_range_scans_without_avx512(tmp_path):
     """The portable code path (LLVM's compressing store), compiled for a generic CPU."""
     script = (
         "import numpy as np\n"
-        "from tests.test_routing_kernels import check_range_scans\n"
+        "from tests.test_routing_kernels import check_candidates, check_range_scans\n"
         "for seed in range(20):\n"
         "    for dtype in (np.float32, np.float64):\n"
         "        check_range_scans(seed, seed * 3, dtype)\n"
+        "        check_candidates(seed, 1 + seed, 1 + seed % 9, 1 + 3 * seed, dtype)\n"
         "from routing._projection import _has_avx512f\n"
         "assert not _has_avx512f()\n")
     env = dict(os.environ, NUMBA_CPU_NAME="generic", NUMBA_CACHE_DIR=str(tmp_path))

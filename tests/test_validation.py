@@ -31,6 +31,16 @@ def test_check_tensor_rejects_with_the_parameter_name(a, shape, message):
         check_tensor(a, "X", shape)
 
 
+def test_check_tensor_finite_entries_whose_sum_overflows_pass():
+    """The quick check sums the entries; a sum that overflows to inf is checked in full."""
+    big = np.full((4, 2), np.finfo(np.float32).max / 2, np.float32)
+    out = check_tensor(big, "X", (None, 2))
+    assert torch.equal(out, torch.from_numpy(big))
+    big[3, 1] = np.inf
+    with pytest.raises(ValueError, match="X must be finite; it has 1 NaN"):
+        check_tensor(big, "X", (None, 2))
+
+
 def test_check_tensor_booleans_only_when_allowed():
     flags = np.array([True, False])
     assert torch.equal(check_tensor(flags, "y", (2,), dtype=torch.float64),

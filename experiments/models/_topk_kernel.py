@@ -2,10 +2,11 @@
 
 The DSM mask needs every unit's activation (Baykal et al. 2022, §3: "computing σ(Bx) takes
 O(nd) time"), but not the (N, width) activation matrix: this kernel computes the
-pre-activations of a block of 8 rows at a time into a scratch buffer that stays in cache
-(``routing._projection.project_block``: the register-blocked outer product of the hash
-kernels, with [B | c] as the directions and (x, 1) as the points, so one pass over B serves
-8 rows), selects each row's k winners and writes only their indices and values, (N, k) each.
+pre-activations of a block of 8 rows at a time, two groups of 16 units after another, in
+registers (``routing._projection.project_candidates``: the register-blocked outer product of
+the hash kernels, with [B | c] as the directions and (x, 1) as the points, so one pass over B
+serves 8 rows), keeps only each row's candidates, selects its k winners among them and
+writes only their indices and values, (N, k) each.
 
 Selection (exactly k winners, equal activations won by the lowest index, the rule of
 ``routing.topk``): brackets around the k-th largest activation are guessed from the mean and
@@ -14,9 +15,13 @@ precomputed moments of [B | c]; for the default Gaussian bottom layer the pre-ac
 one x are Gaussian over the units, so the guesses are usually right): a wide one
 [g_lo, g_hi] and a tight inner one [g_in_lo, g_in_hi] (:func:`bracket_quantiles`).
 
-1. The candidates z_j >= g_lo and their indices are compressed out of the row, 16 units per
-   vector comparison (``routing._projection.compress_in_range``: AVX-512 ``vcompress``), with
-   no branch per unit.
+1. The candidates z_j >= g_lo and their indices are compressed out of the projections as
+   they are computed, 16 units per vector comparison (AVX-512 ``vcompress``), with no branch
+   per unit; the (8, width) pre-activations are never stored. (Storing them and compressing
+   each row afterwards took 0.85 ms more on 1024 × 4096 units.) A block with a row whose
+   guess is unusable (g_lo <= 0, or k = width) or too high (fewer than k candidates) has its
+   pre-activations projected into a buffer as well, and those rows take every unit as a
+   candidate.
 2. The k-th largest candidate t: the candidates above the inner bracket are counted, those
    inside it compressed again, and the bracket is bisected on their float bit patterns
    (positive floats order like their bits) with vectorised counting passes, then the few
@@ -43,7 +48,7 @@ import torch
 from numba import njit, prange
 
 from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, min_max,
-                                 pack_groups, project_block)
+                                 pack_groups, project_block, project_candidates)
 from routing._select import (bracket_quantiles, kth_largest_bracketed, kth_largest_by_rank,
                              select_winners)
 from routing.torch_twins import topk_mask
@@ -135,78 +140,85 @@ def _bracket_guess(Xa, r, moments, quantiles, guesses):
 
 
 @njit(cache=True)
-def _row_winners(z, width, k, guesses, scratch_v, scratch_bits, scratch_j, tmp, cols_r, vals_r):
-    """Write the k winners of φ = max(z[:width], 0) to cols_r and vals_r.
-
-    z: the row's pre-activations, padded with zeros to a multiple of 64. guesses: (g_lo,
-    g_in_lo, g_in_hi, g_hi) from :func:`_bracket_guess` (may be wrong). Scratch:
-    ``scratch_v`` (3, len(z) + LANES) of z's dtype and ``scratch_bits`` the same memory
-    viewed as integers of z's size, ``scratch_j`` (2, len(z) + LANES) int32, ``tmp`` (1,)
-    integers of z's size (compressions store whole vectors, branch-free compactions one past
-    the end: hence the LANES of slack).
-    """
+def _all_units(z, width, cv, cand):
+    """Every unit a candidate: cv[:width] = max(z[:width], 0), cand[:width] = 0 .. width - 1."""
     zero = z.dtype.type(0)
-    cv, cand = scratch_v[0], scratch_j[0]
-    m = 0
-    if guesses[0] > zero and k < width:  # the zero padding is never a candidate
-        m = compress_in_range(z, width, guesses[0], None, 0, cv, cand)
-    if m < k:  # a wrong guess (or a trivial one): every unit is a candidate
-        m = width
-        for j in range(width):
-            cand[j] = j
-            cv[j] = max(z[j], zero)
-        t = kth_largest_bracketed(cv, m, k, zero, guesses[3], min_max(cv, m)[1],
-                                  scratch_v[1], scratch_j[1])
-    else:  # every candidate is >= g_lo > 0: the ReLU changes nothing
-        t = _kth_largest_positive(cv, m, k, guesses, scratch_v[1], scratch_bits[1],
-                                  scratch_v[2], scratch_j[1], tmp)
-    out_v, out_j = scratch_v[1], scratch_j[1]
-    select_winners(cv, m, k, t, cand, out_v, out_j)
-    for q in range(k):
-        cols_r[q] = out_j[q]
-        vals_r[q] = out_v[q]
+    for j in range(width):
+        cand[j] = j
+        cv[j] = max(z[j], zero)
 
 
 @njit(cache=True, parallel=True)
 def _relu_topk(Xa, groups, width, moments, k, quantiles, cols, vals, int_like, theta, out,
                n_tasks):
     n = Xa.shape[0]
-    padded = (width + 63) // 64 * 64
+    n_groups = groups.shape[0]  # even (bottom_groups)
+    row = n_groups * LANES + 2 * LANES  # room for every unit, and whole-vector stores
     n_blocks = (n + BLOCK - 1) // BLOCK
     for task in prange(n_tasks):
-        z = np.empty((BLOCK, padded), Xa.dtype)
-        z[:, groups.shape[0] * LANES:] = 0  # the columns past the groups stay 0
-        scratch_bits = np.empty((3, padded + LANES), int_like.dtype)
+        z = np.zeros((BLOCK, n_groups * LANES), Xa.dtype)  # projections, for the fallback
+        cv = np.empty((BLOCK, row), Xa.dtype)  # each row's candidates: values,
+        cand = np.empty((BLOCK, row), np.int32)  # and unit indices
+        counts = np.empty(BLOCK, np.int64)
+        scratch_bits = np.empty((2, row), int_like.dtype)
         scratch_v = scratch_bits.view(Xa.dtype)
-        scratch_j = np.empty((2, padded + LANES), np.int32)
+        scratch_j = np.empty(row, np.int32)
         tmp = np.empty(1, int_like.dtype)
-        guesses = np.empty(4, Xa.dtype)
+        guesses = np.empty((BLOCK, 4), Xa.dtype)
         zero = Xa.dtype.type(0)
         for block in range(task * n_blocks // n_tasks, (task + 1) * n_blocks // n_tasks):
             first = block * BLOCK
-            for g in range(groups.shape[0]):
-                project_block(Xa, first, groups, g, z, g * LANES)
-            for q in range(min(BLOCK, n - first)):
+            rows = min(BLOCK, n - first)
+            # the candidates of a row are its units >= g_lo > 0, kept as they are projected;
+            # a row without a usable guess (or k = width) takes all its units from z
+            fast = k < width
+            for q in range(BLOCK):
+                _bracket_guess(Xa, first + min(q, rows - 1), moments, quantiles, guesses[q])
+                fast = fast and guesses[q, 0] > zero
+            if fast:
+                counts[:] = 0
+                for g in range(0, n_groups, 2):
+                    project_candidates(Xa, first, groups, g, guesses[:, 0], cv, cand, counts)
+            projected = False
+            for q in range(rows):
                 r = first + q
-                _bracket_guess(Xa, r, moments, quantiles, guesses)
-                _row_winners(z[q], width, k, guesses, scratch_v, scratch_bits, scratch_j, tmp,
-                             cols[r], vals[r])
+                m = counts[q] if fast else 0
+                if m >= k:  # every candidate is >= g_lo > 0: the ReLU changes nothing
+                    t = _kth_largest_positive(cv[q], m, k, guesses[q], scratch_v[0],
+                                              scratch_bits[0], scratch_v[1], scratch_j, tmp)
+                else:  # no guess, or a wrong one: every unit is a candidate
+                    if not projected:
+                        for g in range(n_groups):
+                            project_block(Xa, first, groups, g, z, g * LANES)
+                        projected = True
+                    m = width
+                    _all_units(z[q], width, cv[q], cand[q])
+                    t = kth_largest_bracketed(cv[q], m, k, zero, guesses[q, 3],
+                                              min_max(cv[q], m)[1], scratch_v[0], scratch_j)
+                select_winners(cv[q], m, k, t, cand[q], scratch_v[0], scratch_j)
+                for i in range(k):
+                    cols[r, i] = scratch_j[i]
+                    vals[r, i] = scratch_v[0, i]
             if theta.shape[0] > 0:  # the top layer, while the block's winners are in cache
-                for r in range(first, min(first + BLOCK, n)):  # (per row: 2x slower, θ is
-                    out[r] = row_dot(theta, cols[r], vals[r], zero)  # evicted by each row)
+                for r in range(first, first + rows):  # (per row: 2x slower, θ is evicted
+                    out[r] = row_dot(theta, cols[r], vals[r], zero)  # by each row)
 
 
 def bottom_groups(B, c, dtype) -> np.ndarray:
-    """[B | c] laid out for the kernel: (ceil(width / 16), dim + 1, 16) in ``dtype``.
+    """[B | c] laid out for the kernel: (G, dim + 1, 16) in ``dtype``, G = ceil(width / 16)
+    rounded up to an even number (the kernel projects two groups at a time).
 
     Arguments:
         B: (width, dim) bottom-layer weights; c: (width,) bias; any real dtype.
 
-    The groups of ``routing._projection.pack_groups`` with [B | c] as the directions: the
-    kernel projects (x, 1) on them, which gives Bx + c. Raises nothing itself: B and c come
-    from the model (the bottom layer φ(x) = σ(Bx + c) of Baykal et al. 2022, §2.1, §5.1).
+    The groups of ``routing._projection.pack_groups`` with [B | c] as the directions, and
+    zero directions appended: the kernel projects (x, 1) on them, which gives Bx + c (and 0
+    past the width, never a candidate). Raises nothing itself: B and c come from the model
+    (the bottom layer φ(x) = σ(Bx + c) of Baykal et al. 2022, §2.1, §5.1).
     """
     W = np.concatenate([np.asarray(B), np.asarray(c)[:, None]], axis=1)
+    units = -(-len(W) // (2 * LANES)) * 2 * LANES
+    W = np.concatenate([W, np.zeros((units - len(W), W.shape[1]), W.dtype)])
     return pack_groups(W[None], dtype)
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-
-from ._base import Features, bottom_layer
+from ._base import Features
 from ._sparse_dot import fused_sparse_dot
 from .dense import KSparseDense
 from ._topk_kernel import (bottom_groups, bracket_quantiles, relu_topk, relu_topk_reference,
@@ -29,9 +28,8 @@ class DSM(KSparseDense):
         k: activated units per input, 1 <= k <= width.
         seed: seed of the bottom layer (as ``Dense``).
 
-    Buffers: ``B`` (width, dim), ``c`` (width,), ``unit_moments`` (dim + 2, dim + 1) (used only
-    to guess the Top-K threshold in the CPU kernel). Parameters: ``weight`` (1, width) and
-    ``bias`` (), zero-initialised.
+    Buffers: ``B`` (width, dim), ``c`` (width,). Parameters: ``weight`` (1, width) and ``bias``
+    (), zero-initialised.
 
     Computation: on CPU (float32/float64, input not requiring a gradient) a fused Numba
     kernel computes each row of Bx + c in cache and keeps only the k winners
@@ -54,10 +52,9 @@ class DSM(KSparseDense):
 
     def __init__(self, dim: int, width: int, k: int, seed: int = 0):
         super().__init__(dim, width, k, seed)
-        B, c = bottom_layer(self.dim, self.width, self.seed)  # float64, as drawn
-        self.register_buffer("unit_moments", torch.from_numpy(unit_moments(B, c)), persistent=False)
         self._quantiles = bracket_quantiles(self.width, self.k)
-        self._groups = self._groups_key = None  # [B | c] laid out for the CPU kernel
+        # the CPU kernel's operands: [B | c] in groups, and its moments for the Top-K guess
+        self._groups = self._moments = self._groups_key = None
 
     def features(self, X: torch.Tensor) -> Features:
         """The k winners of each row: ``Features(cols (N, k) increasing, vals (N, k) = φ)``."""
@@ -94,9 +91,10 @@ class DSM(KSparseDense):
         # rebuilt when the dtype changes or B or c are written to (load_state_dict)
         key = (Xn.dtype, self.B.data_ptr(), self.B._version, self.c.data_ptr(), self.c._version)
         if self._groups_key != key:
-            self._groups = bottom_groups(self.B.numpy(), self.c.numpy(), Xn.dtype)
+            B, c = self.B.numpy(), self.c.numpy()
+            self._groups = bottom_groups(B, c, Xn.dtype)
+            self._moments = unit_moments(B, c)
             self._groups_key = key
-        moments = self.unit_moments.to(torch.float64).numpy()
         # the public features are int64 (torch indexing); the fused path keeps its own copy
         # for the backward only, in the narrowest type that holds a unit index
         index = np.int64 if theta is None else np.uint16 if self.width <= 2**16 else np.int32
@@ -104,7 +102,7 @@ class DSM(KSparseDense):
         vals = np.empty((len(Xn), self.k), Xn.dtype)
         out = None if theta is None else np.zeros(len(Xn), Xn.dtype)
         if len(Xn):
-            relu_topk(Xn, self._groups, self.width, moments, self.k, self._quantiles, cols,
+            relu_topk(Xn, self._groups, self.width, self._moments, self.k, self._quantiles, cols,
                       vals, None if theta is None else theta.contiguous().numpy(), out)
         return (torch.from_numpy(cols), torch.from_numpy(vals),
                 None if out is None else torch.from_numpy(out))
