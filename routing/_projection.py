@@ -77,12 +77,14 @@ def _check_operands(X, groups):
             and X.dtype == groups.dtype and X.dtype in (types.float32, types.float64))
 
 
-def _accumulate(context, builder, x_type, x, first, groups_type, groups, group, n_groups=1):
+def _accumulate(context, builder, x_type, x, first, groups_type, groups, group, n_groups=1,
+                offset=False):
     """IR: the LANES-wide projections of points first .. first + BLOCK - 1 onto ``n_groups``
     consecutive groups from ``group`` on.
 
     Rows past the last point repeat the last point. Returns one list of BLOCK vector values
-    per group. With two groups each broadcast coordinate serves two FMAs: on the DSM
+    per group. With ``offset``, the groups have one row more than X has columns, and the
+    accumulators start from that last row: ``groups[g, dim, l] + Σ_j groups[g, j, l]·x_j``. With two groups each broadcast coordinate serves two FMAs: on the DSM
     kernel's shape (9 coordinates, 256 groups, float32) that measured 20-35 % faster than
     one group at a time; three groups (24 accumulators) were no better.
     """
@@ -103,14 +105,21 @@ def _accumulate(context, builder, x_type, x, first, groups_type, groups, group, 
         row = builder.select(builder.icmp_signed("<", row, n_points), row, last)
         rows.append(builder.gep(xs.data, [builder.mul(row, dim)]))
     vec_ptr = vec.as_pointer()
-    group_size = builder.mul(dim, ir.Constant(intp, LANES))
+    group_size = builder.mul(cgutils.unpack_tuple(builder, gs.shape, 3)[1],
+                             ir.Constant(intp, LANES))
     bases = [builder.gep(gs.data, [builder.mul(builder.add(group, ir.Constant(intp, h)),
                                                group_size)])
              for h in range(n_groups)]
 
-    zero = ir.Constant(vec, [0.0] * LANES)
-    accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(BLOCK)]
-            for _ in range(n_groups)]
+    align = context.get_abi_sizeof(elem)
+    accs = []
+    for base in bases:
+        start = ir.Constant(vec, [0.0] * LANES)
+        if offset:  # the row after the last coordinate's
+            start = builder.load(builder.bitcast(
+                builder.gep(base, [builder.mul(dim, ir.Constant(intp, LANES))]), vec_ptr),
+                align=align)
+        accs.append([cgutils.alloca_once_value(builder, start) for _ in range(BLOCK)])
     # Iteration j also prefetches cache line j past the rows PREFETCH_BLOCKS blocks ahead (a
     # block spans at most dim lines; a prefetch past the end of X never faults). On 10⁶ × 64
     # float32 points this cut the time by 10-15 % against the hardware prefetcher alone.
@@ -126,9 +135,9 @@ def _accumulate(context, builder, x_type, x, first, groups_type, groups, group, 
         line = builder.gep(ahead, [builder.mul(j, ir.Constant(intp, 64))])
         builder.call(prefetch, [line, ir.Constant(i32, 0), ir.Constant(i32, 3),
                                 ir.Constant(i32, 1)])  # read, keep in all caches, data
-        offset = builder.mul(j, ir.Constant(intp, LANES))
-        a = [builder.load(builder.bitcast(builder.gep(base, [offset]), vec_ptr),
-                          align=context.get_abi_sizeof(elem)) for base in bases]
+        at = builder.mul(j, ir.Constant(intp, LANES))
+        a = [builder.load(builder.bitcast(builder.gep(base, [at]), vec_ptr), align=align)
+             for base in bases]
         for q in range(BLOCK):
             ub = _splat(builder, builder.load(builder.gep(rows[q], [j])), vec)  # x_j, all lanes
             for h in range(n_groups):
@@ -209,23 +218,28 @@ def project_block(typingctx, X, first, groups, group, out, column):
 
 @intrinsic
 def project_candidates(typingctx, X, first, groups, group, thresholds, out_v, out_j, counts):
-    """Append the projections of a block of points on groups ``group`` and ``group + 1``
-    that reach each point's threshold, with their direction indices, to that point's row.
+    """Append the affine projections of a block of points on groups ``group`` and
+    ``group + 1`` that reach each point's threshold, with their direction indices, to that
+    point's row.
 
-    The projections are those of :func:`project_block` (the same bits), two groups at a time
-    (each broadcast coordinate then serves two FMAs), and never leave the registers: for
-    point q, the entries p = ``groups[g, :, l] · X[first + q]`` with p >= thresholds[q] (NaN
-    never kept) are compressed (as in :func:`compress_in_range`) to ``out_v[q, counts[q]:]``
-    and their direction indices ``g · LANES + l`` to ``out_j[q, counts[q]:]``, in increasing
-    direction order, and counts[q] grows by their number. Used by the DSM Top-K kernel to
-    keep only the candidates of each row, without storing the (BLOCK, width) projections.
+    The groups carry an offset row: with X (N, dim), groups is (n_groups, dim + 1, LANES)
+    (``pack_groups`` of [directions | offsets]) and the projection of point q on direction
+    (g, l) is p = ``groups[g, dim, l] + Σ_j groups[g, j, l]·X[first + q, j]``, the fused
+    multiply-adds taken in coordinate order from the offset on (the bias of an affine layer
+    costs no FMA). Two groups are projected at a time (each broadcast coordinate then serves
+    two FMAs), and the projections never leave the registers: for point q, the entries with
+    p >= thresholds[q] (NaN never kept) are compressed (as in :func:`compress_in_range`) to
+    ``out_v[q, counts[q]:]`` and their direction indices ``g · LANES + l`` to
+    ``out_j[q, counts[q]:]``, in increasing direction order, and counts[q] grows by their
+    number. Used by the DSM Top-K kernel to keep only the candidates of each row, without
+    storing the (BLOCK, width) pre-activations.
 
-    Arguments (inside a Numba function): ``X``, ``first``, ``groups`` as for
-    :func:`sign_block`; group: 0 <= group <= n_groups - 2 (not checked); thresholds: (>=
-    BLOCK,) of X's dtype; out_v: (>= BLOCK, M) of X's dtype, out_j: (>= BLOCK, M) int32, both
-    C-contiguous, with M >= counts[q] + 2·LANES (whole vectors may be stored); counts: (>=
-    BLOCK,) int64. Rows past the last point repeat the last point (their rows are written
-    too).
+    Arguments (inside a Numba function): ``X``, ``first`` as for :func:`sign_block`; groups:
+    (n_groups, dim + 1, LANES), X's dtype, C-contiguous; group: 0 <= group <= n_groups - 2
+    (neither checked); thresholds: (>= BLOCK,) of X's dtype (-inf keeps every projection);
+    out_v: (>= BLOCK, M) of X's dtype, out_j: (>= BLOCK, M) int32, both C-contiguous, with M
+    >= counts[q] + 2·LANES (whole vectors may be stored); counts: (>= BLOCK,) int64. Rows past
+    the last point repeat the last point (their rows are written too).
     """
     def _matrix(a, dtype):
         return (isinstance(a, types.Array) and a.ndim == 2 and a.layout == "C"
@@ -242,7 +256,8 @@ def project_candidates(typingctx, X, first, groups, group, thresholds, out_v, ou
 
     def codegen(context, builder, signature, args):
         x, first, grp, g, thr, dst_v, dst_j, cnt = args
-        projections = _accumulate(context, builder, X, x, first, groups, grp, g, n_groups=2)
+        projections = _accumulate(context, builder, X, x, first, groups, grp, g, n_groups=2,
+                                  offset=True)
         i32, i64 = ir.IntType(32), ir.IntType(64)
         ivec = ir.VectorType(i32, LANES)
         thr_array = context.make_array(thresholds)(context, builder, thr)

@@ -4,9 +4,9 @@ The DSM mask needs every unit's activation (Baykal et al. 2022, §3: "computing 
 O(nd) time"), but not the (N, width) activation matrix: this kernel computes the
 pre-activations of a block of 8 rows at a time, two groups of 16 units after another, in
 registers (``routing._projection.project_candidates``: the register-blocked outer product of
-the hash kernels, with [B | c] as the directions and (x, 1) as the points, so one pass over B
-serves 8 rows), keeps only each row's candidates, selects its k winners among them and
-writes only their indices and values, (N, k) each.
+the hash kernels, with B as the directions and c as their offsets, so one pass over B serves
+8 rows), keeps only each row's candidates, selects its k winners among them and writes only
+their indices and values, (N, k) each.
 
 Selection (exactly k winners, equal activations won by the lowest index, the rule of
 ``routing.topk``): brackets around the k-th largest activation are guessed from the mean and
@@ -18,10 +18,10 @@ one x are Gaussian over the units, so the guesses are usually right): a wide one
 1. The candidates z_j >= g_lo and their indices are compressed out of the projections as
    they are computed, 16 units per vector comparison (AVX-512 ``vcompress``), with no branch
    per unit; the (8, width) pre-activations are never stored. (Storing them and compressing
-   each row afterwards took 0.85 ms more on 1024 × 4096 units.) A block with a row whose
-   guess is unusable (g_lo <= 0, or k = width) or too high (fewer than k candidates) has its
-   pre-activations projected into a buffer as well, and those rows take every unit as a
-   candidate.
+   each row afterwards took 0.85 ms more on 1024 × 4096 units.) A row whose guess is
+   unusable (g_lo <= 0, or k = width) takes every unit as a candidate; a block with a row
+   whose guess was too high (fewer than k candidates) is projected again, with every unit
+   kept for that row.
 2. The k-th largest candidate t: the candidates above the inner bracket are counted, those
    inside it compressed again, and the bracket is bisected on their float bit patterns
    (positive floats order like their bits) with vectorised counting passes, then the few
@@ -32,8 +32,8 @@ one x are Gaussian over the units, so the guesses are usually right): a wide one
 A wrong guess only widens the search (to all units in the worst case: the bracket is then
 bisected on the values), never changes the result. Winners are written in increasing unit
 index, as ``torch.nonzero`` of the mask would give. The inputs must be finite (the models
-check them). The pre-activations are sums of fused multiply-adds in input order, so they may
-differ from ``X @ B.T + c`` in the last bits.
+check them). The pre-activations are c followed by fused multiply-adds in input order, so
+they may differ from ``X @ B.T + c`` in the last bits.
 
 Reference: :func:`relu_topk_reference` (torch: addmm, ReLU, ``routing`` Top-K mask).
 """
@@ -48,7 +48,7 @@ import torch
 from numba import njit, prange
 
 from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, min_max,
-                                 pack_groups, project_block, project_candidates)
+                                 pack_groups, project_candidates)
 from routing._select import (bracket_quantiles, kth_largest_bracketed, kth_largest_by_rank,
                              select_winners)
 from routing.torch_twins import topk_mask
@@ -112,23 +112,25 @@ def _kth_largest_positive(cv, m, k, guesses, inner, inner_bits, small, junk, tmp
 
 
 @njit(cache=True)
-def _bracket_guess(Xa, r, moments, quantiles, guesses):
+def _bracket_guess(X, r, moments, quantiles, guesses):
     """guesses[i] = mean + quantiles[i]·std of the pre-activations of row r over the units.
 
-    Xa: the points (x, 1), (N, dim + 1); quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of
-    :func:`bracket_quantiles`; guesses: (4,) of Xa's dtype. A guess below -1e30 (or NaN,
-    std = 0 with an infinite quantile) becomes -1e30 for the lower bounds and +inf for the
-    upper ones; one above 1e30 becomes 1e30 and +inf.
+    X: the points (N, dim); moments: (dim + 2, dim + 1) from :func:`unit_moments`, for the
+    points (x, 1); quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of :func:`bracket_quantiles`;
+    guesses: (4,) of X's dtype. A guess below -1e30 (or NaN, std = 0 with an infinite
+    quantile) becomes -1e30 for the lower bounds and +inf for the upper ones; one above 1e30
+    becomes 1e30 and +inf.
     """
-    xa = Xa[r]
-    mean = 0.0
-    second = 0.0
-    for d in range(xa.shape[0]):
-        mean += moments[0, d] * xa[d]
-        acc = 0.0
-        for e in range(xa.shape[0]):
-            acc += moments[1 + d, e] * xa[e]
-        second += acc * xa[d]
+    x = X[r]
+    dim = x.shape[0]
+    mean = moments[0, dim]
+    second = moments[1 + dim, dim]  # (x, 1)ᵀ S (x, 1), S = moments[1:] symmetric
+    for d in range(dim):
+        mean += moments[0, d] * x[d]
+        acc = 2.0 * moments[1 + d, dim]
+        for e in range(dim):
+            acc += moments[1 + d, e] * x[e]
+        second += acc * x[d]
     std = math.sqrt(max(second - mean * mean, 0.0))
     for i in range(4):
         g = mean + quantiles[i] * std
@@ -140,59 +142,58 @@ def _bracket_guess(Xa, r, moments, quantiles, guesses):
 
 
 @njit(cache=True)
-def _all_units(z, width, cv, cand):
-    """Every unit a candidate: cv[:width] = max(z[:width], 0), cand[:width] = 0 .. width - 1."""
-    zero = z.dtype.type(0)
-    for j in range(width):
-        cand[j] = j
-        cv[j] = max(z[j], zero)
+def _project(X, first, groups, thresholds, cv, cand, counts):
+    """Every row's candidates (pre-activations >= its threshold) of one block of 8 rows."""
+    counts[:] = 0
+    for g in range(0, groups.shape[0], 2):
+        project_candidates(X, first, groups, g, thresholds, cv, cand, counts)
 
 
 @njit(cache=True, parallel=True)
-def _relu_topk(Xa, groups, width, moments, k, quantiles, cols, vals, int_like, theta, out,
+def _relu_topk(X, groups, width, moments, k, quantiles, cols, vals, int_like, theta, out,
                n_tasks):
-    n = Xa.shape[0]
-    n_groups = groups.shape[0]  # even (bottom_groups)
-    row = n_groups * LANES + 2 * LANES  # room for every unit, and whole-vector stores
+    n = X.shape[0]
+    row = groups.shape[0] * LANES + 2 * LANES  # room for every unit, and whole-vector stores
     n_blocks = (n + BLOCK - 1) // BLOCK
     for task in prange(n_tasks):
-        z = np.zeros((BLOCK, n_groups * LANES), Xa.dtype)  # projections, for the fallback
-        cv = np.empty((BLOCK, row), Xa.dtype)  # each row's candidates: values,
+        cv = np.empty((BLOCK, row), X.dtype)  # each row's candidates: values,
         cand = np.empty((BLOCK, row), np.int32)  # and unit indices
         counts = np.empty(BLOCK, np.int64)
+        thresholds = np.empty(BLOCK, X.dtype)
         scratch_bits = np.empty((2, row), int_like.dtype)
-        scratch_v = scratch_bits.view(Xa.dtype)
+        scratch_v = scratch_bits.view(X.dtype)
         scratch_j = np.empty(row, np.int32)
         tmp = np.empty(1, int_like.dtype)
-        guesses = np.empty((BLOCK, 4), Xa.dtype)
-        zero = Xa.dtype.type(0)
+        guesses = np.empty((BLOCK, 4), X.dtype)
+        zero = X.dtype.type(0)
+        everything = X.dtype.type(-np.inf)  # the threshold that keeps every unit
         for block in range(task * n_blocks // n_tasks, (task + 1) * n_blocks // n_tasks):
             first = block * BLOCK
             rows = min(BLOCK, n - first)
-            # the candidates of a row are its units >= g_lo > 0, kept as they are projected;
-            # a row without a usable guess (or k = width) takes all its units from z
-            fast = k < width
+            # a row's candidates are its units >= g_lo > 0, kept as they are projected; a row
+            # without a usable guess (g_lo <= 0, or k = width) takes all its units
             for q in range(BLOCK):
-                _bracket_guess(Xa, first + min(q, rows - 1), moments, quantiles, guesses[q])
-                fast = fast and guesses[q, 0] > zero
-            if fast:
-                counts[:] = 0
-                for g in range(0, n_groups, 2):
-                    project_candidates(Xa, first, groups, g, guesses[:, 0], cv, cand, counts)
-            projected = False
+                _bracket_guess(X, first + min(q, rows - 1), moments, quantiles, guesses[q])
+                usable = k < width and guesses[q, 0] > zero
+                thresholds[q] = guesses[q, 0] if usable else everything
+            _project(X, first, groups, thresholds, cv, cand, counts)
+            missed = False  # a guess too high: fewer than k candidates
+            for q in range(rows):
+                if counts[q] < k:
+                    thresholds[q] = everything
+                    missed = True
+            if missed:  # project the block again (rare): those rows take all their units
+                _project(X, first, groups, thresholds, cv, cand, counts)
             for q in range(rows):
                 r = first + q
-                m = counts[q] if fast else 0
-                if m >= k:  # every candidate is >= g_lo > 0: the ReLU changes nothing
+                if thresholds[q] > everything:  # candidates >= g_lo > 0: no ReLU needed
+                    m = counts[q]
                     t = _kth_largest_positive(cv[q], m, k, guesses[q], scratch_v[0],
                                               scratch_bits[0], scratch_v[1], scratch_j, tmp)
-                else:  # no guess, or a wrong one: every unit is a candidate
-                    if not projected:
-                        for g in range(n_groups):
-                            project_block(Xa, first, groups, g, z, g * LANES)
-                        projected = True
+                else:  # every unit, in order (the zero units past the width come last)
                     m = width
-                    _all_units(z[q], width, cv[q], cand[q])
+                    for j in range(width):
+                        cv[q, j] = max(cv[q, j], zero)
                     t = kth_largest_bracketed(cv[q], m, k, zero, guesses[q, 3],
                                               min_max(cv[q], m)[1], scratch_v[0], scratch_j)
                 select_winners(cv[q], m, k, t, cand[q], scratch_v[0], scratch_j)
@@ -212,8 +213,8 @@ def bottom_groups(B, c, dtype) -> np.ndarray:
         B: (width, dim) bottom-layer weights; c: (width,) bias; any real dtype.
 
     The groups of ``routing._projection.pack_groups`` with [B | c] as the directions, and
-    zero directions appended: the kernel projects (x, 1) on them, which gives Bx + c (and 0
-    past the width, never a candidate). Raises nothing itself: B and c come from the model
+    zero directions appended: c is the offset row of ``project_candidates``, which gives
+    Bx + c (and 0 past the width, never a candidate). Raises nothing itself: B and c come from the model
     (the bottom layer φ(x) = σ(Bx + c) of Baykal et al. 2022, §2.1, §5.1).
     """
     W = np.concatenate([np.asarray(B), np.asarray(c)[:, None]], axis=1)
@@ -241,14 +242,11 @@ def relu_topk(X, groups, width, moments, k, quantiles, cols, vals, theta=None, o
             of 8 rows while its winners are still in cache.
     """
     int_like = np.empty(0, np.int32 if X.dtype == np.float32 else np.int64)
-    Xa = np.empty((X.shape[0], X.shape[1] + 1), X.dtype)  # the points (x, 1)
-    Xa[:, :-1] = X
-    Xa[:, -1] = 1
     if theta is None:  # an empty θ: no product
         theta, out = np.empty(0, X.dtype), np.empty(0, X.dtype)
     n_blocks = (len(X) + BLOCK - 1) // BLOCK
     n_tasks = max(1, min(n_blocks, numba.get_num_threads()))  # one set of scratch per task
-    _relu_topk(Xa, groups, width, moments, k, tuple(map(float, quantiles)), cols, vals,
+    _relu_topk(X, groups, width, moments, k, tuple(map(float, quantiles)), cols, vals,
                int_like, theta, out, n_tasks)
 
 
