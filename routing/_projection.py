@@ -36,13 +36,18 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["BLOCK", "LANES", "compress_in_range", "count_in_range", "min_max", "pack_groups",
-           "project_block", "project_candidates", "project_reference", "row_axpy", "row_dot",
-           "sign_block"]
+__all__ = ["BLOCK", "CANDIDATE_GROUPS", "LANES", "compress_in_range", "count_in_range",
+           "min_max", "pack_groups", "project_block", "project_candidates", "project_reference",
+           "row_axpy", "row_dot", "sign_block"]
 
 LANES = 16  # directions per group: one AVX-512 register of float32
 BLOCK = 8  # points per block: independent accumulators that hide the FMA latency
 PREFETCH_BLOCKS = 2  # how many blocks ahead the rows of X are prefetched (best of 0..16 here)
+# groups per call of project_candidates, by dtype: BLOCK accumulators per group. On the DSM
+# kernel's shape (8 coordinates and an offset, 256 groups) two groups at a time measured
+# 20-35 % faster than one in float32, three another 10 % faster; in float64 (two registers
+# per accumulator) three groups spill and were 50 % slower than two.
+CANDIDATE_GROUPS = {np.dtype(np.float32): 3, np.dtype(np.float64): 2}
 
 
 def pack_groups(directions: np.ndarray, dtype) -> np.ndarray:
@@ -84,9 +89,9 @@ def _accumulate(context, builder, x_type, x, first, groups_type, groups, group, 
 
     Rows past the last point repeat the last point. Returns one list of BLOCK vector values
     per group. With ``offset``, the groups have one row more than X has columns, and the
-    accumulators start from that last row: ``groups[g, dim, l] + Σ_j groups[g, j, l]·x_j``. With two groups each broadcast coordinate serves two FMAs: on the DSM
-    kernel's shape (9 coordinates, 256 groups, float32) that measured 20-35 % faster than
-    one group at a time; three groups (24 accumulators) were no better.
+    accumulators start from that last row: ``groups[g, dim, l] + Σ_j groups[g, j, l]·x_j``.
+    With several groups each broadcast coordinate serves several FMAs (see
+    :data:`CANDIDATE_GROUPS`).
     """
     xs = context.make_array(x_type)(context, builder, x)
     gs = context.make_array(groups_type)(context, builder, groups)
@@ -218,16 +223,16 @@ def project_block(typingctx, X, first, groups, group, out, column):
 
 @intrinsic
 def project_candidates(typingctx, X, first, groups, group, thresholds, out_v, out_j, counts):
-    """Append the affine projections of a block of points on groups ``group`` and
-    ``group + 1`` that reach each point's threshold, with their direction indices, to that
-    point's row.
+    """Append the affine projections of a block of points on groups ``group`` to
+    ``group + G - 1`` (G = ``CANDIDATE_GROUPS[X.dtype]``: 3 for float32, 2 for float64) that
+    reach each point's threshold, with their direction indices, to that point's row.
 
     The groups carry an offset row: with X (N, dim), groups is (n_groups, dim + 1, LANES)
     (``pack_groups`` of [directions | offsets]) and the projection of point q on direction
     (g, l) is p = ``groups[g, dim, l] + Σ_j groups[g, j, l]·X[first + q, j]``, the fused
     multiply-adds taken in coordinate order from the offset on (the bias of an affine layer
-    costs no FMA). Two groups are projected at a time (each broadcast coordinate then serves
-    two FMAs), and the projections never leave the registers: for point q, the entries with
+    costs no FMA). The G groups are projected together (each broadcast coordinate then serves
+    G FMAs), and the projections never leave the registers: for point q, the entries with
     p >= thresholds[q] (NaN never kept) are compressed (as in :func:`compress_in_range`) to
     ``out_v[q, counts[q]:]`` and their direction indices ``g · LANES + l`` to
     ``out_j[q, counts[q]:]``, in increasing direction order, and counts[q] grows by their
@@ -235,10 +240,10 @@ def project_candidates(typingctx, X, first, groups, group, thresholds, out_v, ou
     storing the (BLOCK, width) pre-activations.
 
     Arguments (inside a Numba function): ``X``, ``first`` as for :func:`sign_block`; groups:
-    (n_groups, dim + 1, LANES), X's dtype, C-contiguous; group: 0 <= group <= n_groups - 2
+    (n_groups, dim + 1, LANES), X's dtype, C-contiguous; group: 0 <= group <= n_groups - G
     (neither checked); thresholds: (>= BLOCK,) of X's dtype (-inf keeps every projection);
     out_v: (>= BLOCK, M) of X's dtype, out_j: (>= BLOCK, M) int32, both C-contiguous, with M
-    >= counts[q] + 2·LANES (whole vectors may be stored); counts: (>= BLOCK,) int64. Rows past
+    >= counts[q] + G·LANES (whole vectors may be stored); counts: (>= BLOCK,) int64. Rows past
     the last point repeat the last point (their rows are written too).
     """
     def _matrix(a, dtype):
@@ -256,8 +261,9 @@ def project_candidates(typingctx, X, first, groups, group, thresholds, out_v, ou
 
     def codegen(context, builder, signature, args):
         x, first, grp, g, thr, dst_v, dst_j, cnt = args
-        projections = _accumulate(context, builder, X, x, first, groups, grp, g, n_groups=2,
-                                  offset=True)
+        n_groups = CANDIDATE_GROUPS[np.dtype(X.dtype.name)]
+        projections = _accumulate(context, builder, X, x, first, groups, grp, g,
+                                  n_groups=n_groups, offset=True)
         i32, i64 = ir.IntType(32), ir.IntType(64)
         ivec = ir.VectorType(i32, LANES)
         thr_array = context.make_array(thresholds)(context, builder, thr)
@@ -268,7 +274,7 @@ def project_candidates(typingctx, X, first, groups, group, thresholds, out_v, ou
         first_index = builder.trunc(builder.mul(g, ir.Constant(g.type, LANES)), i32)
         lane_indices = [builder.add(_splat(builder, first_index, ivec),
                                     ir.Constant(ivec, list(range(h * LANES, (h + 1) * LANES))))
-                        for h in range(2)]
+                        for h in range(n_groups)]
         for q in range(BLOCK):
             threshold = builder.load(cgutils.get_item_pointer(
                 context, builder, thresholds, thr_array, [ir.Constant(i64, q)]))
@@ -278,7 +284,7 @@ def project_candidates(typingctx, X, first, groups, group, thresholds, out_v, ou
             row_start = builder.mul(ir.Constant(row_length.type, q), row_length)
             row_v = builder.gep(values.data, [row_start])
             row_j = builder.gep(indices.data, [row_start])
-            for h in range(2):
+            for h in range(n_groups):
                 p = projections[h][q]
                 keep = builder.fcmp_ordered(">=", p, threshold)
                 _compress_append(context, builder, p, keep, row_v, pos)

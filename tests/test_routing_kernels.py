@@ -17,8 +17,9 @@ from routing._floor_kernel import floor_codes, floor_codes_reference
 from routing._hadamard import (TIE_TOL, cross_polytope_codes, cross_polytope_reference, fwht,
                                rotate_reference)
 from routing._mixer import row_buckets, row_buckets_reference, seed_key
-from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, pack_groups,
-                                 project_candidates, project_reference)
+from routing._projection import (BLOCK, CANDIDATE_GROUPS, LANES, compress_in_range,
+                                 count_in_range, pack_groups, project_candidates,
+                                 project_reference)
 from routing._sign_kernel import packed_signs, packed_signs_reference
 from routing.topk import topk_indices, topk_indices_reference, topk_mask
 
@@ -212,18 +213,18 @@ def test_range_scans_match_numpy(seed, n, dtype):
 
 
 @njit
-def _candidates(X, groups, thresholds):
+def _candidates(X, groups, step, thresholds):
     """project_candidates over every block and pair of groups: each row's kept values and
     indices, padded with NaN and -1."""
     n, width = X.shape[0], groups.shape[0] * LANES
-    out_v = np.full((BLOCK, width + 2 * LANES), -7.0, X.dtype)
-    out_j = np.full((BLOCK, width + 2 * LANES), -7, np.int32)
+    out_v = np.full((BLOCK, width + step * LANES), -7.0, X.dtype)
+    out_j = np.full((BLOCK, width + step * LANES), -7, np.int32)
     counts = np.zeros(BLOCK, np.int64)
     values = np.full((n, width), np.nan, X.dtype)
     indices = np.full((n, width), -1, np.int64)
     for first in range(0, n, BLOCK):
         counts[:] = 0
-        for g in range(0, groups.shape[0], 2):
+        for g in range(0, groups.shape[0], step):
             project_candidates(X, first, groups, g, thresholds[first:first + BLOCK], out_v,
                                out_j, counts)
         for q in range(min(BLOCK, n - first)):
@@ -234,8 +235,8 @@ def _candidates(X, groups, thresholds):
 
 def check_candidates(seed, n, dim, n_dirs, dtype):
     """project_candidates keeps, per point, the affine projections c + A x >= its threshold
-    with their direction indices, in direction order; zero directions pad the groups to an
-    even count. With -inf thresholds it keeps every projection, which must be exact here."""
+    with their direction indices, in direction order; zero directions pad the groups to a
+    multiple of the groups per call. With -inf thresholds it keeps every projection, which must be exact here."""
     rng = np.random.default_rng(seed)
     # small integers: exact projections, many equal to the (integer) thresholds
     X = rng.integers(-2, 3, (n, dim)).astype(dtype)
@@ -244,22 +245,22 @@ def check_candidates(seed, n, dim, n_dirs, dtype):
     directions = rng.integers(-2, 3, (n_dirs, dim)).astype(np.float64)
     offsets = rng.integers(-2, 3, n_dirs).astype(np.float64)
     groups = pack_groups(np.c_[directions, offsets][None], dtype)
-    if len(groups) % 2:
-        groups = np.concatenate([groups, np.zeros_like(groups[:1])])
+    step = CANDIDATE_GROUPS[np.dtype(dtype)]  # groups per call: pad to a multiple
+    groups = np.concatenate([groups, np.zeros((-len(groups) % step, *groups.shape[1:]), dtype)])
     width = len(groups) * LANES  # the padding directions are 0 (NaN on a NaN point)
     padded = np.zeros((width, dim + 1))
     padded[:n_dirs] = np.c_[directions, offsets]
     expected = X.astype(np.float64) @ padded[:, :dim].T + padded[:, dim]
     thresholds = np.zeros(-(-n // BLOCK) * BLOCK, dtype)  # one per point, the tail unused
     thresholds[:n] = rng.integers(-3, 4, n)
-    values, indices = _candidates(X, groups, thresholds)
+    values, indices = _candidates(X, groups, step, thresholds)
     for r in range(n):
         where = np.flatnonzero(expected[r] >= thresholds[r])
         assert indices[r, len(where):].max(initial=-1) == -1
         np.testing.assert_array_equal(indices[r, :len(where)], where)
         np.testing.assert_array_equal(values[r, :len(where)], expected[r, where])
     thresholds[:] = -np.inf
-    values, indices = _candidates(X, groups, thresholds)
+    values, indices = _candidates(X, groups, step, thresholds)
     finite = np.isfinite(expected).all(axis=1)
     np.testing.assert_array_equal(values[finite], expected[finite])
     assert (indices[finite] == np.arange(width)).all()

@@ -2,11 +2,11 @@
 
 The DSM mask needs every unit's activation (Baykal et al. 2022, §3: "computing σ(Bx) takes
 O(nd) time"), but not the (N, width) activation matrix: this kernel computes the
-pre-activations of a block of 8 rows at a time, two groups of 16 units after another, in
-registers (``routing._projection.project_candidates``: the register-blocked outer product of
-the hash kernels, with B as the directions and c as their offsets, so one pass over B serves
-8 rows), keeps only each row's candidates, selects its k winners among them and writes only
-their indices and values, (N, k) each.
+pre-activations of a block of 8 rows at a time, three groups of 16 units together (float64:
+two), in registers (``routing._projection.project_candidates``: the register-blocked outer
+product of the hash kernels, with B as the directions and c as their offsets, so one pass
+over B serves 8 rows), keeps only each row's candidates, selects its k winners among them
+and writes only their indices and values, (N, k) each.
 
 Selection (exactly k winners, equal activations won by the lowest index, the rule of
 ``routing.topk``): brackets around the k-th largest activation are guessed from the mean and
@@ -47,8 +47,8 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, min_max,
-                                 pack_groups, project_candidates)
+from routing._projection import (BLOCK, CANDIDATE_GROUPS, LANES, compress_in_range,
+                                 count_in_range, min_max, pack_groups, project_candidates)
 from routing._select import (bracket_quantiles, kth_largest_bracketed, kth_largest_by_rank,
                              select_winners)
 from routing.torch_twins import topk_mask
@@ -142,18 +142,19 @@ def _bracket_guess(X, r, moments, quantiles, guesses):
 
 
 @njit(cache=True)
-def _project(X, first, groups, thresholds, cv, cand, counts):
-    """Every row's candidates (pre-activations >= its threshold) of one block of 8 rows."""
+def _project(X, first, groups, step, thresholds, cv, cand, counts):
+    """Every row's candidates (pre-activations >= its threshold) of one block of 8 rows;
+    step: ``CANDIDATE_GROUPS[X.dtype]``."""
     counts[:] = 0
-    for g in range(0, groups.shape[0], 2):
+    for g in range(0, groups.shape[0], step):
         project_candidates(X, first, groups, g, thresholds, cv, cand, counts)
 
 
 @njit(cache=True, parallel=True)
-def _relu_topk(X, groups, width, moments, k, quantiles, cols, vals, int_like, theta, out,
-               n_tasks):
+def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_like, theta,
+               out, n_tasks):
     n = X.shape[0]
-    row = groups.shape[0] * LANES + 2 * LANES  # room for every unit, and whole-vector stores
+    row = (groups.shape[0] + step) * LANES  # room for every unit, and whole-vector stores
     n_blocks = (n + BLOCK - 1) // BLOCK
     for task in prange(n_tasks):
         cv = np.empty((BLOCK, row), X.dtype)  # each row's candidates: values,
@@ -176,14 +177,14 @@ def _relu_topk(X, groups, width, moments, k, quantiles, cols, vals, int_like, th
                 _bracket_guess(X, first + min(q, rows - 1), moments, quantiles, guesses[q])
                 usable = k < width and guesses[q, 0] > zero
                 thresholds[q] = guesses[q, 0] if usable else everything
-            _project(X, first, groups, thresholds, cv, cand, counts)
+            _project(X, first, groups, step, thresholds, cv, cand, counts)
             missed = False  # a guess too high: fewer than k candidates
             for q in range(rows):
                 if counts[q] < k:
                     thresholds[q] = everything
                     missed = True
             if missed:  # project the block again (rare): those rows take all their units
-                _project(X, first, groups, thresholds, cv, cand, counts)
+                _project(X, first, groups, step, thresholds, cv, cand, counts)
             for q in range(rows):
                 r = first + q
                 if thresholds[q] > everything:  # candidates >= g_lo > 0: no ReLU needed
@@ -207,18 +208,20 @@ def _relu_topk(X, groups, width, moments, k, quantiles, cols, vals, int_like, th
 
 def bottom_groups(B, c, dtype) -> np.ndarray:
     """[B | c] laid out for the kernel: (G, dim + 1, 16) in ``dtype``, G = ceil(width / 16)
-    rounded up to an even number (the kernel projects two groups at a time).
+    rounded up to a multiple of ``CANDIDATE_GROUPS[dtype]`` (3 for float32, 2 for float64:
+    the kernel projects that many groups at a time).
 
     Arguments:
         B: (width, dim) bottom-layer weights; c: (width,) bias; any real dtype.
 
     The groups of ``routing._projection.pack_groups`` with [B | c] as the directions, and
     zero directions appended: c is the offset row of ``project_candidates``, which gives
-    Bx + c (and 0 past the width, never a candidate). Raises nothing itself: B and c come from the model
-    (the bottom layer φ(x) = σ(Bx + c) of Baykal et al. 2022, §2.1, §5.1).
+    Bx + c (and 0 past the width, never a candidate). Raises nothing itself: B and c come
+    from the model (the bottom layer φ(x) = σ(Bx + c) of Baykal et al. 2022, §2.1, §5.1).
     """
     W = np.concatenate([np.asarray(B), np.asarray(c)[:, None]], axis=1)
-    units = -(-len(W) // (2 * LANES)) * 2 * LANES
+    per_call = CANDIDATE_GROUPS[np.dtype(dtype)] * LANES
+    units = -(-len(W) // per_call) * per_call
     W = np.concatenate([W, np.zeros((units - len(W), W.shape[1]), W.dtype)])
     return pack_groups(W[None], dtype)
 
@@ -246,8 +249,8 @@ def relu_topk(X, groups, width, moments, k, quantiles, cols, vals, theta=None, o
         theta, out = np.empty(0, X.dtype), np.empty(0, X.dtype)
     n_blocks = (len(X) + BLOCK - 1) // BLOCK
     n_tasks = max(1, min(n_blocks, numba.get_num_threads()))  # one set of scratch per task
-    _relu_topk(X, groups, width, moments, k, tuple(map(float, quantiles)), cols, vals,
-               int_like, theta, out, n_tasks)
+    _relu_topk(X, groups, CANDIDATE_GROUPS[X.dtype], width, moments, k,
+               tuple(map(float, quantiles)), cols, vals, int_like, theta, out, n_tasks)
 
 
 def unit_moments(B: np.ndarray, c: np.ndarray) -> np.ndarray:
