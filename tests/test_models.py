@@ -278,6 +278,28 @@ def test_topk_kernel_exact_on_gaussian_layers(dim, width, k_fraction, n, seed, b
                                rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_topk_kernel_large_k_takes_the_positive_units_first(dtype):
+    """k >= width / 2 puts the guessed lower bound at or below 0: the candidates are then the
+    positive units, and every unit when fewer than k are positive (bias -1: every row; +1:
+    few): exact either way, in both dtypes."""
+    rng = np.random.default_rng(12)
+    width, dim = 500, 6
+    B = rng.standard_normal((width, dim)) / np.sqrt(dim)
+    X = rng.uniform(-1, 1, (37, dim)).astype(dtype)
+    positives = []  # per row: both regimes must occur
+    for bias in (-1.0, 0.0, 1.0):
+        c = rng.standard_normal(width) * 0.5 + bias
+        positives.extend((X.astype(np.float64) @ B.T + c > 0).sum(axis=1))
+        for k in (250, 350, 499):
+            cols, vals = kernel_winners(X, B, c, k)
+            expected_cols, expected_vals = expected_winners(X.astype(np.float64), B, c, k)
+            np.testing.assert_array_equal(cols, expected_cols)
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(vals, expected_vals, rtol=tol, atol=tol)
+    assert min(positives) < 250 and max(positives) >= 350
+
+
 def test_topk_kernel_survives_non_gaussian_rows():
     """Heavy-tailed and constant rows defeat the Gaussian threshold guess: still exact."""
     rng = np.random.default_rng(5)

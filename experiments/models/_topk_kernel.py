@@ -18,10 +18,10 @@ one x are Gaussian over the units, so the guesses are usually right): a wide one
 1. The candidates z_j >= g_lo and their indices are compressed out of the projections as
    they are computed, 16 units per vector comparison (AVX-512 ``vcompress``), with no branch
    per unit; the (8, width) pre-activations are never stored. (Storing them and compressing
-   each row afterwards took 0.85 ms more on 1024 × 4096 units.) A row whose guess is
-   unusable (g_lo <= 0, or k = width) takes every unit as a candidate; a block with a row
-   whose guess was too high (fewer than k candidates) is projected again, with every unit
-   kept for that row.
+   each row afterwards took 0.85 ms more on 1024 × 4096 units.) With g_lo <= 0 the
+   candidates are the positive units; with k = width, or when fewer than k candidates were
+   found (a guess too high, or fewer than k positive units), every unit is (the block is
+   projected again for such a row).
 2. The k-th largest candidate t: the candidates above the inner bracket are counted, those
    inside it compressed again, and the bracket is bisected on their float bit patterns
    (positive floats order like their bits) with vectorised counting passes, then the few
@@ -168,15 +168,16 @@ def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_li
         guesses = np.empty((BLOCK, 4), X.dtype)
         zero = X.dtype.type(0)
         everything = X.dtype.type(-np.inf)  # the threshold that keeps every unit
+        positive = np.nextafter(zero, X.dtype.type(1))  # the one that keeps z > 0
         for block in range(task * n_blocks // n_tasks, (task + 1) * n_blocks // n_tasks):
             first = block * BLOCK
             rows = min(BLOCK, n - first)
-            # a row's candidates are its units >= g_lo > 0, kept as they are projected; a row
-            # without a usable guess (g_lo <= 0, or k = width) takes all its units
+            # a row's candidates are its units >= g_lo > 0, kept as they are projected; with
+            # g_lo <= 0 its positive units; with k = width all its units
             for q in range(BLOCK):
                 _bracket_guess(X, first + min(q, rows - 1), moments, quantiles, guesses[q])
-                usable = k < width and guesses[q, 0] > zero
-                thresholds[q] = guesses[q, 0] if usable else everything
+                thresholds[q] = (everything if k == width else
+                                 guesses[q, 0] if guesses[q, 0] > zero else positive)
             _project(X, first, groups, step, thresholds, cv, cand, counts)
             missed = False  # a guess too high: fewer than k candidates
             for q in range(rows):
@@ -187,7 +188,7 @@ def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_li
                 _project(X, first, groups, step, thresholds, cv, cand, counts)
             for q in range(rows):
                 r = first + q
-                if thresholds[q] > everything:  # candidates >= g_lo > 0: no ReLU needed
+                if thresholds[q] > everything:  # candidates > 0: no ReLU needed
                     m = counts[q]
                     t = _kth_largest_positive(cv[q], m, k, guesses[q], scratch_v[0],
                                               scratch_bits[0], scratch_v[1], scratch_j, tmp)
