@@ -201,6 +201,11 @@ class COMET(RouterLayer):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """y = a_L of the masked backbone (Eqs. 4–8) and no auxiliary loss.
 
+        On the CPU, a network with one ReLU hidden layer in float32/float64 runs the
+        winners-only Numba kernels (``_forward_gathered``: O(k·d) per example instead of
+        O(width·d)); every other case runs the masked matmuls. Both give the same masks (up to
+        near-ties at the k-th score, summed in another order) and y up to rounding.
+
         Arguments:
             x: (B, d_in) floating tensor of the parameters' dtype and device; B may be 0.
 
