@@ -43,7 +43,8 @@ def _step_fn(model, X, y, cached):
     """A closure running one Adam step of ``model`` on (X, y)."""
     # as fit_model(fit="sgd") does it: fused Adam where torch has one
     optimizer = adam_optimizer([p for p in model.parameters() if p.requires_grad], lr=1e-3)
-    features = model.features(model.prepare(X)) if cached else None
+    # the cache as fit_model keeps it: sparse columns in the narrowest integer type
+    features = model.features(model.prepare(X)).narrowed(model.n_coef) if cached else None
 
     def step():
         out = model.top_layer(features) if cached else model(X)

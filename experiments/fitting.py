@@ -504,18 +504,20 @@ def _fit_sgd(model, X, y, cfg: SGDConfig, seed: int, progress: bool) -> FitRepor
 
 @torch.no_grad()
 def _feature_cache(model, X, cfg: SGDConfig) -> Features | None:
-    """The frozen features of all of X, or None if not wanted or larger than allowed."""
+    """The frozen features of all of X, or None if not wanted or larger than allowed; their
+    columns in the narrowest integer type the top layer's kernels read (``Features.narrowed``).
+    """
     if not cfg.cache_features:
         return None
     probe = model.features(X[: min(len(X), 256)])
     if probe.cols is None:
         return None  # dense features: reading a cached row costs as much as recomputing it
-    if probe.nbytes() / len(probe) * len(X) > cfg.max_cache_bytes:
+    if probe.narrowed(model.n_coef).nbytes() / len(probe) * len(X) > cfg.max_cache_bytes:
         return None
     rows = max(1, _CHUNK_ELEMENTS // probe.vals.shape[1])
-    parts = [model.features(X[lo:lo + rows]) for lo in range(0, len(X), rows)]
-    cols = None if probe.cols is None else torch.cat([p.cols for p in parts])
-    return Features(cols, torch.cat([p.vals for p in parts]))
+    parts = [model.features(X[lo:lo + rows]).narrowed(model.n_coef)
+             for lo in range(0, len(X), rows)]
+    return Features(torch.cat([p.cols for p in parts]), torch.cat([p.vals for p in parts]))
 
 
 @torch.no_grad()

@@ -10,6 +10,7 @@ import torch
 import experiments.fitting as fitting
 from experiments.fitting import FitReport, SGDConfig, evaluate, fit_model
 from experiments.models import DSM, Dense, LSHModel, RandomHashModel
+from experiments.models._base import Features, _uint16_rows_work
 from lipschitz import RandomPolynomial, UniformCube, make_dataset
 from routing.hyperplane_lsh import HyperplaneLSH
 
@@ -233,10 +234,36 @@ def test_sgd_is_deterministic_and_cache_does_not_change_it(data):
 
 def test_sgd_without_cache_when_features_are_too_large(data):
     X, y = data
-    small = SGDConfig(steps=5, max_cache_bytes=len(X) * 4 * 12 - 1)  # k = 4: 12 bytes a unit
+    # k = 4 units, each a float32 value and a uint16 column (the cache's narrowed columns;
+    # int32 where this torch cannot index uint16 rows)
+    per_unit = 4 + (2 if _uint16_rows_work() else 4)
+    small = SGDConfig(steps=5, max_cache_bytes=len(X) * 4 * per_unit - 1)
     assert fit_model(DSM(4, 16, 4), X, y, "sgd", sgd=small).features_cached is False
-    large = SGDConfig(steps=5, max_cache_bytes=len(X) * 4 * 12)
+    large = SGDConfig(steps=5, max_cache_bytes=len(X) * 4 * per_unit)
     assert fit_model(DSM(4, 16, 4), X, y, "sgd", sgd=large).features_cached is True
+
+
+def test_narrowed_features_keep_the_columns_in_the_smallest_type(data):
+    """uint16 up to 2^16 columns, int32 above; unchanged for dense features, values the
+    kernels do not read (float16) or n_coef beyond int32; the top layer gives the same bits."""
+    X, _ = data
+    model = DSM(4, 32, 4, seed=0)
+    with torch.no_grad():
+        model.weight.normal_(generator=torch.Generator().manual_seed(1))
+    f = model.features(model.prepare(X))
+    small = f.narrowed(model.n_coef)
+    assert small.cols.dtype == (torch.uint16 if _uint16_rows_work() else torch.int32)
+    assert torch.equal(small.cols.to(torch.int64), f.cols) and small.vals is f.vals
+    assert torch.equal(model.top_layer(small), model.top_layer(f))
+    assert torch.equal(model.top_layer(small[5:9]), model.top_layer(f[5:9]))
+    assert f.narrowed(2**16 + 1).cols.dtype == torch.int32
+    assert f.narrowed(2**31 + 1) is f
+    half = Features(f.cols, f.vals.half())
+    assert half.narrowed(model.n_coef) is half
+    dense = Dense(4, 8).features(model.prepare(X))
+    assert dense.narrowed(8) is dense
+    with pytest.raises(ValueError, match="n_coef"):
+        f.narrowed(0)
 
 
 def test_sgd_steps_and_epochs(data):

@@ -16,6 +16,7 @@ The output is linear in θ, which is what ``experiments.fitting`` uses for the e
 from __future__ import annotations
 
 import abc
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +42,8 @@ class Features:
 
     Attributes:
         cols: (N, a) int64 column indices into the coefficient vector θ (a = activated
-            features per example), or ``None`` for dense features (column i is θ[i]).
+            features per example; uint16 or int32 after :meth:`narrowed`), or ``None`` for
+            dense features (column i is θ[i]).
         vals: (N, a) floating values (for dense features a = number of coefficients).
     """
 
@@ -57,9 +59,39 @@ class Features:
     def to(self, device) -> "Features":
         return Features(None if self.cols is None else self.cols.to(device), self.vals.to(device))
 
+    def narrowed(self, n_coef: int) -> "Features":
+        """The same features with ``cols`` in the narrowest integer type that holds a column
+        of n_coef (uint16 up to 2^16 columns, else int32), where ``sparse_dot``'s CPU kernels
+        read them (CPU, float32/float64 values); unchanged elsewhere (torch indexing wants
+        int64, int32 or uint8) or for dense features. For a training cache: on 1024 × 256 DSM
+        features the top layer's forward and backward were 25-30 % faster with uint16 than
+        with int64 columns, and the cache's columns take 4x less memory.
+
+        Raises:
+            ValueError: if n_coef < 1.
+        """
+        n_coef = check_int(n_coef, "n_coef", 1)
+        if (self.cols is None or self.vals.device.type != "cpu"
+                or self.vals.dtype not in (torch.float32, torch.float64) or n_coef > 2**31):
+            return self
+        narrow = torch.uint16 if n_coef <= 2**16 and _uint16_rows_work() else torch.int32
+        return Features(self.cols.to(narrow), self.vals)
+
     def nbytes(self) -> int:
         cols = 0 if self.cols is None else self.cols.numel() * self.cols.element_size()
         return cols + self.vals.numel() * self.vals.element_size()
+
+
+@functools.lru_cache(maxsize=None)
+def _uint16_rows_work() -> bool:
+    """Whether this torch selects and concatenates rows of uint16 tensors (a dtype with few
+    CPU kernels in older releases); ``Features.narrowed`` uses int32 otherwise."""
+    try:
+        rows = torch.zeros(3, 2, dtype=torch.uint16)
+        torch.cat([rows[torch.tensor([0, 2])], rows[1:2]]).numpy()
+        return True
+    except (RuntimeError, TypeError):
+        return False
 
 
 def bottom_layer(dim: int, width: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

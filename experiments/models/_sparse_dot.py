@@ -139,7 +139,8 @@ def sparse_dot(theta: torch.Tensor, cols: torch.Tensor, vals: torch.Tensor) -> t
     autograd when vals requires a gradient, e.g. for dg/dx).
 
     Arguments:
-        theta: (n_coef,) coefficients; cols: (N, a) int64 in [0, n_coef); vals: (N, a).
+        theta: (n_coef,) coefficients; cols: (N, a) int64 in [0, n_coef) (or uint16/int32
+            where the CPU kernels run: ``Features.narrowed``); vals: (N, a).
     """
     if vals.requires_grad or cols.shape[1] == 0:
         return sparse_dot_reference(theta, cols, vals)
