@@ -18,6 +18,11 @@ Layout: :func:`pack_groups` turns (n_tables, R, dim) directions into (n_tables Â
 LANES) groups, G = ceil(R / LANES), with zero directions appended; a zero direction projects
 every point to exactly 0. X must be C-contiguous (``_inputs.as_points`` makes it so).
 
+:func:`project_candidates` fuses the projection of an affine layer (groups with an offset row,
+several groups per pass) with the first range scan of a Top-K: it keeps, per point, only the
+projections that reach a threshold, so the (BLOCK, width) projections are never stored (the
+DSM kernel, ``experiments.models._topk_kernel``).
+
 Range scans (:func:`compress_in_range`, :func:`count_in_range`, :func:`min_max`) are the
 selection primitives of the Top-K kernels (DSM: ``experiments.models._topk_kernel``; COMET and
 SDMLP: ``routing.layers._unit_kernel``): one vector comparison per LANES entries, and where

@@ -15,6 +15,7 @@ from experiments.models._topk_kernel import (
     bottom_groups, bracket_quantiles, relu_topk, relu_topk_reference, unit_moments,
 )
 from experiments.models.lsh_model import MAX_TABLE_VALUES
+from routing._projection import pack_groups
 from routing.euclidean_lsh import EuclideanLSH
 from routing.hyperplane_lsh import HyperplaneLSH
 from routing.uniform_hash import UniformHash
@@ -298,6 +299,20 @@ def test_topk_kernel_large_k_takes_the_positive_units_first(dtype):
             tol = 1e-5 if dtype == np.float32 else 1e-12
             np.testing.assert_allclose(vals, expected_vals, rtol=tol, atol=tol)
     assert min(positives) < 250 and max(positives) >= 350
+
+
+def test_topk_kernel_rejects_groups_not_from_bottom_groups():
+    """pack_groups alone gives 1 group for 10 units: the kernel reads 3 (float32) at a time."""
+    rng = np.random.default_rng(0)
+    B, c = rng.standard_normal((10, 3)), rng.standard_normal(10)
+    X = rng.uniform(-1, 1, (4, 3)).astype(np.float32)
+    cols, vals = np.empty((4, 2), np.int64), np.empty((4, 2), np.float32)
+    loose = pack_groups(np.c_[B, c][None], np.float32)
+    with pytest.raises(ValueError, match="groups must be bottom_groups"):
+        relu_topk(X, loose, 10, unit_moments(B, c), 2, bracket_quantiles(10, 2), cols, vals)
+    with pytest.raises(ValueError, match="groups must be bottom_groups"):  # another dtype's
+        relu_topk(X, bottom_groups(B, c, np.float64).astype(np.float32), 10, unit_moments(B, c),
+                  2, bracket_quantiles(10, 2), cols, vals)
 
 
 def test_topk_kernel_survives_non_gaussian_rows():

@@ -244,13 +244,21 @@ def relu_topk(X, groups, width, moments, k, quantiles, cols, vals, theta=None, o
             out[n] = Σ_i θ[cols[n, i]]·vals[n, i] (the DSM top layer without its bias,
             ``_sparse_dot.row_dot``, the same bits as ``sparse_dot``), taken for each block
             of 8 rows while its winners are still in cache.
+
+    Raises:
+        ValueError: if groups does not have the shape ``bottom_groups`` gives for this X
+            (the kernel reads several groups at a time and would read past the end).
     """
+    step = CANDIDATE_GROUPS[X.dtype]
+    if groups.ndim != 3 or len(groups) % step or groups.shape[1:] != (X.shape[1] + 1, LANES):
+        raise ValueError(f"groups must be bottom_groups(B, c, {X.dtype}) of this X, got shape "
+                         f"{groups.shape}")  # the kernel reads `step` groups at a time
     int_like = np.empty(0, np.int32 if X.dtype == np.float32 else np.int64)
     if theta is None:  # an empty θ: no product
         theta, out = np.empty(0, X.dtype), np.empty(0, X.dtype)
     n_blocks = (len(X) + BLOCK - 1) // BLOCK
     n_tasks = max(1, min(n_blocks, numba.get_num_threads()))  # one set of scratch per task
-    _relu_topk(X, groups, CANDIDATE_GROUPS[X.dtype], width, moments, k,
+    _relu_topk(X, groups, step, width, moments, k,
                tuple(map(float, quantiles)), cols, vals, int_like, theta, out, n_tasks)
 
 
