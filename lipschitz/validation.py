@@ -189,7 +189,7 @@ def check_tensor(a, name: str, shape: tuple, *, device=None, dtype=None,
              dtype=dtype if dtype is not None else a.dtype)
     # one reduction first (about 10x cheaper than isfinite + all on a batch): a NaN or an
     # infinite entry makes the sum non-finite; a finite sum that overflowed is checked in full
-    if not math.isfinite(a.sum()):
+    if not math.isfinite(a.detach().sum()):  # no autograd node, no grad-to-scalar warning
         finite = torch.isfinite(a)
         if not bool(finite.all()):
             bad = int((~finite).sum())

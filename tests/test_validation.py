@@ -41,6 +41,18 @@ def test_check_tensor_finite_entries_whose_sum_overflows_pass():
         check_tensor(big, "X", (None, 2))
 
 
+def test_check_tensor_keeps_a_gradient_quietly():
+    """A tensor that requires a gradient passes without a warning (no grad-to-scalar
+    conversion) and still requires it."""
+    import warnings
+
+    x = torch.ones(3, 2, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = check_tensor(x, "X", (None, 2))
+    assert out.requires_grad
+
+
 def test_check_tensor_booleans_only_when_allowed():
     flags = np.array([True, False])
     assert torch.equal(check_tensor(flags, "y", (2,), dtype=torch.float64),
