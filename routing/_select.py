@@ -78,7 +78,7 @@ def kth_largest(a, n, m):
     return a[target]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def kth_largest_by_rank(a, n, m):
     """The m-th largest (1-based) of the few values a[:n]: the largest v with at least m
     values >= v. Branch-free, O(n²) comparisons: for the <= 16 values a bisection leaves it
@@ -128,7 +128,7 @@ def kth_largest_bracketed(v, n, k, lo, hi, top, small, junk):
     return kth_largest(small, m, k - c_hi)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def select_winners(v, n, k, t, index, out_v, out_j):
     """Write the k winners of v[:n] given its k-th largest value t: every value > t, then
     values equal to t in order until there are k (ties won by the earliest), in their order

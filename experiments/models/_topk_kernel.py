@@ -29,6 +29,11 @@ one x are Gaussian over the units, so the guesses are usually right): a wide one
 3. Candidates above t win, and candidates equal to t win in index order until there are k
    (without ties at t: one more compression of the candidates >= t).
 
+The per-row helpers are inlined into the kernel (``inline="always"``), take the block's 2-D
+arrays with a row index, and the scratch views are taken once per task: each call boundary
+or row view takes and releases a reference to every array it passes (an atomic operation
+each), which cost 10-15 % of the kernel on 1024 × 4096 units.
+
 A wrong guess only widens the search (to all units in the worst case: the bracket is then
 bisected on the values), never changes the result. Winners are written in increasing unit
 index, as ``torch.nonzero`` of the mask would give. The inputs must be finite (the models
@@ -59,11 +64,11 @@ __all__ = ["relu_topk", "relu_topk_reference", "bottom_groups", "bracket_quantil
            "unit_moments"]
 
 
-@njit(cache=True)
-def _kth_largest_positive(cv, m, k, guesses, inner, inner_bits, small, junk, tmp):
+@njit(cache=True, inline="always")
+def _kth_largest_positive(cv, m, k, guesses, q, inner, inner_bits, small, junk, tmp, as_float):
     """The k-th largest of cv[:m], all > 0 and m >= k.
 
-    guesses: (g_lo, g_in_lo, g_in_hi, g_hi) from :func:`_bracket_guess` (may be wrong). The
+    guesses[q]: (g_lo, g_in_lo, g_in_hi, g_hi) from :func:`_bracket_guess` (may be wrong). The
     values >= an upper bound are only counted (c_up of them, fewer than k); the values in
     [lower, upper) are compressed into ``inner`` (the inner pair if it brackets the k-th
     largest, else [0, g_hi) or everything), and the (k - c_up)-th largest of those is found
@@ -71,18 +76,21 @@ def _kth_largest_positive(cv, m, k, guesses, inner, inner_bits, small, junk, tmp
     size; positive floats order like their bits) with vectorised counting passes until at
     most 8 remain in the bracket, then by their ranks among each other (those few are
     compressed into ``small``).
-    Scratch (m + LANES,) each: inner, inner_bits, small, junk (int32); tmp (1,) integers.
+    Scratch (m + LANES,) each: inner, inner_bits, small, junk (int32); tmp (1,) integers and
+    as_float, tmp viewed as cv's dtype (row views and array arguments are taken once per
+    task by the caller: each costs reference counting).
     cv is read in whole vectors (``compress_in_range``).
     """
     inf = cv.dtype.type(np.inf)
     lower, upper, c_up = cv.dtype.type(0), inf, 0
-    c_in_hi = count_in_range(cv, m, guesses[2], None) if guesses[2] < inf else 0
-    if c_in_hi < k and count_in_range(cv, m, guesses[1], None) >= k:
-        lower, upper, c_up = guesses[1], guesses[2], c_in_hi
-    elif guesses[3] < inf:
-        count = count_in_range(cv, m, guesses[3], None)
+    g_in_lo, g_in_hi, g_hi = guesses[q, 1], guesses[q, 2], guesses[q, 3]
+    c_in_hi = count_in_range(cv, m, g_in_hi, None) if g_in_hi < inf else 0
+    if c_in_hi < k and count_in_range(cv, m, g_in_lo, None) >= k:
+        lower, upper, c_up = g_in_lo, g_in_hi, c_in_hi
+    elif g_hi < inf:
+        count = count_in_range(cv, m, g_hi, None)
         if count < k:
-            upper, c_up = guesses[3], count
+            upper, c_up = g_hi, count
     n = compress_in_range(cv, m, lower, upper, 0, inner, junk)
     need = k - c_up  # 1 <= need <= n
     lo = inner_bits[0]
@@ -93,7 +101,6 @@ def _kth_largest_positive(cv, m, k, guesses, inner, inner_bits, small, junk, tmp
     hi += 1  # invariant: count(bits >= lo) = c_lo >= need > c_hi = count(bits >= hi)
     c_lo = n
     c_hi = 0
-    as_float = tmp.view(cv.dtype)
     while hi - lo > 1 and c_lo - c_hi > 8:
         tmp[0] = lo + (hi - lo) // 2
         count = count_in_range(inner, n, as_float[0], None)
@@ -111,26 +118,25 @@ def _kth_largest_positive(cv, m, k, guesses, inner, inner_bits, small, junk, tmp
     return kth_largest_by_rank(small, n_small, need - c_hi)
 
 
-@njit(cache=True)
-def _bracket_guess(X, r, moments, quantiles, guesses):
-    """guesses[i] = mean + quantiles[i]·std of the pre-activations of row r over the units.
+@njit(cache=True, inline="always")
+def _bracket_guess(X, r, moments, quantiles, guesses, q):
+    """guesses[q, i] = mean + quantiles[i]·std of the pre-activations of row r over the units.
 
     X: the points (N, dim); moments: (dim + 2, dim + 1) from :func:`unit_moments`, for the
     points (x, 1); quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of :func:`bracket_quantiles`;
-    guesses: (4,) of X's dtype. A guess below -1e30 (or NaN, std = 0 with an infinite
-    quantile) becomes -1e30 for the lower bounds and +inf for the upper ones; one above 1e30
-    becomes 1e30 and +inf.
+    guesses: (BLOCK, 4) of X's dtype, row q written. A guess below -1e30 (or NaN, std = 0
+    with an infinite quantile) becomes -1e30 for the lower bounds and +inf for the upper
+    ones; one above 1e30 becomes 1e30 and +inf.
     """
-    x = X[r]
-    dim = x.shape[0]
+    dim = X.shape[1]
     mean = moments[0, dim]
     second = moments[1 + dim, dim]  # (x, 1)ᵀ S (x, 1), S = moments[1:] symmetric
     for d in range(dim):
-        mean += moments[0, d] * x[d]
+        mean += moments[0, d] * X[r, d]
         acc = 2.0 * moments[1 + d, dim]
         for e in range(dim):
-            acc += moments[1 + d, e] * x[e]
-        second += acc * x[d]
+            acc += moments[1 + d, e] * X[r, e]
+        second += acc * X[r, d]
     std = math.sqrt(max(second - mean * mean, 0.0))
     for i in range(4):
         g = mean + quantiles[i] * std
@@ -138,7 +144,7 @@ def _bracket_guess(X, r, moments, quantiles, guesses):
             g = min(g, 1e30) if g > -1e30 else -1e30
         else:  # upper bounds
             g = max(g, -1e30) if g < 1e30 else np.inf
-        guesses[i] = g
+        guesses[q, i] = g
 
 
 @njit(cache=True)
@@ -165,7 +171,9 @@ def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_li
         scratch_v = scratch_bits.view(X.dtype)
         scratch_j = np.empty(row, np.int32)
         tmp = np.empty(1, int_like.dtype)
+        as_float = tmp.view(X.dtype)
         guesses = np.empty((BLOCK, 4), X.dtype)
+        inner, inner_bits, small = scratch_v[0], scratch_bits[0], scratch_v[1]
         zero = X.dtype.type(0)
         everything = X.dtype.type(-np.inf)  # the threshold that keeps every unit
         positive = np.nextafter(zero, X.dtype.type(1))  # the one that keeps z > 0
@@ -175,7 +183,7 @@ def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_li
             # a row's candidates are its units >= g_lo > 0, kept as they are projected; with
             # g_lo <= 0 its positive units; with k = width all its units
             for q in range(BLOCK):
-                _bracket_guess(X, first + min(q, rows - 1), moments, quantiles, guesses[q])
+                _bracket_guess(X, first + min(q, rows - 1), moments, quantiles, guesses, q)
                 thresholds[q] = (everything if k == width else
                                  guesses[q, 0] if guesses[q, 0] > zero else positive)
             _project(X, first, groups, step, thresholds, cv, cand, counts)
@@ -188,23 +196,23 @@ def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_li
                 _project(X, first, groups, step, thresholds, cv, cand, counts)
             for q in range(rows):
                 r = first + q
+                v = cv[q]
                 if thresholds[q] > everything:  # candidates > 0: no ReLU needed
                     m = counts[q]
-                    t = _kth_largest_positive(cv[q], m, k, guesses[q], scratch_v[0],
-                                              scratch_bits[0], scratch_v[1], scratch_j, tmp)
+                    t = _kth_largest_positive(v, m, k, guesses, q, inner, inner_bits, small,
+                                              scratch_j, tmp, as_float)
                 else:  # every unit, in order (the zero units past the width come last)
                     m = width
                     for j in range(width):
-                        cv[q, j] = max(cv[q, j], zero)
-                    t = kth_largest_bracketed(cv[q], m, k, zero, guesses[q, 3],
-                                              min_max(cv[q], m)[1], scratch_v[0], scratch_j)
-                select_winners(cv[q], m, k, t, cand[q], scratch_v[0], scratch_j)
+                        v[j] = max(v[j], zero)
+                    t = kth_largest_bracketed(v, m, k, zero, guesses[q, 3], min_max(v, m)[1],
+                                              inner, scratch_j)
+                select_winners(v, m, k, t, cand[q], inner, scratch_j)
                 for i in range(k):
                     cols[r, i] = scratch_j[i]
-                    vals[r, i] = scratch_v[0, i]
-            if theta.shape[0] > 0:  # the top layer, while the block's winners are in cache
-                for r in range(first, first + rows):  # (per row: 2x slower, θ is evicted
-                    out[r] = row_dot(theta, cols[r], vals[r], zero)  # by each row)
+                    vals[r, i] = inner[i]
+                if theta.shape[0] > 0:  # the top layer, while the winners are in cache
+                    out[r] = row_dot(theta, scratch_j, inner, k, zero)
 
 
 def bottom_groups(B, c, dtype) -> np.ndarray:
@@ -242,8 +250,8 @@ def relu_topk(X, groups, width, moments, k, quantiles, cols, vals, theta=None, o
         vals: (N, k) X's dtype, overwritten with their activations φ_j(x).
         theta, out: optional, (width,) and (N,) of X's dtype: then also
             out[n] = Σ_i θ[cols[n, i]]·vals[n, i] (the DSM top layer without its bias,
-            ``_sparse_dot.row_dot``, the same bits as ``sparse_dot``), taken for each block
-            of 8 rows while its winners are still in cache.
+            ``_sparse_dot.row_dot``, the same bits as ``sparse_dot``), taken for each row
+            right after its selection, from the winners still in cache.
 
     Raises:
         ValueError: if groups does not have the shape ``bottom_groups`` gives for this X

@@ -36,9 +36,9 @@ class DSM(KSparseDense):
     (``_topk_kernel.relu_topk``); elsewhere (CUDA, or when dg/dx is needed) the torch path
     ``relu_topk_reference`` (addmm, ReLU, ``routing.torch_twins.topk_mask``). Both return the
     winners in increasing unit order. The CPU forward (``model(X)``, ``forward_prepared``)
-    also takes the top layer inside the kernel, for each block of 8 rows while its winners
-    are in cache, and keeps the winners (uint16 indices up to width 2^16, else int32) only
-    for the backward.
+    also takes the top layer inside the kernel, for each row right after its selection, while
+    its winners are in cache, and keeps the winners (uint16 indices up to width 2^16, else
+    int32) only for the backward.
 
     Costs per example: ``flops_paper`` = 2·(dim + 1)·k. ``flops_true`` = 2·dim·width (the
     whole bottom layer: Top-K needs every activation) + width (the selection, counted as one
@@ -65,7 +65,7 @@ class DSM(KSparseDense):
 
     def forward_prepared(self, X: torch.Tensor) -> torch.Tensor:
         """g(x) (B,) for a checked X. On the CPU kernel's path the top layer's product is taken
-        inside the kernel while each block's winners are in cache (``fused_sparse_dot``; the
+        inside the kernel while each row's winners are in cache (``fused_sparse_dot``; the
         winners are kept, with narrow indices, only for the backward); the result equals
         ``top_layer(features(X))`` bit for bit."""
         theta = self.coefficients()
