@@ -152,6 +152,33 @@ def test_fused_sparse_dot_gradient_for_every_index_type(index):
     torch.testing.assert_close(out, sparse_dot_reference(theta, cols, vals))
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16])  # Numba kernel, torch path
+def test_sparse_dot_adds_the_bias_inside_with_its_gradient(dtype):
+    """The bias folded into the product (one autograd node): the same bits as ``out + bias``,
+    dL/d(bias) = Σ dL/dout, and θ's gradient unchanged; the fused form likewise."""
+    gen = torch.Generator().manual_seed(5)
+    theta = torch.randn(60, generator=gen).to(dtype)
+    cols = torch.randint(0, 60, (30, 7), generator=gen)
+    vals = torch.randn(30, 7, generator=gen).to(dtype)
+    weights = torch.randn(30, generator=gen).to(dtype)
+    bias = torch.tensor(0.37, dtype=dtype)
+
+    def run(fn):
+        t, b = theta.clone().requires_grad_(), bias.clone().requires_grad_()
+        out = fn(t, b)
+        (out * weights).sum().backward()
+        return out.detach(), t.grad, b.grad
+
+    expected = run(lambda t, b: sparse_dot(t, cols, vals) + b)
+    folded = run(lambda t, b: sparse_dot(t, cols, vals, b))
+    fused = run(lambda t, b: fused_sparse_dot(
+        t, lambda th: (sparse_dot(th, cols, vals), cols.to(torch.int32), vals), b))
+    for got in (folded, fused):
+        for a, e in zip(got, expected):
+            assert torch.equal(a, e)
+    assert expected[2].shape == () and torch.equal(expected[2], weights.sum())
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_topk_kernel_splits_rows_over_threads(threads):
     """One task (one set of scratch buffers) per Numba thread: the same winners for any count."""

@@ -136,11 +136,10 @@ class RegressionModel(nn.Module, abc.ABC):
     def top_layer(self, features: Features) -> torch.Tensor:
         """(B,) outputs from frozen features; differentiable in the trainable parameters."""
         theta = self.coefficients()
-        if features.cols is None:
-            out = features.vals @ theta  # (B,)
-        else:
-            out = sparse_dot(theta, features.cols, features.vals)  # (B,)
         bias = self.output_bias
+        if features.cols is not None:  # the bias is added inside the product
+            return sparse_dot(theta, features.cols, features.vals, bias)  # (B,)
+        out = features.vals @ theta  # (B,)
         return out if bias is None else out + bias
 
     def forward(self, X) -> torch.Tensor:

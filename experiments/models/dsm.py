@@ -76,9 +76,7 @@ class DSM(KSparseDense):
             cols, vals, out = self._kernel(X, th)
             return out, cols, vals
 
-        out = fused_sparse_dot(theta, compute)
-        bias = self.output_bias
-        return out if bias is None else out + bias
+        return fused_sparse_dot(theta, compute, self.output_bias)
 
     def _kernel_ok(self, X: torch.Tensor) -> bool:
         return (X.device.type == "cpu" and X.dtype in (torch.float32, torch.float64)
