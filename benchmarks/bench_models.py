@@ -4,7 +4,9 @@ at the same width: target <= 0.5x on CPU; samples/s of each model's training").
 Measured in one run, interleaved so that machine load hits every model alike:
 
 * one Adam training step (forward + backward + update) on a batch, Dense vs DSM at the same
-  width with k = width/16, in two forms:
+  width with k = width/16, each timed in bursts of consecutive steps (its steady state, as in
+  a training loop; the first step of each burst, right after another model's, is reported
+  apart as "after another model"), in two forms:
   - "full": from the inputs (DSM: the fused Numba routing kernel, then the k-column top
     layer; Dense: addmm, ReLU, the width-column top layer);
   - "cached": from the frozen features cached for the training set, which is what
@@ -37,6 +39,7 @@ from _timing import thread_limit, time_interleaved  # noqa: E402 (the benchmarks
 
 DIM, WIDTH, BATCH = 8, 4096, 1024
 K = WIDTH // 16
+BURST = 4  # consecutive steps per model and round: the first right after another model's
 
 
 def _step_fn(model, X, y, cached):
@@ -64,11 +67,11 @@ def step_times(device: str, repeats: int) -> dict:
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     fns = {"dense_full": _step_fn(dense, X, y, False), "dsm_full": _step_fn(dsm, X, y, False),
            "dense_cached": _step_fn(dense, X, y, True), "dsm_cached": _step_fn(dsm, X, y, True)}
-    result = time_interleaved(fns, repeats, sync)
+    result = time_interleaved(fns, repeats, sync, burst=BURST)
     # what the counts predict: Top-K needs the whole bottom layer, so DSM saves only the top
     result["flops_true_dsm_over_dense"] = dsm.flops_true() / dense.flops_true()
     for form in ("full", "cached"):
-        for stat in ("median_s", "min_s", "cpu_median_s", "cpu_min_s"):
+        for stat in ("median_s", "min_s", "cpu_median_s", "cpu_min_s", "after_other_median_s"):
             result[f"dsm_over_dense_{form}_{stat.removesuffix('_s')}"] = (
                 result[f"dsm_{form}"][stat] / result[f"dense_{form}"][stat])
     return result
@@ -99,12 +102,12 @@ def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
     with thread_limit(threads):
         result = {"setup": {"dim": DIM, "width": WIDTH, "k": K, "batch": BATCH,
                             "threads": threads, "torch": torch.__version__},
-                  "cpu_step": step_times("cpu", 10 if quick else 60)}
+                  "cpu_step": step_times("cpu", 4 if quick else 20)}
         n_train, steps = (8192, 10) if quick else (16384, 40)
         result["cpu_training"] = training_throughput(n_train, steps)
         result["cpu_training_setup"] = {"n_train": n_train, "sgd_steps": steps}
         if torch.cuda.is_available():
-            result["cuda_step"] = step_times("cuda", 50)
+            result["cuda_step"] = step_times("cuda", 17)
             result["cuda_device"] = torch.cuda.get_device_name()
     _print(result)
     (out / "models.json").write_text(json.dumps(result, indent=2))
@@ -124,7 +127,8 @@ def _print(result):
                   f"  DSM {1e3 * r[f'dsm_{form}']['median_s']:8.3f} ms  ratio DSM/dense "
                   f"{r[f'dsm_over_dense_{form}_median']:.2f} (median wall), "
                   f"{r[f'dsm_over_dense_{form}_min']:.2f} (best wall), "
-                  f"{r[f'dsm_over_dense_{form}_cpu_median']:.2f} (median CPU)")
+                  f"{r[f'dsm_over_dense_{form}_cpu_median']:.2f} (median CPU); right after "
+                  f"the other model {r[f'dsm_over_dense_{form}_after_other_median']:.2f}")
     print(f"    (flops_true DSM/dense = {result['cpu_step']['flops_true_dsm_over_dense']:.2f}: "
           "the bottom layer is computed in full for the Top-K)")
     print("  fit_model(sgd) samples/s (sparse features cached | recomputed; dense features are "

@@ -173,6 +173,15 @@ def test_sparse_dot_adds_the_bias_inside_with_its_gradient(dtype):
     folded = run(lambda t, b: sparse_dot(t, cols, vals, b))
     fused = run(lambda t, b: fused_sparse_dot(
         t, lambda th: (sparse_dot(th, cols, vals), cols.to(torch.int32), vals), b))
+    # θ given as a (1, n_coef) parameter (no view node): the gradient comes in that shape
+    for form in (lambda t: sparse_dot(t, cols, vals, bias),
+                 lambda t: fused_sparse_dot(t, lambda th: (sparse_dot(th, cols, vals), cols,
+                                                          vals), bias)):
+        row_param = theta.view(1, -1).clone().requires_grad_()
+        out = form(row_param)
+        (out * weights).sum().backward()
+        assert torch.equal(out.detach(), expected[0])
+        assert row_param.grad.shape == (1, 60) and torch.equal(row_param.grad[0], expected[1])
     for got in (folded, fused):
         for a, e in zip(got, expected):
             assert torch.equal(a, e)

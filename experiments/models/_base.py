@@ -111,7 +111,7 @@ class RegressionModel(nn.Module, abc.ABC):
     """Base class: y ≈ g(x) = bias + θ · features(x), output shape (B,).
 
     Subclasses set ``dim`` and register their trainable parameters and frozen buffers, and
-    implement ``features``, ``coefficients``, ``set_coefficients`` and the size and cost
+    implement ``features``, ``coefficient_parameter``, ``set_coefficients`` and the size and cost
     properties. Parameters are float32 by default; ``model.to(device, dtype)`` moves and casts
     the frozen parts too (they are buffers).
     """
@@ -125,8 +125,12 @@ class RegressionModel(nn.Module, abc.ABC):
         """Frozen features of a validated (B, dim) tensor on the model's device and dtype."""
 
     @abc.abstractmethod
+    def coefficient_parameter(self) -> nn.Parameter:
+        """The trainable parameter that holds θ (any shape; θ is its C-order flattening)."""
+
     def coefficients(self) -> torch.Tensor:
         """The trainable coefficients θ as a flat view (n_coef,) of the parameter."""
+        return self.coefficient_parameter().view(-1)
 
     @property
     def output_bias(self) -> torch.Tensor | None:
@@ -135,11 +139,11 @@ class RegressionModel(nn.Module, abc.ABC):
 
     def top_layer(self, features: Features) -> torch.Tensor:
         """(B,) outputs from frozen features; differentiable in the trainable parameters."""
-        theta = self.coefficients()
         bias = self.output_bias
-        if features.cols is not None:  # the bias is added inside the product
-            return sparse_dot(theta, features.cols, features.vals, bias)  # (B,)
-        out = features.vals @ theta  # (B,)
+        if features.cols is not None:  # θ's parameter as it is and the bias, both inside
+            return sparse_dot(self.coefficient_parameter(), features.cols, features.vals,
+                              bias)  # (B,)
+        out = features.vals @ self.coefficients()  # (B,)
         return out if bias is None else out + bias
 
     def forward(self, X) -> torch.Tensor:

@@ -51,8 +51,8 @@ class Dense(RegressionModel):
         """Dense features φ(x) = ReLU(Bx + c): ``Features(None, (N, width))``."""
         return Features(None, torch.addmm(self.c, X, self.B.T).relu_())  # (N, width)
 
-    def coefficients(self) -> torch.Tensor:
-        return self.weight.view(-1)
+    def coefficient_parameter(self) -> nn.Parameter:
+        return self.weight
 
     @property
     def total_units(self) -> int:

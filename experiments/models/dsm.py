@@ -68,7 +68,7 @@ class DSM(KSparseDense):
         inside the kernel while each row's winners are in cache (``fused_sparse_dot``; the
         winners are kept, with narrow indices, only for the backward); the result equals
         ``top_layer(features(X))`` bit for bit."""
-        theta = self.coefficients()
+        theta = self.coefficient_parameter()  # as it is: no view node in the graph
         if not (self._kernel_ok(X) and theta.dtype == X.dtype):
             return super().forward_prepared(X)
 

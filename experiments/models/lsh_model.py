@@ -147,8 +147,8 @@ class LSHModel(RegressionModel):
         vals = (self.monomials(X) / s)[:, None, :].expand(n, s, P).reshape(n, s * P)
         return Features(cols, vals)
 
-    def coefficients(self) -> torch.Tensor:
-        return self.values.view(-1)
+    def coefficient_parameter(self) -> nn.Parameter:
+        return self.values
 
     @property
     def buckets(self) -> int:
