@@ -1,0 +1,44 @@
+"""The benchmarks' interleaved timer: bursts of consecutive calls, the first of each apart."""
+
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+from _timing import time_interleaved  # noqa: E402 (the benchmarks' folder)
+
+
+@pytest.mark.parametrize("burst", [1, 3])
+def test_time_interleaved_runs_bursts_in_rounds(burst):
+    order = []
+    fns = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
+    result = time_interleaved(fns, repeats=2, burst=burst)
+    warm_up = ["a", "a", "b", "b"]
+    rounds = (["a"] * burst + ["b"] * burst) * 2
+    assert order == warm_up + rounds
+    for name in fns:
+        assert set(result[name]) >= {"median_s", "min_s", "cpu_median_s", "cpu_min_s"}
+        assert ("after_other_median_s" in result[name]) == (burst > 1)
+        assert 0 <= result[name]["min_s"] <= result[name]["median_s"]
+
+
+def test_time_interleaved_times_the_steady_calls_apart_from_the_first():
+    """With bursts, the statistics exclude each burst's first call (timed apart)."""
+    import time
+
+    calls = {"n": 0}
+
+    def slow_first_of_burst():
+        calls["n"] += 1
+        if calls["n"] > 2 and (calls["n"] - 3) % 3 == 0:  # first call of each burst of 3
+            time.sleep(0.02)
+
+    result = time_interleaved({"f": slow_first_of_burst}, repeats=3, burst=3)["f"]
+    assert result["after_other_min_s"] >= 0.02 > result["median_s"]
+
+
+@pytest.mark.parametrize("repeats, burst", [(0, 1), (1, 0)])
+def test_time_interleaved_rejects_empty_counts(repeats, burst):
+    with pytest.raises(ValueError, match="repeats and burst"):
+        time_interleaved({"f": lambda: None}, repeats=repeats, burst=burst)
