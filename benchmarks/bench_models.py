@@ -14,7 +14,11 @@ Measured in one run, interleaved so that machine load hits every model alike:
     Dense);
 * samples/s of ``fit_model(fit="sgd")`` for every model (feature caching included) and of the
   uncached training loop, and the wall time of ``fit_model(fit="exact")``;
-* the same step timings on CUDA when a GPU is present.
+* the same step timings on CUDA when a GPU is present;
+* the machine's state: a reference float32 matmul's GFLOP/s just before and after the CPU
+  step timings. On shared machines it moves (e.g. 60 to 140 GFLOP/s on the development VM
+  from one minute to the next) and the DSM/dense ratio with it: DSM's kernel is bound by
+  arithmetic, the dense step mostly by memory traffic over its (batch, width) activations.
 
 Timings use one thread for torch and Numba by default (``--threads`` to change): on small
 shared machines thread pools mostly measure the neighbours' load.
@@ -27,6 +31,7 @@ import argparse
 import json
 import pathlib
 import sys
+import time
 
 import numpy as np
 import torch
@@ -57,6 +62,19 @@ def _step_fn(model, X, y, cached):
         optimizer.step()
 
     return step
+
+
+def reference_gflops(size: int = 1024, repeats: int = 5) -> float:
+    """Best GFLOP/s of a (size × size) float32 CPU matmul: how fast the machine computes now."""
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(size, size, generator=gen), torch.randn(size, size, generator=gen)
+    a @ b  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
 
 
 def step_times(device: str, repeats: int) -> dict:
@@ -100,9 +118,11 @@ def training_throughput(n_train: int, steps: int) -> dict:
 def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     with thread_limit(threads):
+        before = reference_gflops()
         result = {"setup": {"dim": DIM, "width": WIDTH, "k": K, "batch": BATCH,
                             "threads": threads, "torch": torch.__version__},
                   "cpu_step": step_times("cpu", 4 if quick else 20)}
+        result["reference_matmul_gflops"] = {"before": before, "after": reference_gflops()}
         n_train, steps = (8192, 10) if quick else (16384, 40)
         result["cpu_training"] = training_throughput(n_train, steps)
         result["cpu_training_setup"] = {"n_train": n_train, "sgd_steps": steps}
@@ -131,6 +151,10 @@ def _print(result):
                   f"the other model {r[f'dsm_over_dense_{form}_after_other_median']:.2f}")
     print(f"    (flops_true DSM/dense = {result['cpu_step']['flops_true_dsm_over_dense']:.2f}: "
           "the bottom layer is computed in full for the Top-K)")
+    if "reference_matmul_gflops" in result:
+        g = result["reference_matmul_gflops"]
+        print(f"    machine state: reference matmul {g['before']:.0f} GFLOP/s before the step "
+              f"timings, {g['after']:.0f} after")
     print("  fit_model(sgd) samples/s (sparse features cached | recomputed; dense features are "
           "never cached), exact fit seconds:")
     for name, row in result["cpu_training"].items():
