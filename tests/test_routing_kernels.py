@@ -213,9 +213,9 @@ def test_range_scans_match_numpy(seed, n, dtype):
 
 
 @njit
-def _candidates(X, groups, step, thresholds):
+def _candidates(X, groups, step, thresholds, sparse):
     """project_candidates over every block and pair of groups: each row's kept values and
-    indices, padded with NaN and -1."""
+    indices, padded with NaN and -1; ``sparse``: its stores for few kept projections."""
     n, width = X.shape[0], groups.shape[0] * LANES
     out_v = np.full((BLOCK, width + step * LANES), -7.0, X.dtype)
     out_j = np.full((BLOCK, width + step * LANES), -7, np.int32)
@@ -225,8 +225,12 @@ def _candidates(X, groups, step, thresholds):
     for first in range(0, n, BLOCK):
         counts[:] = 0
         for g in range(0, groups.shape[0], step):
-            project_candidates(X, first, groups, g, thresholds[first:first + BLOCK], out_v,
-                               out_j, counts)
+            if sparse:
+                project_candidates(X, first, groups, g, thresholds[first:first + BLOCK], out_v,
+                                   out_j, counts, True)
+            else:
+                project_candidates(X, first, groups, g, thresholds[first:first + BLOCK], out_v,
+                                   out_j, counts, False)
         for q in range(min(BLOCK, n - first)):
             values[first + q, :counts[q]] = out_v[q, :counts[q]]
             indices[first + q, :counts[q]] = out_j[q, :counts[q]]
@@ -236,7 +240,9 @@ def _candidates(X, groups, step, thresholds):
 def check_candidates(seed, n, dim, n_dirs, dtype):
     """project_candidates keeps, per point, the affine projections c + A x >= its threshold
     with their direction indices, in direction order; zero directions pad the groups to a
-    multiple of the groups per call. With -inf thresholds it keeps every projection, which must be exact here."""
+    multiple of the groups per call. With -inf thresholds it keeps every projection, which
+    must be exact here. Both store modes (``sparse``: 16 bytes, then the whole vector only
+    when more lanes were kept) give the same rows, whatever the number kept per vector."""
     rng = np.random.default_rng(seed)
     # small integers: exact projections, many equal to the (integer) thresholds
     X = rng.integers(-2, 3, (n, dim)).astype(dtype)
@@ -253,17 +259,19 @@ def check_candidates(seed, n, dim, n_dirs, dtype):
     expected = X.astype(np.float64) @ padded[:, :dim].T + padded[:, dim]
     thresholds = np.zeros(-(-n // BLOCK) * BLOCK, dtype)  # one per point, the tail unused
     thresholds[:n] = rng.integers(-3, 4, n)
-    values, indices = _candidates(X, groups, step, thresholds)
-    for r in range(n):
-        where = np.flatnonzero(expected[r] >= thresholds[r])
-        assert indices[r, len(where):].max(initial=-1) == -1
-        np.testing.assert_array_equal(indices[r, :len(where)], where)
-        np.testing.assert_array_equal(values[r, :len(where)], expected[r, where])
-    thresholds[:] = -np.inf
-    values, indices = _candidates(X, groups, step, thresholds)
+    for sparse in (False, True):
+        values, indices = _candidates(X, groups, step, thresholds, sparse)
+        for r in range(n):
+            where = np.flatnonzero(expected[r] >= thresholds[r])
+            assert indices[r, len(where):].max(initial=-1) == -1
+            np.testing.assert_array_equal(indices[r, :len(where)], where)
+            np.testing.assert_array_equal(values[r, :len(where)], expected[r, where])
+    every = np.full_like(thresholds, -np.inf)
     finite = np.isfinite(expected).all(axis=1)
-    np.testing.assert_array_equal(values[finite], expected[finite])
-    assert (indices[finite] == np.arange(width)).all()
+    for sparse in (False, True):
+        values, indices = _candidates(X, groups, step, every, sparse)
+        np.testing.assert_array_equal(values[finite], expected[finite])
+        assert (indices[finite] == np.arange(width)).all()
 
 
 @given(seed=st.integers(0, 2**32), n=st.integers(1, 30), dim=st.integers(1, 9),

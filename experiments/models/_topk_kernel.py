@@ -148,17 +148,22 @@ def _bracket_guess(X, r, moments, quantiles, guesses, q):
 
 
 @njit(cache=True)
-def _project(X, first, groups, step, thresholds, cv, cand, counts):
+def _project(X, first, groups, step, thresholds, cv, cand, counts, few):
     """Every row's candidates (pre-activations >= its threshold) of one block of 8 rows;
-    step: ``CANDIDATE_GROUPS[X.dtype]``."""
+    step: ``CANDIDATE_GROUPS[X.dtype]``; few: whether few units are expected to pass (the
+    candidate stores for a low keep rate, ``project_candidates(sparse=True)``)."""
     counts[:] = 0
-    for g in range(0, groups.shape[0], step):
-        project_candidates(X, first, groups, g, thresholds, cv, cand, counts)
+    if few:
+        for g in range(0, groups.shape[0], step):
+            project_candidates(X, first, groups, g, thresholds, cv, cand, counts, True)
+    else:
+        for g in range(0, groups.shape[0], step):
+            project_candidates(X, first, groups, g, thresholds, cv, cand, counts, False)
 
 
 @njit(cache=True, parallel=True)
 def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_like, theta,
-               out, n_tasks):
+               out, n_tasks, few):
     n = X.shape[0]
     row = (groups.shape[0] + step) * LANES  # room for every unit, and whole-vector stores
     n_blocks = (n + BLOCK - 1) // BLOCK
@@ -186,14 +191,14 @@ def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_li
                 _bracket_guess(X, first + min(q, rows - 1), moments, quantiles, guesses, q)
                 thresholds[q] = (everything if k == width else
                                  guesses[q, 0] if guesses[q, 0] > zero else positive)
-            _project(X, first, groups, step, thresholds, cv, cand, counts)
+            _project(X, first, groups, step, thresholds, cv, cand, counts, few)
             missed = False  # a guess too high: fewer than k candidates
             for q in range(rows):
                 if counts[q] < k:
                     thresholds[q] = everything
                     missed = True
             if missed:  # project the block again (rare): those rows take all their units
-                _project(X, first, groups, step, thresholds, cv, cand, counts)
+                _project(X, first, groups, step, thresholds, cv, cand, counts, False)
             for q in range(rows):
                 r = first + q
                 v = cv[q]
@@ -266,8 +271,11 @@ def relu_topk(X, groups, width, moments, k, quantiles, cols, vals, theta=None, o
         theta, out = np.empty(0, X.dtype), np.empty(0, X.dtype)
     n_blocks = (len(X) + BLOCK - 1) // BLOCK
     n_tasks = max(1, min(n_blocks, numba.get_num_threads()))  # one set of scratch per task
-    _relu_topk(X, groups, step, width, moments, k,
-               tuple(map(float, quantiles)), cols, vals, int_like, theta, out, n_tasks)
+    # the candidate stores for a low keep rate when at most a quarter of the units are
+    # expected to pass (k plus the outer bracket's margin, bracket_quantiles)
+    few = 4 * (k + 4 * math.sqrt(k) + 2) <= width
+    _relu_topk(X, groups, step, width, moments, k, tuple(map(float, quantiles)), cols, vals,
+               int_like, theta, out, n_tasks, few)
 
 
 def unit_moments(B: np.ndarray, c: np.ndarray) -> np.ndarray:
