@@ -460,19 +460,22 @@ def compress_in_range(typingctx, v, n, lo, hi, index, out_v, out_j):
         hi: a float, or None for no upper bound. NaN entries are never kept.
         index: the index written for entry i: ``index[i]`` if index is a 1-D int32
             C-contiguous array (read like v), ``index + i`` if it is an integer.
-        out_v: 1-D array of v's dtype; out_j: 1-D int32 array; both C-contiguous with room
-            for (number kept) + LANES entries: on AVX-512 CPUs whole vectors are stored
-            (entries past the kept ones get arbitrary values), elsewhere only kept entries.
+        out_v: 1-D array of v's dtype; out_j: 1-D int32 array, or None to keep only the
+            values (then index is ignored); both C-contiguous with room for (number kept) +
+            LANES entries: on AVX-512 CPUs whole vectors are stored (entries past the kept
+            ones get arbitrary values), elsewhere only kept entries.
 
     Returns:
         int64, the number of entries kept, written to out_v[:count] and out_j[:count].
     """
     index_is_array = isinstance(index, types.Array)
+    with_indices = not isinstance(out_j, (types.NoneType, types.Omitted))
     if not (_range_typing(v, n, lo, hi)
             and isinstance(out_v, types.Array) and out_v.ndim == 1
             and out_v.layout == "C" and out_v.dtype == v.dtype
-            and isinstance(out_j, types.Array) and out_j.ndim == 1 and out_j.layout == "C"
-            and out_j.dtype == types.int32
+            and (not with_indices or (
+                isinstance(out_j, types.Array) and out_j.ndim == 1 and out_j.layout == "C"
+                and out_j.dtype == types.int32))
             and (isinstance(index, types.Integer) or (
                 index_is_array and index.ndim == 1 and index.layout == "C"
                 and index.dtype == types.int32))):
@@ -484,10 +487,11 @@ def compress_in_range(typingctx, v, n, lo, hi, index, out_v, out_j):
         count, low, high = _range_arguments(context, builder, signature, args, v)
         ivec = ir.VectorType(i32, LANES)
         target_v = context.make_array(out_v)(context, builder, args[5]).data
-        target_j = context.make_array(out_j)(context, builder, args[6]).data
-        if index_is_array:
+        if with_indices:
+            target_j = context.make_array(out_j)(context, builder, args[6]).data
+        if with_indices and index_is_array:
             idx_data = context.make_array(index)(context, builder, args[4]).data
-        else:  # the indices offset + i, kept as a running vector
+        elif with_indices:  # the indices offset + i, kept as a running vector
             offset = builder.trunc(context.cast(builder, args[4], signature.args[4],
                                                 types.int64), i32)
             running = cgutils.alloca_once_value(builder, builder.add(
@@ -495,16 +499,17 @@ def compress_in_range(typingctx, v, n, lo, hi, index, out_v, out_j):
         pos = cgutils.alloca_once_value(builder, ir.Constant(i64, 0))
 
         def visit(i, values, keep):
-            if index_is_array:
-                indices = builder.load(builder.bitcast(builder.gep(idx_data, [i]),
-                                                       ivec.as_pointer()), align=4)
-            else:
-                indices = builder.load(running)
-                builder.store(builder.add(indices, _splat(builder, ir.Constant(i32, LANES),
-                                                          ivec)), running)
             at = builder.load(pos)
             _compress_append(context, builder, values, keep, target_v, at)
-            _compress_append(context, builder, indices, keep, target_j, at)
+            if with_indices:
+                if index_is_array:
+                    indices = builder.load(builder.bitcast(builder.gep(idx_data, [i]),
+                                                           ivec.as_pointer()), align=4)
+                else:
+                    indices = builder.load(running)
+                    builder.store(builder.add(indices, _splat(
+                        builder, ir.Constant(i32, LANES), ivec)), running)
+                _compress_append(context, builder, indices, keep, target_j, at)
             builder.store(builder.add(at, builder.zext(_popcount(builder, keep), i64)), pos)
 
         _scan_chunks(context, builder, v, args[0], count, low, high, visit)

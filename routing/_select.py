@@ -94,14 +94,14 @@ def kth_largest_by_rank(a, n, m):
 
 
 @njit(cache=True)
-def kth_largest_bracketed(v, n, k, lo, hi, top, small, junk):
+def kth_largest_bracketed(v, n, k, lo, hi, top, small):
     """The k-th largest of v[:n] (finite values), given count(v >= lo) >= k, hi a guess of an
     upper bound (may be +inf or wrong) and top = max(v[:n]).
 
     Bisects [lo, hi) with vectorised counting passes until at most 16 values remain inside
     (or no float is left between the bounds: ties), compresses those into ``small`` and
     ranks them (a quickselect if ties left more than 16). v is read in whole vectors
-    (``count_in_range``). Scratch: ``small`` of v's dtype, ``junk`` int32, n + LANES each.
+    (``count_in_range``). Scratch: ``small`` of v's dtype, n + LANES entries.
     """
     # every bound in v's dtype: a float64 midpoint between float32 values would be rounded
     # by the counting passes but not by the final compaction, and the two would disagree
@@ -122,7 +122,7 @@ def kth_largest_bracketed(v, n, k, lo, hi, top, small, junk):
             lo, c_lo = mid, c_mid
         else:
             hi, c_hi = mid, c_mid
-    m = compress_in_range(v, n, lo, hi, 0, small, junk)
+    m = compress_in_range(v, n, lo, hi, 0, small, None)
     if m <= 16:
         return kth_largest_by_rank(small, m, k - c_hi)
     return kth_largest(small, m, k - c_hi)

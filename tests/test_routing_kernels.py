@@ -173,7 +173,8 @@ def test_kernels_report_a_non_finite_point_anywhere_in_a_block(row, dtype):
 
 @njit
 def _scan(v, n, lo, hi, index, mode):
-    """Both range scans on v[:n]; mode 0: index array, 1: integer offset, 2: no upper bound."""
+    """Both range scans on v[:n]; mode 0: index array, 1: integer offset, 2: no upper bound,
+    3: values only (out_j None: the index array is left untouched)."""
     out_v = np.full(n + LANES, -7.0, v.dtype)  # room for whole-vector stores
     out_j = np.full(n + LANES, -7, np.int32)
     if mode == 0:
@@ -182,14 +183,17 @@ def _scan(v, n, lo, hi, index, mode):
     elif mode == 1:
         kept = compress_in_range(v, n, lo, hi, 5, out_v, out_j)
         counted = count_in_range(v, n, lo, hi)
-    else:
+    elif mode == 2:
         kept = compress_in_range(v, n, lo, None, 5, out_v, out_j)
         counted = count_in_range(v, n, lo, None)
+    else:
+        kept = compress_in_range(v, n, lo, hi, index, out_v, None)
+        counted = count_in_range(v, n, lo, hi)
     return out_v[:kept], out_j[:kept], counted
 
 
 def check_range_scans(seed, n, dtype):
-    """compress_in_range / count_in_range against numpy on v[:n], all three modes."""
+    """compress_in_range / count_in_range against numpy on v[:n], all four modes."""
     rng = np.random.default_rng(seed)
     padded = -(-n // LANES) * LANES + LANES
     v = rng.integers(-3, 4, padded).astype(dtype)  # many entries equal to the bounds
@@ -198,12 +202,13 @@ def check_range_scans(seed, n, dtype):
     index = rng.integers(0, 2**31 - 1, padded).astype(np.int32)
     lo, hi = dtype(rng.integers(-3, 2)), dtype(rng.integers(-1, 4))
     head = v[:n]
-    for mode in range(3):
-        keep = (head >= lo) & ((head < hi) if mode < 2 else True)
+    for mode in range(4):
+        keep = (head >= lo) & ((head < hi) if mode != 2 else True)
         where = np.flatnonzero(keep)
         values, indices, counted = _scan(v, n, lo, hi, index, mode)
         np.testing.assert_array_equal(values, head[where])
-        np.testing.assert_array_equal(indices, index[where] if mode == 0 else where + 5)
+        expected_indices = {0: index[where], 3: np.full(len(where), -7)}.get(mode, where + 5)
+        np.testing.assert_array_equal(indices, expected_indices)
         assert counted == len(where)
 
 

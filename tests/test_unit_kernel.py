@@ -60,9 +60,8 @@ def test_row_axpy_and_row_dot_match_numpy(dtype, width):
 @njit
 def _kth(v, n, k):
     small = np.empty(n + 16, v.dtype)
-    junk = np.empty(n + 16, np.int32)
     lo, top = min_max(v, n)
-    return kth_largest_bracketed(v, n, k, lo, v.dtype.type(np.inf), top, small, junk)
+    return kth_largest_bracketed(v, n, k, lo, v.dtype.type(np.inf), top, small)
 
 
 def test_kth_largest_bracketed_float32_with_many_ties():

@@ -65,20 +65,19 @@ __all__ = ["relu_topk", "relu_topk_reference", "bottom_groups", "bracket_quantil
 
 
 @njit(cache=True, inline="always")
-def _kth_largest_positive(cv, m, k, guesses, q, inner, inner_bits, small, junk, tmp, as_float):
+def _kth_largest_positive(cv, m, k, guesses, q, inner, small, tmp, as_float):
     """The k-th largest of cv[:m], all > 0 and m >= k.
 
     guesses[q]: (g_lo, g_in_lo, g_in_hi, g_hi) from :func:`_bracket_guess` (may be wrong). The
     values >= an upper bound are only counted (c_up of them, fewer than k); the values in
     [lower, upper) are compressed into ``inner`` (the inner pair if it brackets the k-th
     largest, else [0, g_hi) or everything), and the (k - c_up)-th largest of those is found
-    by bisecting their bit patterns (``inner_bits``: ``inner`` viewed as integers of the same
-    size; positive floats order like their bits) with vectorised counting passes until at
-    most 8 remain in the bracket, then by their ranks among each other (those few are
-    compressed into ``small``).
-    Scratch (m + LANES,) each: inner, inner_bits, small, junk (int32); tmp (1,) integers and
-    as_float, tmp viewed as cv's dtype (row views and array arguments are taken once per
-    task by the caller: each costs reference counting).
+    by bisecting their bit patterns (positive floats order like their bits) with vectorised
+    counting passes until at most 8 remain in the bracket, then by their ranks among each
+    other (those few are compressed into ``small``).
+    Scratch (m + LANES,) each: inner, small; tmp (1,) integers of cv's width and as_float,
+    tmp viewed as cv's dtype (row views and array arguments are taken once per task by the
+    caller: each costs reference counting).
     cv is read in whole vectors (``compress_in_range``).
     """
     inf = cv.dtype.type(np.inf)
@@ -91,14 +90,13 @@ def _kth_largest_positive(cv, m, k, guesses, q, inner, inner_bits, small, junk, 
         count = count_in_range(cv, m, g_hi, None)
         if count < k:
             upper, c_up = g_hi, count
-    n = compress_in_range(cv, m, lower, upper, 0, inner, junk)
+    n = compress_in_range(cv, m, lower, upper, 0, inner, None)
     need = k - c_up  # 1 <= need <= n
-    lo = inner_bits[0]
-    hi = inner_bits[0]
-    for q in range(n):
-        lo = min(lo, inner_bits[q])
-        hi = max(hi, inner_bits[q])
-    hi += 1  # invariant: count(bits >= lo) = c_lo >= need > c_hi = count(bits >= hi)
+    low, high = min_max(inner, n)
+    as_float[0] = low
+    lo = tmp[0]
+    as_float[0] = high
+    hi = tmp[0] + 1  # invariant: count(bits >= lo) = c_lo >= need > c_hi = count(bits >= hi)
     c_lo = n
     c_hi = 0
     while hi - lo > 1 and c_lo - c_hi > 8:
@@ -114,7 +112,7 @@ def _kth_largest_positive(cv, m, k, guesses, q, inner, inner_bits, small, junk, 
     tmp[0] = lo
     lo_value = as_float[0]
     tmp[0] = hi
-    n_small = compress_in_range(inner, n, lo_value, as_float[0], 0, small, junk)
+    n_small = compress_in_range(inner, n, lo_value, as_float[0], 0, small, None)
     return kth_largest_by_rank(small, n_small, need - c_hi)
 
 
@@ -172,13 +170,12 @@ def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_li
         cand = np.empty((BLOCK, row), np.int32)  # and unit indices
         counts = np.empty(BLOCK, np.int64)
         thresholds = np.empty(BLOCK, X.dtype)
-        scratch_bits = np.empty((2, row), int_like.dtype)
-        scratch_v = scratch_bits.view(X.dtype)
+        scratch_v = np.empty((2, row), X.dtype)
         scratch_j = np.empty(row, np.int32)
         tmp = np.empty(1, int_like.dtype)
         as_float = tmp.view(X.dtype)
         guesses = np.empty((BLOCK, 4), X.dtype)
-        inner, inner_bits, small = scratch_v[0], scratch_bits[0], scratch_v[1]
+        inner, small = scratch_v[0], scratch_v[1]
         zero = X.dtype.type(0)
         everything = X.dtype.type(-np.inf)  # the threshold that keeps every unit
         positive = np.nextafter(zero, X.dtype.type(1))  # the one that keeps z > 0
@@ -204,14 +201,14 @@ def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_li
                 v = cv[q]
                 if thresholds[q] > everything:  # candidates > 0: no ReLU needed
                     m = counts[q]
-                    t = _kth_largest_positive(v, m, k, guesses, q, inner, inner_bits, small,
-                                              scratch_j, tmp, as_float)
+                    t = _kth_largest_positive(v, m, k, guesses, q, inner, small, tmp,
+                                              as_float)
                 else:  # every unit, in order (the zero units past the width come last)
                     m = width
                     for j in range(width):
                         v[j] = max(v[j], zero)
                     t = kth_largest_bracketed(v, m, k, zero, guesses[q, 3], min_max(v, m)[1],
-                                              inner, scratch_j)
+                                              inner)
                 select_winners(v, m, k, t, cand[q], inner, scratch_j)
                 for i in range(k):
                     cols[r, i] = scratch_j[i]

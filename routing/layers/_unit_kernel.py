@@ -58,7 +58,7 @@ def _kwta_block_rows(X, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next):
     width = groups.shape[0] * LANES  # >= n; the zero directions past n are never read
     z = np.zeros((BLOCK, width), X.dtype)
     small, out_v = np.empty(width + LANES, X.dtype), np.empty(width + LANES, X.dtype)
-    junk, out_j = np.empty(width + LANES, np.int32), np.empty(width + LANES, np.int32)
+    out_j = np.empty(width + LANES, np.int32)
     units = np.arange(width + LANES).astype(np.int32)
     inf = X.dtype.type(np.inf)
     for first in range(0, B, BLOCK):
@@ -74,13 +74,13 @@ def _kwta_block_rows(X, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next):
             g_lo, g_hi = mean + z_lo * std, mean + z_hi * std
             if g_lo > lo and count_in_range(v, n, g_lo, None) >= k:
                 lo = g_lo
-            t = kth_largest_bracketed(v, n, k, lo, g_hi, top, small, junk)
+            t = kth_largest_bracketed(v, n, k, lo, g_hi, top, small)
             select_winners(v, n, k, t, units, out_v, out_j)
             for s in range(k):
                 idx[r, s] = out_j[s]
                 vals[r, s] = out_v[s]
             if with_next:  # t again if tied, else the largest score below t
-                below = compress_in_range(v, n, -inf, t, 0, small, junk)
+                below = compress_in_range(v, n, -inf, t, 0, small, None)
                 nxt[r] = t if count_in_range(v, n, t, None) > k else min_max(small, below)[1]
     return True
 
