@@ -17,8 +17,14 @@ from scipy.special import ndtri
 
 from routing._projection import compress_in_range, count_in_range
 
-__all__ = ["bracket_quantiles", "kth_largest", "kth_largest_bracketed", "kth_largest_by_rank",
+__all__ = ["bracket_margins", "bracket_quantiles", "kth_largest", "kth_largest_bracketed", "kth_largest_by_rank",
            "select_winners"]
+
+
+def bracket_margins(k: int) -> tuple[float, float]:
+    """(outer, inner): how many units beyond k the guessed brackets leave on each side of the
+    k-th largest, 4·sqrt(k) + 2 and 1.5·sqrt(k) + 2 (see :func:`bracket_quantiles`)."""
+    return 4.0 * math.sqrt(k) + 2.0, 1.5 * math.sqrt(k) + 2.0
 
 
 @functools.lru_cache(maxsize=256)
@@ -38,7 +44,7 @@ def bracket_quantiles(width: int, k: int) -> tuple[float, float, float, float]:
         p = units / width
         return -np.inf if p >= 1.0 else np.inf if p <= 0.0 else -float(ndtri(p))
 
-    outer, inner = 4.0 * math.sqrt(k) + 2.0, 1.5 * math.sqrt(k) + 2.0
+    outer, inner = bracket_margins(k)
     return z(k + outer), z(k + inner), z(k - inner), z(k - outer)
 
 

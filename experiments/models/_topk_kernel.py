@@ -54,8 +54,8 @@ from numba import njit, prange
 
 from routing._projection import (BLOCK, CANDIDATE_GROUPS, LANES, compress_in_range,
                                  count_in_range, min_max, pack_groups, project_candidates)
-from routing._select import (bracket_quantiles, kth_largest_bracketed, kth_largest_by_rank,
-                             select_winners)
+from routing._select import (bracket_margins, bracket_quantiles, kth_largest_bracketed,
+                             kth_largest_by_rank, select_winners)
 from routing.torch_twins import topk_mask
 
 from ._sparse_dot import row_dot
@@ -269,8 +269,8 @@ def relu_topk(X, groups, width, moments, k, quantiles, cols, vals, theta=None, o
     n_blocks = (len(X) + BLOCK - 1) // BLOCK
     n_tasks = max(1, min(n_blocks, numba.get_num_threads()))  # one set of scratch per task
     # the candidate stores for a low keep rate when at most a quarter of the units are
-    # expected to pass (k plus the outer bracket's margin, bracket_quantiles)
-    few = 4 * (k + 4 * math.sqrt(k) + 2) <= width
+    # expected to pass (k plus the outer bracket's margin, the candidates' threshold g_lo)
+    few = 4 * (k + bracket_margins(k)[0]) <= width
     _relu_topk(X, groups, step, width, moments, k, tuple(map(float, quantiles)), cols, vals,
                int_like, theta, out, n_tasks, few)
 
