@@ -17,8 +17,8 @@ from scipy.special import ndtri
 
 from routing._projection import compress_in_range, count_in_range
 
-__all__ = ["bracket_margins", "bracket_quantiles", "kth_largest", "kth_largest_bracketed", "kth_largest_by_rank",
-           "select_winners"]
+__all__ = ["bracket_margins", "bracket_quantiles", "kth_largest", "kth_largest_bracketed",
+           "kth_largest_by_rank", "mean_std", "select_winners"]
 
 
 def bracket_margins(k: int) -> tuple[float, float]:
@@ -46,6 +46,20 @@ def bracket_quantiles(width: int, k: int) -> tuple[float, float, float, float]:
 
     outer, inner = bracket_margins(k)
     return z(k + outer), z(k + inner), z(k - inner), z(k - outer)
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def mean_std(v, n):
+    """Mean and (population) standard deviation of v[:n], n >= 1 (sums reassociated, so
+    vectorised): the moments from which the kernels guess their brackets."""
+    total = v.dtype.type(0)
+    for q in range(n):
+        total += v[q]
+    mean = total / n
+    second = v.dtype.type(0)
+    for q in range(n):
+        second += (v[q] - mean) * (v[q] - mean)
+    return mean, np.sqrt(second / n)
 
 
 @njit(cache=True)

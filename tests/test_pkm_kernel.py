@@ -1,4 +1,4 @@
-"""PKM's CPU kernels (routing.layers._pkm_kernel) against the torch selection and value sum
+"""PKM's CPU kernels (routing.layers._pkm_kernel) against the torch selection and layer
 they replace on the CPU (Lample et al. 2019; Csordás et al. 2023 §3.2, Eq. 8)."""
 
 import pytest
@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.layers._pkm_kernel import FRONTIER_MAX, pkm_select, weighted_value_sum
+from routing.layers._pkm_kernel import FRONTIER_MAX, pkm_forward, pkm_select
 from routing.layers.pkm import PKM, PKMConfig
 
 
@@ -55,12 +55,99 @@ def test_selection_rejects_k_out_of_range():
         pkm_select(torch.zeros(2, 2, 3), 10)
 
 
-def test_weighted_value_sum_equals_the_gather_expression():
-    gen = torch.Generator().manual_seed(0)
-    gate = torch.rand(7, 5, generator=gen, dtype=torch.float64).requires_grad_()
-    values = torch.randn(11, 3, generator=gen, dtype=torch.float64).requires_grad_()
-    slot = torch.randint(0, 11, (7, 5), generator=gen)  # repeated slots accumulate
-    ref = (gate.unsqueeze(2) * values[slot]).sum(1)
-    torch.testing.assert_close(weighted_value_sum(gate, slot, values), ref)
-    assert torch.autograd.gradcheck(lambda g, v: weighted_value_sum(g, slot, v),
-                                    (gate, values))
+def _torch_path(layer, x):
+    """The layer's torch route and value sum (what the fused kernel replaces)."""
+    idx, gate = layer.route(x)
+    return idx, (gate.unsqueeze(2) * layer.values[idx]).sum(1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_keys=st.integers(1, 12) | st.sampled_from([FRONTIER_MAX + 3]), data=st.data(),
+       rows=st.integers(1, 20), levels=st.sampled_from([2, 3, 1000]),
+       seed=st.integers(0, 10_000), double=st.booleans(), relu=st.booleans())
+def test_fused_forward_selects_the_same_slots_as_pkm_select(n_keys, data, rows, levels, seed,
+                                                            double, relu):
+    """Integer queries and sub-keys make every sum exact and, with few levels, ties common:
+    in the halves (more candidates than k_half²), and at the k-th largest sum (the merge
+    decides). The fused path must pick pkm_select's set and give the torch path's y."""
+    k = data.draw(st.integers(1, n_keys * n_keys), label="k")
+    dtype = torch.float64 if double else torch.float32
+    layer = PKM(PKMConfig(d_in=4, d_out=3, n_keys=n_keys, d_key=4, k=k, project_query=False,
+                          activation="relu" if relu else "softmax")).to(dtype)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        layer.keys.copy_(torch.randint(-1, levels - 1, layer.keys.shape, generator=gen))
+    x = torch.randint(-2, 3, (rows, 4), generator=gen).to(dtype)
+    y, slots = pkm_forward(x, None, layer.keys, layer.values, k, layer.config.activation)
+    idx, y_ref = _torch_path(layer, x)
+    assert torch.equal(slots().sort(1).values, idx.sort(1).values)
+    # y sums the same terms in another order: float32 rounding of scores up to ~10^4
+    torch.testing.assert_close(y, y_ref, **({} if double else dict(rtol=2e-5, atol=1e-5)))
+
+
+@pytest.mark.parametrize("kw", [dict(n_keys=16, k=64), dict(n_keys=32, k=256),
+                                dict(n_keys=12, k=7), dict(n_keys=9, k=81),
+                                dict(n_keys=10, k=30, activation="softmax", init="lample"),
+                                dict(n_keys=6, k=20, d_key=8, project_query=False),
+                                dict(n_keys=5, k=4, d_out=3)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_layer_equals_the_torch_path_with_its_gradients(kw, dtype):
+    layer = PKM(PKMConfig(**{"d_in": 8, **kw})).to(dtype)
+    gen = torch.Generator().manual_seed(1)
+    x = (torch.rand(300, 8, generator=gen, dtype=dtype) * 2 - 1).requires_grad_()
+    layer.reset_usage()
+    y, aux = layer(x)  # the fused path
+    usage = layer.unit_usage.clone()
+    idx, y_ref = _torch_path(layer, x)
+    tol = {} if dtype == torch.float64 else dict(rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(y, y_ref, **tol)
+    assert aux == {}
+    ref_usage = torch.zeros_like(usage).index_add_(
+        0, idx.reshape(-1), torch.ones(idx.numel(), dtype=usage.dtype))
+    assert torch.equal(usage, ref_usage)
+    dy = torch.randn(y.shape, generator=gen, dtype=dtype)
+    inputs = [x, *layer.parameters()]
+    for got, want in zip(torch.autograd.grad(y, inputs, dy),
+                         torch.autograd.grad(y_ref, inputs, dy)):
+        torch.testing.assert_close(got, want, **tol)
+
+
+@pytest.mark.parametrize("activation", ["relu", "softmax"])
+@pytest.mark.parametrize("project", [True, False])
+def test_fused_gradients_pass_gradcheck(activation, project):
+    layer = PKM(PKMConfig(d_in=4, d_out=2, n_keys=5, d_key=4, k=6, activation=activation,
+                          project_query=project)).double()
+    x = torch.randn(7, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    params = [x.requires_grad_(), layer.keys, layer.values]
+    params += [layer.query] if project else []
+
+    def f(x, keys, values, query=None):
+        return pkm_forward(x, query, keys, values, 6, activation)[0]
+
+    assert torch.autograd.gradcheck(f, params)
+
+
+def test_fused_forward_hands_non_finite_scores_back_to_torch():
+    layer = PKM(PKMConfig(d_in=4, d_out=2, n_keys=4, d_key=4, k=5)).double()
+    x = torch.randn(6, 4, dtype=torch.float64)
+    x[2, 0] = float("inf")
+    assert pkm_forward(x, layer.query, layer.keys, layer.values, 5, "relu") is None
+    y, _ = layer(x)  # the layer takes the torch path: the finite rows agree with it
+    torch.testing.assert_close(y[[0, 1, 3, 4, 5]], layer(x[[0, 1, 3, 4, 5]])[0])
+    huge = PKM(PKMConfig(d_in=4, d_out=1, n_keys=3, d_key=4, k=2, project_query=False))
+    with torch.no_grad():
+        huge.keys.fill_(1.0)
+    big = torch.full((1, 4), 1.5e38)  # half scores 3e38: finite, their sum is not
+    assert pkm_forward(big, None, huge.keys, huge.values, 2, "relu") is None
+    assert pkm_forward(big / 4, None, huge.keys, huge.values, 2, "relu") is not None
+
+
+def test_fused_forward_rejects_bad_arguments():
+    layer = PKM(PKMConfig(d_in=4, n_keys=3, d_key=4, k=2))
+    x = torch.zeros(2, 4)
+    with pytest.raises(ValueError, match=r"k must be in \[1, 9\]"):
+        pkm_forward(x, layer.query, layer.keys, layer.values, 10, "relu")
+    with pytest.raises(ValueError, match="activation must be"):
+        pkm_forward(x, layer.query, layer.keys, layer.values, 2, "gelu")
+    with pytest.raises(ValueError, match="shapes do not fit"):
+        pkm_forward(torch.zeros(2, 5), layer.query, layer.keys, layer.values, 2, "relu")

@@ -1,5 +1,7 @@
-"""CPU kernels of the product-key memory (``routing.layers.pkm``): the top-K selection over the
-n_keys² sums of sub-key scores, and the gate-weighted sum of the selected values.
+"""CPU kernels of the product-key memory (``routing.layers.pkm``): the ordered top-K selection
+over the n_keys² sums of sub-key scores (``pkm_select``, behind ``PKM.route``), and the whole
+layer fused into one autograd node, forward and backward (``pkm_forward``, behind
+``PKM.forward``; see the section "the fused layer" below).
 
 The torch selection (Lample et al. 2019's: top-K of each half, then the top K of the
 candidate sums) costs three ``topk`` calls and several (B, M) gathers per step; at the
@@ -20,7 +22,13 @@ import numpy as np
 import torch
 from numba import njit
 
-__all__ = ["pkm_select", "weighted_value_sum"]
+from routing._projection import LANES, compress_in_range, count_in_range, min_max
+from routing._select import bracket_quantiles, kth_largest, kth_largest_bracketed, mean_std
+
+__all__ = ["pkm_forward", "pkm_select"]
+
+# reassociation lets LLVM vectorise the sums over the sub-keys (see ``_expert_kernel``)
+_REASSOC = {"reassoc", "contract"}
 
 # halves up to this many ranks merge by scanning the frontier (vectorisable, no branches to
 # mispredict); longer ones through a max-heap, O(log k_half) per popped slot
@@ -191,60 +199,358 @@ def pkm_select(u: torch.Tensor, k: int):
     return torch.from_numpy(slot), torch.from_numpy(pos_a), torch.from_numpy(pos_b)
 
 
-@njit(cache=True)
-def _weighted_sum(gate, slot, values, y):
-    for b in range(slot.shape[0]):
-        y[b, :] = 0
-        for i in range(slot.shape[1]):
-            g, row = gate[b, i], values[slot[b, i]]
-            for o in range(row.size):
-                y[b, o] += g * row[o]
+# -- the fused layer: query, sub-key scores, selection, value sum, and their backward ----------
+# Written as torch operations plus the selection above, a PKM training step was a dozen
+# autograd nodes (the query's matmul, the sub-key einsum's batched matmuls and reshapes, two
+# gathers and their scatter backward, the ReLU) around the kernels, and trained at 0.37-0.48x
+# the speed of a dense network of the same total width (issue 7). Here a step is one node: the
+# forward computes, per example, the query, the 2·n_keys sub-key scores, the K winners among
+# the candidate sums and y; the backward takes the gradients of the values, the sub-keys and
+# the query projection (and of x when it needs one) in one pass over the examples.
+#
+# The winners are found by threshold, not by the ordered merge: the t = K-th largest of the
+# candidate sums (a bisection inside a bracket guessed from the sums' mean and standard
+# deviation, which are exact from the two halves' moments), then every sum >= t. The sums'
+# order does not matter to y, and a merge pops its K winners one at a time (17 µs per example
+# at 32 keys, K = 256, against a few µs here). When sums equal t are more than the K-th place
+# needs, the row's winners come from the merge, whose tie rule (the lowest (rank in b, rank in
+# a)) is the torch path's; so the winners are always the same set as ``pkm_select``'s.
+# Candidates: with K >= n_keys every one of the n_keys² sums; else the sums of the sub-keys
+# scoring at least the K-th best of their half (ties kept: a superset of Lample et al.'s K²,
+# still containing the top K, since a sum whose half scores below its K-th best is beaten by K
+# sums in its own row or column).
+# Winners are stored as codes (rank-free pairs) pos_b << shift | pos_a, shift = bits of
+# n_keys - 1, so the backward finds both halves with a shift and a mask, not a division.
 
 
-@njit(cache=True)
-def _weighted_sum_backward(dy, gate, slot, values, dgate, dvalues):
+@njit(cache=True, inline="always")
+def _half_scores(keys_t, half, q, h, out, n):
+    """out[j] = Σ_c keys_t[half, c, j] · q[half·h + c] for j < n (keys transposed: the
+    loop over the sub-keys j is a vector loop)."""
+    for j in range(n):
+        out[j] = 0
+    for c in range(h):
+        qc = q[half * h + c]
+        for j in range(n):
+            out[j] += keys_t[half, c, j] * qc
+
+
+@njit(cache=True, inline="always")
+def _top_of_half(u, n, k_half, scratch, out_v, out_j):
+    """The entries of u[:n] at least its k_half-th largest (all of them if k_half == n), in
+    index order, into out_v / out_j; returns how many (>= k_half: ties are kept)."""
+    if k_half >= n:
+        t = u.dtype.type(-np.inf)
+    else:
+        for j in range(n):
+            scratch[j] = u[j]
+        t = kth_largest(scratch, n, k_half)
+    return compress_in_range(u, n, t, None, 0, out_v, out_j)
+
+
+@njit(cache=True, inline="always")
+def _gates(scores, k, relu, out):
+    """out[:k] = ReLU(scores[:k]), or their softmax."""
+    if relu:
+        for s in range(k):
+            out[s] = max(scores[s], scores.dtype.type(0))
+        return
+    top = scores[0]
+    for s in range(k):
+        top = max(top, scores[s])
+    total = scores.dtype.type(0)
+    for s in range(k):
+        out[s] = np.exp(scores[s] - top)
+        total += out[s]
+    for s in range(k):
+        out[s] /= total
+
+
+@njit(cache=True, fastmath=_REASSOC)
+def _fused_forward(x, wq, keys_t, values, k, relu, z_lo, z_hi, shift, code, score, y, qs):
+    """Forward of the fused PKM for every row of x: qs (the queries), the k winners' codes
+    and scores (row r at code[r·k : r·k + k], in no particular order; code and score are flat,
+    with LANES entries of padding at the end, so that the winners are compressed straight
+    into them) and y. False if a sub-key score, or the sum of the two largest magnitudes of a
+    row's halves, is not finite (rows left unfinished)."""
+    B, d_in = x.shape
+    _, h, n = keys_t.shape
+    d_key, d_out = 2 * h, values.shape[1]
+    project = wq.shape[0] > 0
+    k_half = min(k, n)
+    dt = x.dtype.type
+    inf, zero = dt(np.inf), dt(0)
+    ua, ub = np.empty(n + LANES, x.dtype), np.empty(n + LANES, x.dtype)
+    sa, sb = np.empty(n + LANES, x.dtype), np.empty(n + LANES, x.dtype)
+    ja, jb = np.empty(n + LANES, np.int32), np.empty(n + LANES, np.int32)
+    scratch = np.empty(n, x.dtype)
+    cap = k_half * k_half  # candidate sums without ties in the halves
+    sums, small = np.empty(cap + LANES, x.dtype), np.empty(cap + LANES, x.dtype)
+    codes = np.empty(cap + LANES, np.int32)
+    gate = np.empty(k, x.dtype)
+    # the ordered merge, for rows with ties at the k-th largest sum
+    va, vb = np.empty(k_half, x.dtype), np.empty(k_half, x.dtype)
+    ia, ib = np.empty(k_half, np.int64), np.empty(k_half, np.int64)
+    frontier, ranks = np.empty(k_half, x.dtype), np.empty(k_half, np.int64)
+    m_slot, m_pa, m_pb = (np.empty(k, np.int64), np.empty(k, np.int64),
+                          np.empty(k, np.int64))
+    mask = (1 << shift) - 1
+    for r in range(B):
+        q = qs[r]
+        out_v, out_j = score[r * k:r * k + k + LANES], code[r * k:r * k + k + LANES]
+        if project:
+            for c in range(d_key):
+                acc = zero
+                for i in range(d_in):
+                    acc += wq[c, i] * x[r, i]
+                q[c] = acc
+        else:
+            for c in range(d_key):
+                q[c] = x[r, c]
+        _half_scores(keys_t, 0, q, h, ua, n)
+        _half_scores(keys_t, 1, q, h, ub, n)
+        lo_a, hi_a = min_max(ua, n)
+        lo_b, hi_b = min_max(ub, n)
+        if not (-inf < lo_a and hi_a < inf and -inf < lo_b and hi_b < inf
+                and count_in_range(ua, n, lo_a, None) == n
+                and count_in_range(ub, n, lo_b, None) == n
+                and max(-lo_a, hi_a) + max(-lo_b, hi_b) < inf):
+            return False
+        na = _top_of_half(ua, n, k_half, scratch, sa, ja)
+        nb = _top_of_half(ub, n, k_half, scratch, sb, jb)
+        merge = na * nb > cap  # ties in a half: too many candidates, let the merge decide
+        if not merge:
+            # the candidate sums, row-major in (pos_b, pos_a), and their mean and spread: the
+            # moments of a sum over all pairs are the sums of the halves' moments
+            m = 0
+            for p in range(nb):
+                vb_p, base = sb[p], jb[p] << shift
+                for s in range(na):
+                    at = np.uintp(m + s)  # unsigned: no wraparound test, so vectorised
+                    sums[at] = vb_p + sa[s]
+                    codes[at] = base | ja[s]
+                m += na
+            mean_a, sd_a = mean_std(sa, na)
+            mean_b, sd_b = mean_std(sb, nb)
+            mean, std = mean_a + mean_b, np.sqrt(sd_a * sd_a + sd_b * sd_b)
+            lo, top = min_max(sums, m)
+            g_lo, g_hi = mean + z_lo * std, mean + z_hi * std
+            if g_lo > lo and count_in_range(sums, m, g_lo, None) >= k:
+                lo = g_lo
+            t = kth_largest_bracketed(sums, m, k, lo, g_hi, top, small)
+            merge = count_in_range(sums, m, t, None) != k
+            if not merge:
+                compress_in_range(sums, m, t, None, codes, out_v, out_j)
+        if merge:  # ties at the k-th place: the merge's order decides, as in pkm_select
+            _sorted_half(ua[:n], k_half, va, ia)
+            _sorted_half(ub[:n], k_half, vb, ib)
+            if k_half <= FRONTIER_MAX:
+                _merge_by_scan(va, ia, vb, ib, k, n, frontier, ranks, m_slot, m_pa, m_pb)
+            else:
+                _merge_by_heap(va, ia, vb, ib, k, n, frontier, ranks, m_slot, m_pa, m_pb)
+            for s in range(k):
+                out_v[s] = ub[m_pb[s]] + ua[m_pa[s]]
+                out_j[s] = np.int32((m_pb[s] << shift) | m_pa[s])
+        _gates(out_v, k, relu, gate)
+        if d_out == 1:  # a register accumulator, not a chain through y's memory
+            acc = zero
+            for s in range(k):
+                c = out_j[s]
+                acc += gate[s] * values[np.uintp((c >> shift) * n + (c & mask)), 0]
+            y[r, 0] = acc
+            continue
+        for o in range(d_out):
+            y[r, o] = zero
+        for s in range(k):
+            c = out_j[s]
+            slot = np.uintp((c >> shift) * n + (c & mask))
+            for o in range(d_out):
+                y[r, o] += gate[s] * values[slot, o]
+    return True
+
+
+COPIES = 4  # interleaved copies of the backward's sub-key score gradients (a power of 2)
+
+
+@njit(cache=True, fastmath=_REASSOC)
+def _fused_backward(dy, x, wq, keys_t, values, code, score, qs, shift, relu,
+                    dx, dwq, dkeys_t, dvalues):
+    """Gradients of the fused PKM (dx only if dx has rows; keys and their gradient
+    transposed, (2, d_key / 2, n_keys)) from the forward's code, score and qs:
+    dgate = values[slot] · dy, dvalues[slot] += gate · dy, the sub-key scores' gradient du
+    through ReLU (0 at 0, as torch) or the softmax, then dq = Σ_j du_j key_j,
+    dkeys_j += du_j q_half, dwq += dq ⊗ x and dx = wqᵀ dq."""
+    B, k = code.shape
+    _, h, n = keys_t.shape
+    d_key, d_out, d_in = 2 * h, values.shape[1], x.shape[1]
+    project, need_dx = wq.shape[0] > 0, dx.shape[0] > 0
+    mask = (1 << shift) - 1
+    zero = x.dtype.type(0)
+    dwq[:] = 0
+    dkeys_t[:] = 0
     dvalues[:] = 0
-    for b in range(slot.shape[0]):
-        dyb = dy[b]
-        for i in range(slot.shape[1]):
-            g, row, drow = gate[b, i], values[slot[b, i]], dvalues[slot[b, i]]
-            acc = dyb[0] * row[0]
-            drow[0] += g * dyb[0]
-            for o in range(1, row.size):
-                acc += dyb[o] * row[o]
-                drow[o] += g * dyb[o]
-            dgate[b, i] = acc
+    # du in COPIES interleaved copies: consecutive winners often share pos_b, and
+    # read-modify-writes of one address wait on each other's stores
+    du_a, du_b = np.zeros((COPIES, n), x.dtype), np.zeros((COPIES, n), x.dtype)
+    du = np.empty(n, x.dtype)
+    dq = np.empty(d_key, x.dtype)
+    gate, dgate = np.empty(k, x.dtype), np.empty(k, x.dtype)
+    for r in range(B):
+        _gates(score[r], k, relu, gate)
+        inner = zero  # softmax: Σ gate · dgate
+        for s in range(k):
+            c = code[r, s]
+            pa, pb = c & mask, c >> shift
+            slot = np.uintp(pb * n + pa)
+            if d_out == 1:
+                acc = dy[r, 0] * values[slot, 0]
+                dvalues[slot, 0] += gate[s] * dy[r, 0]
+            else:
+                acc = zero
+                for o in range(d_out):
+                    acc += dy[r, o] * values[slot, o]
+                    dvalues[slot, o] += gate[s] * dy[r, o]
+            if relu:  # ReLU'(0) = 0, as torch
+                copy = s & (COPIES - 1)
+                d = acc if gate[s] > zero else zero
+                du_a[copy, pa] += d
+                du_b[copy, pb] += d
+            else:
+                dgate[s] = acc
+                inner += gate[s] * acc
+        if not relu:
+            for s in range(k):
+                c = code[r, s]
+                copy = s & (COPIES - 1)
+                d = gate[s] * (dgate[s] - inner)
+                du_a[copy, c & mask] += d
+                du_b[copy, c >> shift] += d
+        for half in range(2):
+            part = du_a if half == 0 else du_b
+            for j in range(n):
+                g = zero
+                for copy in range(COPIES):
+                    g += part[copy, j]
+                    part[copy, j] = zero
+                du[j] = g
+            for c in range(h):
+                qc = qs[r, half * h + c]
+                acc = zero
+                for j in range(n):
+                    acc += du[j] * keys_t[half, c, j]
+                    dkeys_t[half, c, j] += du[j] * qc
+                dq[half * h + c] = acc
+        if project:
+            for c in range(d_key):
+                for i in range(d_in):
+                    dwq[c, i] += dq[c] * x[r, i]
+        if need_dx:
+            for i in range(d_in):
+                if project:
+                    acc = zero
+                    for c in range(d_key):
+                        acc += wq[c, i] * dq[c]
+                    dx[r, i] = acc
+                else:
+                    dx[r, i] = dq[i]
 
 
-class _WeightedValueSum(torch.autograd.Function):
+def _transposed(keys: torch.Tensor) -> np.ndarray:
+    """The sub-keys (2, n_keys, d_key / 2) as a C-contiguous (2, d_key / 2, n_keys) array."""
+    return np.ascontiguousarray(keys.detach().numpy().transpose(0, 2, 1))
+
+
+class _FusedPKM(torch.autograd.Function):
+    """y = PKM(x) from the forward kernel's results (``state``), with the fused backward."""
+
     @staticmethod
-    def forward(ctx, gate, slot, values):
-        g, s, v = (t.detach().contiguous().numpy() for t in (gate, slot, values))
-        y = np.empty((s.shape[0], v.shape[1]), v.dtype)
-        _weighted_sum(g, s, v, y)
-        ctx.save_for_backward(gate, slot, values)
+    def forward(ctx, x, query, keys, values, state):
+        y, code, score, qs, shift, relu = state
+        ctx.save_for_backward(x, query, keys, values)
+        ctx.kernel_state = code, score, qs, shift, relu
         return torch.from_numpy(y)
 
     @staticmethod
     def backward(ctx, dy):
-        g, s, v, d = (t.detach().contiguous().numpy() for t in (*ctx.saved_tensors, dy))
-        dgate, dvalues = np.empty_like(g), np.empty_like(v)
-        _weighted_sum_backward(d, g, s, v, dgate, dvalues)
-        return torch.from_numpy(dgate), None, torch.from_numpy(dvalues)
+        x, query, keys, values = ctx.saved_tensors
+        code, score, qs, shift, relu = ctx.kernel_state
+        xa, va, dya = (t.detach().contiguous().numpy() for t in (x, values, dy))
+        ka = _transposed(keys)
+        wq = (query.detach().contiguous().numpy() if query is not None
+              else np.empty((0, 0), xa.dtype))
+        need_dx = ctx.needs_input_grad[0]
+        dx = torch.empty(xa.shape if need_dx else (0, 0), dtype=x.dtype).numpy()
+        dwq, dkeys_t, dvalues = (torch.empty(a.shape, dtype=x.dtype).numpy()
+                                 for a in (wq, ka, va))
+        _fused_backward(dya, xa, wq, ka, va, code, score, qs, shift, relu,
+                        dx, dwq, dkeys_t, dvalues)
+        return (torch.from_numpy(dx) if need_dx else None,
+                torch.from_numpy(dwq) if query is not None else None,
+                torch.from_numpy(dkeys_t).transpose(1, 2), torch.from_numpy(dvalues), None)
 
 
-def weighted_value_sum(gate: torch.Tensor, slot: torch.Tensor,
-                       values: torch.Tensor) -> torch.Tensor:
-    """y[b] = Σ_i gate[b, i] · values[slot[b, i]] on the CPU (PKM's output, Lample et al. 2019
-    §3.1; Csordás et al. 2023 §3.2), differentiable in gate and values (once); the same as
-    ``(gate.unsqueeze(2) * values[slot]).sum(1)`` without the (B, k, d_out) temporary and its
-    scatter backward. Slots are not range-checked: ``PKM`` produces them in range.
+# sub-key indices share an int32 code (pos_b << shift | pos_a): up to 2^15 keys per half
+MAX_FUSED_KEYS = 1 << 15
+
+
+def pkm_forward(x: torch.Tensor, query: torch.Tensor | None, keys: torch.Tensor,
+                values: torch.Tensor, k: int, activation: str):
+    """A product-key memory layer's output on the CPU in one fused autograd node
+    (Lample et al. 2019 §3; Csordás et al. 2023 §3.2, Eq. 8): q = W_q x (or x), sub-key scores
+    u_a = K_a q_a, u_b = K_b q_b, the k best slots among the n_keys² sums u_b[i] + u_a[j]
+    (the same set as :func:`pkm_select`'s, ties included), y = Σ act(score) · values[slot].
+    Differentiable once in x, query, keys and values.
 
     Arguments:
-        gate: (B, k) float32 or float64; slot: (B, k) int64 in [0, n_slots);
-        values: (n_slots, d_out), gate's dtype.
+        x: (B, d_in) float32 or float64 CPU tensor.
+        query: (d_key, d_in) of x's dtype, or None for q = x (then d_in = d_key).
+        keys: (2, n_keys, d_key / 2), x's dtype, n_keys <= ``MAX_FUSED_KEYS``.
+        values: (n_keys², d_out), x's dtype.
+        k: 1 <= k <= n_keys².
+        activation: "relu" or "softmax" (over the k selected scores).
 
     Returns:
-        (B, d_out).
+        (y (B, d_out), slot): slot a function returning the (B, k) int64 selected slots
+        (pos_b · n_keys + pos_a, in no particular order), computed only when called; or None
+        when a sub-key score, or the sum of a row's two largest magnitudes, is not finite (the
+        caller takes the torch path, whose order NaN and inf follow).
+
+    Raises:
+        ValueError: if k or n_keys is out of range, or the shapes do not fit.
     """
-    return _WeightedValueSum.apply(gate, slot, values)
+    B, d_in = x.shape
+    _, n, h = keys.shape
+    if activation not in ("relu", "softmax"):
+        raise ValueError(f"activation must be 'relu' or 'softmax', got {activation!r}")
+    if not 1 <= n <= MAX_FUSED_KEYS:
+        raise ValueError(f"n_keys must be in [1, {MAX_FUSED_KEYS}] for the fused kernel, "
+                         f"got {n}")
+    if not 1 <= k <= n * n:
+        raise ValueError(f"k must be in [1, {n * n}], got {k}")
+    if (query is None and d_in != 2 * h) or (query is not None and query.shape != (2 * h, d_in)
+                                             ) or values.shape[0] != n * n:
+        raise ValueError(f"shapes do not fit: x {tuple(x.shape)}, query "
+                         f"{None if query is None else tuple(query.shape)}, keys "
+                         f"{tuple(keys.shape)}, values {tuple(values.shape)}")
+    xa, va = (t.detach().contiguous().numpy() for t in (x, values))
+    ka = _transposed(keys)
+    wq = query.detach().contiguous().numpy() if query is not None else np.empty((0, 0), xa.dtype)
+    shift = (n - 1).bit_length()
+    k_half = min(k, n)
+    z_lo, _, _, z_hi = bracket_quantiles(k_half * k_half, k)
+    # torch's allocator: a fresh numpy array of a megabyte is mapped anew, and its page
+    # faults took 0.4 ms per array and step
+    code = torch.empty(B * k + LANES, dtype=torch.int32).numpy()
+    score, y, qs = (torch.empty(shape, dtype=x.dtype).numpy()
+                    for shape in (B * k + LANES, (B, va.shape[1]), (B, 2 * h)))
+    relu = activation == "relu"
+    if not _fused_forward(xa, wq, ka, va, k, relu, z_lo, z_hi, shift, code, score, y, qs):
+        return None
+    code, score = code[:B * k].reshape(B, k), score[:B * k].reshape(B, k)
+    y = _FusedPKM.apply(x, query, keys, values, (y, code, score, qs, shift, relu))
+
+    def slot():
+        c = torch.from_numpy(code).long()
+        return (c >> shift) * n + (c & ((1 << shift) - 1))
+
+    return y, slot

@@ -25,26 +25,13 @@ from numba import njit
 
 from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, min_max,
                                  pack_groups, project_block, row_axpy, row_dot)
-from routing._select import bracket_quantiles, kth_largest_bracketed, select_winners
+from routing._select import bracket_quantiles, kth_largest_bracketed, mean_std, select_winners
 from routing.layers._expert_kernel import _arrays
 
 __all__ = ["kwta_scores", "unit_mlp"]
 
 # reassociation lets LLVM vectorise the dot products over d_in (see ``_expert_kernel``)
 _REASSOC = {"reassoc", "contract"}
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def _mean_std(v, n):
-    """Mean and standard deviation of v[:n] (vectorised sums)."""
-    total = v.dtype.type(0)
-    for q in range(n):
-        total += v[q]
-    mean = total / n
-    second = v.dtype.type(0)
-    for q in range(n):
-        second += (v[q] - mean) * (v[q] - mean)
-    return mean, np.sqrt(second / n)
 
 
 @njit(cache=True)
@@ -70,7 +57,7 @@ def _kwta_block_rows(X, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next):
             if not (-inf < lo and top < inf and count_in_range(v, n, lo, None) == n):
                 return False
             # a bracket guessed from the row's mean and spread; lo = the minimum if it misses
-            mean, std = _mean_std(v, n)
+            mean, std = mean_std(v, n)
             g_lo, g_hi = mean + z_lo * std, mean + z_hi * std
             if g_lo > lo and count_in_range(v, n, g_lo, None) >= k:
                 lo = g_lo

@@ -22,7 +22,7 @@ from torch import nn
 from lipschitz.validation import check_bool, check_choice, check_int
 from routing.layers._base import RouterLayer, check_layer_config
 from routing.layers._experts import _cpu_kernel_dtype, check_batch, topk_lowest_index
-from routing.layers._pkm_kernel import pkm_select, weighted_value_sum
+from routing.layers._pkm_kernel import MAX_FUSED_KEYS, pkm_forward, pkm_select
 
 __all__ = ["PKMConfig", "PKM"]
 
@@ -185,11 +185,19 @@ class PKM(RouterLayer):
         Raises:
             ValueError: if x is not a floating (B, d_in) tensor.
         """
+        c = self.config
+        check_batch(x, c.d_in)
+        params = (self.keys, self.values) + ((self.query,) if self.query is not None else ())
+        fused = None
+        if _cpu_kernel_dtype(x, *params) and c.n_keys <= MAX_FUSED_KEYS:
+            fused = pkm_forward(x, self.query, self.keys, self.values, c.k, c.activation)
+        if fused is not None:  # the CPU path: one fused node (see ``_pkm_kernel``)
+            y, slots = fused
+            if self.track_usage:
+                self.record_usage(indices=slots())
+            return y, {}
         idx, gate = self.route(x)                                          # (B, k) each
-        if _cpu_kernel_dtype(gate, self.values):
-            y = weighted_value_sum(gate, idx, self.values)                  # (B, d_out)
-        else:
-            y = (gate.unsqueeze(2) * self.values[idx]).sum(1)
+        y = (gate.unsqueeze(2) * self.values[idx]).sum(1)                  # (B, d_out)
         self.record_usage(indices=idx)
         return y, {}
 
