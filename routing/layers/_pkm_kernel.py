@@ -237,14 +237,11 @@ def _half_scores(keys_t, half, q, h, out, n):
 
 @njit(cache=True, inline="always")
 def _top_of_half(u, n, k_half, scratch, out_v, out_j):
-    """The entries of u[:n] at least its k_half-th largest (all of them if k_half == n), in
-    index order, into out_v / out_j; returns how many (>= k_half: ties are kept)."""
-    if k_half >= n:
-        t = u.dtype.type(-np.inf)
-    else:
-        for j in range(n):
-            scratch[j] = u[j]
-        t = kth_largest(scratch, n, k_half)
+    """The entries of u[:n] at least its k_half-th largest (k_half < n), in index order, into
+    out_v / out_j; returns how many (>= k_half: ties are kept)."""
+    for j in range(n):
+        scratch[j] = u[j]
+    t = kth_largest(scratch, n, k_half)
     return compress_in_range(u, n, t, None, 0, out_v, out_j)
 
 
@@ -267,12 +264,13 @@ def _gates(scores, k, relu, out):
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _fused_forward(x, wq, keys_t, values, k, relu, z_lo, z_hi, shift, code, score, y, qs):
+def _fused_forward(x, wq, keys_t, values, k, relu, quantiles, shift, code, score, y, qs):
     """Forward of the fused PKM for every row of x: qs (the queries), the k winners' codes
     and scores (row r at code[r·k : r·k + k], in no particular order; code and score are flat,
     with LANES entries of padding at the end, so that the winners are compressed straight
     into them) and y. False if a sub-key score, or the sum of the two largest magnitudes of a
-    row's halves, is not finite (rows left unfinished)."""
+    row's halves, is not finite (rows left unfinished). quantiles: (z_lo, z_in_lo, z_in_hi,
+    z_hi) of ``bracket_quantiles`` for the k-th largest of k_half² sums."""
     B, d_in = x.shape
     _, h, n = keys_t.shape
     d_key, d_out = 2 * h, values.shape[1]
@@ -283,7 +281,9 @@ def _fused_forward(x, wq, keys_t, values, k, relu, z_lo, z_hi, shift, code, scor
     ua, ub = np.empty(n + LANES, x.dtype), np.empty(n + LANES, x.dtype)
     sa, sb = np.empty(n + LANES, x.dtype), np.empty(n + LANES, x.dtype)
     ja, jb = np.empty(n + LANES, np.int32), np.empty(n + LANES, np.int32)
+    every = np.arange(n + LANES).astype(np.int32)
     scratch = np.empty(n, x.dtype)
+    z_lo, z_in_lo, z_in_hi, z_hi = quantiles
     cap = k_half * k_half  # candidate sums without ties in the halves
     sums, small = np.empty(cap + LANES, x.dtype), np.empty(cap + LANES, x.dtype)
     codes = np.empty(cap + LANES, np.int32)
@@ -316,28 +316,40 @@ def _fused_forward(x, wq, keys_t, values, k, relu, z_lo, z_hi, shift, code, scor
                 and count_in_range(ub, n, lo_b, None) == n
                 and max(-lo_a, hi_a) + max(-lo_b, hi_b) < inf):
             return False
-        na = _top_of_half(ua, n, k_half, scratch, sa, ja)
-        nb = _top_of_half(ub, n, k_half, scratch, sb, jb)
+        if k_half < n:
+            na = _top_of_half(ua, n, k_half, scratch, sa, ja)
+            nb = _top_of_half(ub, n, k_half, scratch, sb, jb)
+            va_a, ix_a, va_b, ix_b = sa, ja, sb, jb
+        else:  # every sub-key is a candidate
+            na = nb = n
+            va_a, ix_a, va_b, ix_b = ua, every, ub, every
         merge = na * nb > cap  # ties in a half: too many candidates, let the merge decide
         if not merge:
-            # the candidate sums, row-major in (pos_b, pos_a), and their mean and spread: the
-            # moments of a sum over all pairs are the sums of the halves' moments
+            # the candidate sums, row-major in (pos_b, pos_a)
             m = 0
             for p in range(nb):
-                vb_p, base = sb[p], jb[p] << shift
+                vb_p, base = va_b[p], ix_b[p] << shift
                 for s in range(na):
                     at = np.uintp(m + s)  # unsigned: no wraparound test, so vectorised
-                    sums[at] = vb_p + sa[s]
-                    codes[at] = base | ja[s]
+                    sums[at] = vb_p + va_a[s]
+                    codes[at] = base | ix_a[s]
                 m += na
-            mean_a, sd_a = mean_std(sa, na)
-            mean_b, sd_b = mean_std(sb, nb)
+            # their extremes (rounding is monotone: the largest sum is the sum of the largest)
+            # and a bracket of the k-th largest guessed from their mean and spread, which are
+            # the sums of the halves' moments
+            lo_a, hi_a = min_max(va_a, na)
+            lo_b, hi_b = min_max(va_b, nb)
+            lo, top = lo_b + lo_a, hi_b + hi_a
+            mean_a, sd_a = mean_std(va_a, na)
+            mean_b, sd_b = mean_std(va_b, nb)
             mean, std = mean_a + mean_b, np.sqrt(sd_a * sd_a + sd_b * sd_b)
-            lo, top = min_max(sums, m)
-            g_lo, g_hi = mean + z_lo * std, mean + z_hi * std
-            if g_lo > lo and count_in_range(sums, m, g_lo, None) >= k:
+            hi = mean + z_hi * std
+            g_in_lo, g_lo = mean + z_in_lo * std, mean + z_lo * std
+            if g_in_lo > lo and count_in_range(sums, m, g_in_lo, None) >= k:
+                lo, hi = g_in_lo, mean + z_in_hi * std  # the inner pair (usually)
+            elif g_lo > lo and count_in_range(sums, m, g_lo, None) >= k:
                 lo = g_lo
-            t = kth_largest_bracketed(sums, m, k, lo, g_hi, top, small)
+            t = kth_largest_bracketed(sums, m, k, lo, hi, top, small)
             merge = count_in_range(sums, m, t, None) != k
             if not merge:
                 compress_in_range(sums, m, t, None, codes, out_v, out_j)
@@ -537,14 +549,14 @@ def pkm_forward(x: torch.Tensor, query: torch.Tensor | None, keys: torch.Tensor,
     wq = query.detach().contiguous().numpy() if query is not None else np.empty((0, 0), xa.dtype)
     shift = (n - 1).bit_length()
     k_half = min(k, n)
-    z_lo, _, _, z_hi = bracket_quantiles(k_half * k_half, k)
+    quantiles = bracket_quantiles(k_half * k_half, k)
     # torch's allocator: a fresh numpy array of a megabyte is mapped anew, and its page
     # faults took 0.4 ms per array and step
     code = torch.empty(B * k + LANES, dtype=torch.int32).numpy()
     score, y, qs = (torch.empty(shape, dtype=x.dtype).numpy()
                     for shape in (B * k + LANES, (B, va.shape[1]), (B, 2 * h)))
     relu = activation == "relu"
-    if not _fused_forward(xa, wq, ka, va, k, relu, z_lo, z_hi, shift, code, score, y, qs):
+    if not _fused_forward(xa, wq, ka, va, k, relu, quantiles, shift, code, score, y, qs):
         return None
     code, score = code[:B * k].reshape(B, k), score[:B * k].reshape(B, k)
     y = _FusedPKM.apply(x, query, keys, values, (y, code, score, qs, shift, relu))
