@@ -111,3 +111,18 @@ def test_topk_rows_rejects_k_out_of_range(k):
     scores = torch.zeros(3, 5 if k == 6 else 40)
     with pytest.raises(ValueError, match="k must be in"):
         topk_rows(scores, k)
+
+
+def test_kernel_skips_dx_only_when_x_needs_no_gradient():
+    bank, x, idx, gate = _bank_case(40, 3, 5, 6, 4, 2, seed=7)
+    W1, W2 = (bank.W1.detach().clone().requires_grad_(), bank.W2.detach().clone()
+              .requires_grad_())
+    dy = torch.randn(40, 2, dtype=x.dtype, generator=torch.Generator().manual_seed(1))
+    with_dx = torch.autograd.grad(expert_mlp(x.requires_grad_(), idx, gate, W1, W2),
+                                  (gate, W1, W2), dy)
+    x_const = x.detach()
+    y = expert_mlp(x_const, idx, gate, W1, W2)
+    y.backward(dy)
+    assert x_const.grad is None
+    for got, want in zip((gate.grad, W1.grad, W2.grad), with_dx):
+        torch.testing.assert_close(got, want)

@@ -124,7 +124,8 @@ def _forward(W1, W2, starts, XT, gs, H, Y):
 @njit(cache=True, fastmath=_REASSOC)
 def _backward(W1, W2, starts, XT, gs, H, dYT, T, dgs, dW1, dW2, dXT, zero):
     """Gradients from dYT[:, q] = dy of column q's example; T is (G, P) scratch. ``zero`` is 0
-    in the arrays' dtype: a float64 literal would make the accumulators float64."""
+    in the arrays' dtype: a float64 literal would make the accumulators float64. dXT with no
+    columns: x's gradient is not wanted (its loop is a third of the backward's work)."""
     E, d, G = W1.shape
     O = W2.shape[2]
     for e in range(E):
@@ -146,7 +147,16 @@ def _backward(W1, W2, starts, XT, gs, H, dYT, T, dgs, dW1, dW2, dXT, zero):
                 dge[q] += hg[q] * tg[q]                  # d gate = hᵀ t
                 tg[q] = ge[q] * tg[q] if hg[q] > 0 else zero  # dh; ReLU'(0) = 0, as torch
         for j in range(d):
-            dxj, xj = dXT[j, s0:s1], XT[j, s0:s1]
+            xj = XT[j, s0:s1]
+            if dXT.shape[1] == 0:
+                for g in range(G):
+                    tg = T[g, s0:s1]
+                    acc = zero
+                    for q in range(n):
+                        acc += xj[q] * tg[q]
+                    dW1[e, j, g] = acc                   # Σ x ⊗ dh
+                continue
+            dxj = dXT[j, s0:s1]
             dxj[:] = 0
             for g in range(G):
                 w, tg = W1[e, j, g], T[g, s0:s1]
@@ -177,17 +187,20 @@ def _bank_forward(x, idx, gate, W1, W2):
 
 
 @njit(cache=True)
-def _bank_backward(W1, W2, state, dy, K, zero):
-    """Backward pass: (dx, dgate, dW1, dW2) from the forward's state and dy (B, d_out)."""
+def _bank_backward(W1, W2, state, dy, K, zero, want_dx):
+    """Backward pass: (dx, dgate, dW1, dW2) from the forward's state and dy (B, d_out); dx
+    has no rows unless ``want_dx``."""
     order, starts, XT, gs, H = state
     B, (d, P) = dy.shape[0], XT.shape
     dYT = np.empty((dy.shape[1], P), XT.dtype)
     _gather_rows(dy, order, K, dYT)
-    T, dgs, dXT = np.empty_like(H), np.empty(P, XT.dtype), np.empty_like(XT)
+    T, dgs = np.empty_like(H), np.empty(P, XT.dtype)
+    dXT = np.empty((d, P if want_dx else 0), XT.dtype)
     dW1, dW2 = np.empty_like(W1), np.empty_like(W2)
     _backward(W1, W2, starts, XT, gs, H, dYT, T, dgs, dW1, dW2, dXT, zero)
-    dx = np.empty((B, d), XT.dtype)
-    _sum_slots(dXT, order, K, dx)
+    dx = np.empty((B if want_dx else 0, d), XT.dtype)
+    if want_dx:
+        _sum_slots(dXT, order, K, dx)
     dgate = np.empty(P, XT.dtype)
     dgate[order] = dgs
     return dx, dgate.reshape(B, K), dW1, dW2
@@ -215,9 +228,10 @@ class _ExpertMLP(torch.autograd.Function):
         W1, W2 = ctx.saved_tensors
         state, K = ctx.kernel_state
         w1, w2, dya = _arrays(W1, W2, dy)
-        grads = _bank_backward(w1, w2, state, dya, K, w1.dtype.type(0))
+        want_dx = ctx.needs_input_grad[0]
+        grads = _bank_backward(w1, w2, state, dya, K, w1.dtype.type(0), want_dx)
         dx, dgate, dW1, dW2 = (torch.from_numpy(g) for g in grads)
-        return dx, None, dgate, dW1, dW2
+        return dx if want_dx else None, None, dgate, dW1, dW2
 
 
 def expert_mlp(x: torch.Tensor, expert_idx: torch.Tensor, gate: torch.Tensor,
