@@ -48,7 +48,7 @@ def bracket_quantiles(width: int, k: int) -> tuple[float, float, float, float]:
     return z(k + outer), z(k + inner), z(k - inner), z(k - outer)
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"})
+@njit(cache=True, inline="always", fastmath={"reassoc", "contract"})
 def mean_std(v, n):
     """Mean and (population) standard deviation of v[:n], n >= 1 (sums reassociated, so
     vectorised): the moments from which the kernels guess their brackets."""

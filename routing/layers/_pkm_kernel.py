@@ -264,7 +264,7 @@ def _gates(scores, k, relu, out):
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _fused_forward(x, wq, keys_t, values, k, relu, quantiles, shift, code, score, y, qs):
+def _fused_forward(x, wq_t, keys_t, values, k, relu, quantiles, shift, code, score, y, qs):
     """Forward of the fused PKM for every row of x: qs (the queries), the k winners' codes
     and scores (row r at code[r·k : r·k + k], in no particular order; code and score are flat,
     with LANES entries of padding at the end, so that the winners are compressed straight
@@ -274,7 +274,7 @@ def _fused_forward(x, wq, keys_t, values, k, relu, quantiles, shift, code, score
     B, d_in = x.shape
     _, h, n = keys_t.shape
     d_key, d_out = 2 * h, values.shape[1]
-    project = wq.shape[0] > 0
+    project = wq_t.shape[0] > 0
     k_half = min(k, n)
     dt = x.dtype.type
     inf, zero = dt(np.inf), dt(0)
@@ -298,12 +298,13 @@ def _fused_forward(x, wq, keys_t, values, k, relu, quantiles, shift, code, score
     for r in range(B):
         q = qs[r]
         out_v, out_j = score[r * k:r * k + k + LANES], code[r * k:r * k + k + LANES]
-        if project:
+        if project:  # q = W_q x along the rows of W_qᵀ: vector operations over q
             for c in range(d_key):
-                acc = zero
-                for i in range(d_in):
-                    acc += wq[c, i] * x[r, i]
-                q[c] = acc
+                q[c] = zero
+            for i in range(d_in):
+                xi = x[r, i]
+                for c in range(d_key):
+                    q[c] += wq_t[i, c] * xi
         else:
             for c in range(d_key):
                 q[c] = x[r, c]
@@ -364,12 +365,21 @@ def _fused_forward(x, wq, keys_t, values, k, relu, quantiles, shift, code, score
                 out_v[s] = ub[m_pb[s]] + ua[m_pa[s]]
                 out_j[s] = np.int32((m_pb[s] << shift) | m_pa[s])
         _gates(out_v, k, relu, gate)
-        if d_out == 1:  # a register accumulator, not a chain through y's memory
-            acc = zero
-            for s in range(k):
-                c = out_j[s]
-                acc += gate[s] * values[np.uintp((c >> shift) * n + (c & mask)), 0]
-            y[r, 0] = acc
+        if d_out == 1:  # register accumulators, not a chain through y's memory
+            acc0 = acc1 = acc2 = acc3 = zero
+            s = 0
+            while s + 4 <= k:
+                c0, c1, c2, c3 = out_j[s], out_j[s + 1], out_j[s + 2], out_j[s + 3]
+                acc0 += gate[s] * values[np.uintp((c0 >> shift) * n + (c0 & mask)), 0]
+                acc1 += gate[s + 1] * values[np.uintp((c1 >> shift) * n + (c1 & mask)), 0]
+                acc2 += gate[s + 2] * values[np.uintp((c2 >> shift) * n + (c2 & mask)), 0]
+                acc3 += gate[s + 3] * values[np.uintp((c3 >> shift) * n + (c3 & mask)), 0]
+                s += 4
+            while s < k:
+                c0 = out_j[s]
+                acc0 += gate[s] * values[np.uintp((c0 >> shift) * n + (c0 & mask)), 0]
+                s += 1
+            y[r, 0] = (acc0 + acc1) + (acc2 + acc3)
             continue
         for o in range(d_out):
             y[r, o] = zero
@@ -385,7 +395,7 @@ COPIES = 4  # interleaved copies of the backward's sub-key score gradients (a po
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _fused_backward(dy, x, wq, keys_t, values, code, score, qs, shift, relu,
+def _fused_backward(dy, x, wq_t, keys_t, values, code, score, qs, shift, relu,
                     dx, dwq, dkeys_t, dvalues):
     """Gradients of the fused PKM (dx only if dx has rows; keys and their gradient
     transposed, (2, d_key / 2, n_keys)) from the forward's code, score and qs:
@@ -395,7 +405,7 @@ def _fused_backward(dy, x, wq, keys_t, values, code, score, qs, shift, relu,
     B, k = code.shape
     _, h, n = keys_t.shape
     d_key, d_out, d_in = 2 * h, values.shape[1], x.shape[1]
-    project, need_dx = wq.shape[0] > 0, dx.shape[0] > 0
+    project, need_dx = wq_t.shape[0] > 0, dx.shape[0] > 0
     mask = (1 << shift) - 1
     zero = x.dtype.type(0)
     dwq[:] = 0
@@ -461,7 +471,7 @@ def _fused_backward(dy, x, wq, keys_t, values, code, score, qs, shift, relu,
                 if project:
                     acc = zero
                     for c in range(d_key):
-                        acc += wq[c, i] * dq[c]
+                        acc += wq_t[i, c] * dq[c]
                     dx[r, i] = acc
                 else:
                     dx[r, i] = dq[i]
@@ -477,28 +487,24 @@ class _FusedPKM(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, query, keys, values, state):
-        y, code, score, qs, shift, relu = state
-        ctx.save_for_backward(x, query, keys, values)
-        ctx.kernel_state = code, score, qs, shift, relu
+        y, code, score, qs, shift, relu, wq_t, keys_t = state
+        ctx.save_for_backward(x, query, keys, values)  # their versions are checked on use
+        ctx.kernel_state = code, score, qs, shift, relu, wq_t, keys_t
         return torch.from_numpy(y)
 
     @staticmethod
     def backward(ctx, dy):
         x, query, keys, values = ctx.saved_tensors
-        code, score, qs, shift, relu = ctx.kernel_state
+        code, score, qs, shift, relu, wq_t, keys_t = ctx.kernel_state
         xa, va, dya = (t.detach().contiguous().numpy() for t in (x, values, dy))
-        ka = _transposed(keys)
-        wq = (query.detach().contiguous().numpy() if query is not None
-              else np.empty((0, 0), xa.dtype))
         need_dx = ctx.needs_input_grad[0]
-        dx = torch.empty(xa.shape if need_dx else (0, 0), dtype=x.dtype).numpy()
-        dwq, dkeys_t, dvalues = (torch.empty(a.shape, dtype=x.dtype).numpy()
-                                 for a in (wq, ka, va))
-        _fused_backward(dya, xa, wq, ka, va, code, score, qs, shift, relu,
-                        dx, dwq, dkeys_t, dvalues)
-        return (torch.from_numpy(dx) if need_dx else None,
-                torch.from_numpy(dwq) if query is not None else None,
-                torch.from_numpy(dkeys_t).transpose(1, 2), torch.from_numpy(dvalues), None)
+        dx = torch.empty(xa.shape if need_dx else (0, 0), dtype=x.dtype)
+        dwq = torch.empty(wq_t.shape[::-1], dtype=x.dtype)
+        dkeys_t, dvalues = (torch.empty(a.shape, dtype=x.dtype) for a in (keys_t, va))
+        _fused_backward(dya, xa, wq_t, keys_t, va, code, score, qs, shift, relu,
+                        dx.numpy(), dwq.numpy(), dkeys_t.numpy(), dvalues.numpy())
+        return (dx if need_dx else None, dwq if query is not None else None,
+                dkeys_t.transpose(1, 2), dvalues, None)
 
 
 # sub-key indices share an int32 code (pos_b << shift | pos_a): up to 2^15 keys per half
@@ -546,7 +552,8 @@ def pkm_forward(x: torch.Tensor, query: torch.Tensor | None, keys: torch.Tensor,
                          f"{tuple(keys.shape)}, values {tuple(values.shape)}")
     xa, va = (t.detach().contiguous().numpy() for t in (x, values))
     ka = _transposed(keys)
-    wq = query.detach().contiguous().numpy() if query is not None else np.empty((0, 0), xa.dtype)
+    wq_t = (np.ascontiguousarray(query.detach().numpy().T) if query is not None
+            else np.empty((0, 0), xa.dtype))
     shift = (n - 1).bit_length()
     k_half = min(k, n)
     quantiles = bracket_quantiles(k_half * k_half, k)
@@ -556,10 +563,10 @@ def pkm_forward(x: torch.Tensor, query: torch.Tensor | None, keys: torch.Tensor,
     score, y, qs = (torch.empty(shape, dtype=x.dtype).numpy()
                     for shape in (B * k + LANES, (B, va.shape[1]), (B, 2 * h)))
     relu = activation == "relu"
-    if not _fused_forward(xa, wq, ka, va, k, relu, quantiles, shift, code, score, y, qs):
+    if not _fused_forward(xa, wq_t, ka, va, k, relu, quantiles, shift, code, score, y, qs):
         return None
     code, score = code[:B * k].reshape(B, k), score[:B * k].reshape(B, k)
-    y = _FusedPKM.apply(x, query, keys, values, (y, code, score, qs, shift, relu))
+    y = _FusedPKM.apply(x, query, keys, values, (y, code, score, qs, shift, relu, wq_t, ka))
 
     def slot():
         c = torch.from_numpy(code).long()
