@@ -34,6 +34,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _timing import thread_limit, time_interleaved  # noqa: E402 (the benchmarks' folder)
 
 DIM, BATCH = 8, 1024
+# the routers whose sparse path touches only each example's selected experts, slots or units
+# (issue 7's target: not slower than the dense network of the same total width). SMEAR merges
+# every expert's parameters for every example (Muqeeth et al. §3): dense by design.
+GATHER_BASED = ("comet", "sigma_moe", "topk_moe", "pkm", "sdmlp")
 ACTIVATED = (64, 256)
 N_EXPERTS = 16
 EPOCHS = 10
@@ -96,7 +100,8 @@ def step_rates(device: str, repeats: int) -> dict:
         result[f"activated_{a}"] = {
             name: {"samples_per_s": BATCH / s, "step_ms": 1e3 * s,
                    "speed_vs_dense": seconds["dense_same_width"] / s,
-                   "speed_vs_dense_after_other": after["dense_same_width"] / after[name]}
+                   "speed_vs_dense_after_other": after["dense_same_width"] / after[name],
+                   "gather_based": name in GATHER_BASED}
             for name, s in seconds.items()}
     return result
 
@@ -126,7 +131,12 @@ def _print(result):
             for name, r in rows.items():
                 print(f"      {name:18s} {r['samples_per_s']:12.0f} samples/s  "
                       f"{r['step_ms']:8.3f} ms  speed vs dense {r['speed_vs_dense']:.2f} "
-                      f"(right after another model {r['speed_vs_dense_after_other']:.2f})")
+                      f"(right after another model {r['speed_vs_dense_after_other']:.2f})"
+                      + ("" if r["gather_based"] or name == "dense_same_width"
+                         else "  [not gather-based: dense by design]"))
+            slower = [name for name, r in rows.items()
+                      if r["gather_based"] and r["speed_vs_dense"] < 1]
+            print(f"      gather-based routers slower than dense: {', '.join(slower) or 'none'}")
 
 
 if __name__ == "__main__":

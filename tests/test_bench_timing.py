@@ -42,3 +42,10 @@ def test_time_interleaved_times_the_steady_calls_apart_from_the_first():
 def test_time_interleaved_rejects_empty_counts(repeats, burst):
     with pytest.raises(ValueError, match="repeats and burst"):
         time_interleaved({"f": lambda: None}, repeats=repeats, burst=burst)
+
+
+def test_router_bench_names_its_gather_based_routers_among_the_routers():
+    from bench_routers import GATHER_BASED
+
+    from experiments.presets import ROUTER_LABELS
+    assert set(GATHER_BASED) == set(ROUTER_LABELS) - {"smear"}  # SMEAR's merge is dense
