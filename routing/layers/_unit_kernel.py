@@ -144,11 +144,13 @@ def _forward(x, idx, W, bias, offset, U, given, pre, y, zero):
 @njit(cache=True, inline="always")
 def _winner_grad(dy, U, extra, b, j, p, at_zero, zero):
     """dh · ReLU'(p) of winner j in example b: dh = dy[b, 0] U[0, j] (+ extra[b, j] when
-    d_out > 1); ReLU' is 1 above 0, ``at_zero`` at 0 (a 0/1 factor, no branch)."""
+    d_out > 1); ReLU' is 1 above 0 and, if ``at_zero`` (a bool), at 0: a select in the
+    arrays' dtype, no branch (a 0/1 float factor made LLVM convert every winner's gradient
+    to float64 and back)."""
     dh = dy[b, 0] * U[0, j]
     if extra.shape[0] > 0:
         dh += extra[b, j]
-    return dh * ((1 - at_zero) * (p > zero) + at_zero * (p >= zero))
+    return dh if (p > zero) | (at_zero & (p == zero)) else zero
 
 
 @njit(cache=True, fastmath=_REASSOC)
@@ -157,7 +159,7 @@ def _backward(x, idx, W, U, pre, dy, extra, at_zero, want_dx, dx, dW, dbias, dU,
 
     dh = Σ_o dy[b, o] U[o, j]: output 0 here, the others in ``extra`` (B, N) = dy[:, 1:] U[1:]
     (empty when d_out = 1). The ReLU passes gradient where pre > 0, and where pre = 0 if
-    ``at_zero`` is 1 (clamp(min=0)) rather than 0 (torch.relu), as a 0/1 factor: a branch
+    ``at_zero`` is True (clamp(min=0)) rather than False (torch.relu), as a select: a branch
     on the sign of a pre-activation mispredicts half the time. The main loop is written for
     d_out = 1 without dx: a loop over the outputs or the dx update inside it made it 2-2.5x
     slower, so those run as separate passes."""
@@ -224,7 +226,7 @@ class _UnitMLP(torch.autograd.Function):
         extra = (dya[:, 1:] @ ua[1:] if ua.shape[0] > 1
                  else np.empty((0, ua.shape[1]), xp.dtype))
         zero = xp.dtype.type(0)
-        at_zero = xp.dtype.type(1 if ctx.open_at_zero else 0)
+        at_zero = bool(ctx.open_at_zero)
         _backward(xp, ia, wp, ua, pre, dya, extra, at_zero, want_dx, dx, dW, dbias, dU, zero)
         d = ctx.d_in
         return (torch.from_numpy(dx)[:, :d] if want_dx else None, None,
