@@ -120,6 +120,20 @@ def test_kwta_scores_on_gaussian_scores(n, k):
         torch.testing.assert_close(nxt.double(), best_out, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("n,k,d", [(256, 64, 8), (20, 7, 3), (33, 33, 17)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_kwta_scores_also_gives_a_second_matrix_scores_at_the_winners(n, k, d, dtype):
+    gen = torch.Generator().manual_seed(n)
+    x, W, A = (torch.randn(s, d, generator=gen, dtype=dtype) for s in (50, n, n))
+    idx, vals, nxt, also = kwta_scores(x, W, k, also=A)
+    ref_idx, ref_vals, _ = kwta_scores(x, W, k)
+    assert nxt is None and torch.equal(idx, ref_idx) and torch.equal(vals, ref_vals)
+    tol = {} if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(also, torch.gather(x @ A.T, 1, idx.long()), **tol)
+    with pytest.raises(ValueError, match="also"):
+        kwta_scores(x, W, k, also=A[:-1])
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_kwta_scores_rejects_nonfinite_scores(bad):
     x = torch.randn(9, 4)

@@ -35,15 +35,19 @@ _REASSOC = {"reassoc", "contract"}
 
 
 @njit(cache=True)
-def _kwta_block_rows(X, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next):
+def _kwta_block_rows(X, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next, groups_a,
+                     vals_a):
     """For every row x of X: the scores s = W x (``groups``: W packed by ``pack_groups``),
     computed for a block of BLOCK rows at a time into a scratch that stays in cache; the k
     winners (increasing unit index) into idx, their scores into vals and, ``with_next``, the
-    (k+1)-th largest score into nxt (-inf when k = n). False (rows left unfinished) if a
-    score is NaN or infinite. z_lo, z_hi: normal quantiles of the bracket guess."""
+    (k+1)-th largest score into nxt (-inf when k = n). With ``groups_a`` (a second matrix A
+    packed alike; no groups: none) the winners' A x into vals_a, projected in the same
+    blocks. False (rows left unfinished) if a score is NaN or infinite. z_lo, z_hi: normal
+    quantiles of the bracket guess."""
     B = X.shape[0]
     width = groups.shape[0] * LANES  # >= n; the zero directions past n are never read
     z = np.zeros((BLOCK, width), X.dtype)
+    z_a = np.zeros((BLOCK, groups_a.shape[0] * LANES), X.dtype)
     small, out_v = np.empty(width + LANES, X.dtype), np.empty(width + LANES, X.dtype)
     out_j = np.empty(width + LANES, np.int32)
     units = np.arange(width + LANES).astype(np.int32)
@@ -51,6 +55,8 @@ def _kwta_block_rows(X, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next):
     for first in range(0, B, BLOCK):
         for g in range(groups.shape[0]):
             project_block(X, first, groups, g, z, g * LANES)
+        for g in range(groups_a.shape[0]):
+            project_block(X, first, groups_a, g, z_a, g * LANES)
         for r in range(first, min(first + BLOCK, B)):
             v = z[r - first]
             lo, top = min_max(v, n)  # NaN: skipped by min_max, not counted by count_in_range
@@ -66,14 +72,17 @@ def _kwta_block_rows(X, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next):
             for s in range(k):
                 idx[r, s] = out_j[s]
                 vals[r, s] = out_v[s]
+            if groups_a.shape[0] > 0:
+                for s in range(k):
+                    vals_a[r, s] = z_a[r - first, np.uintp(out_j[s])]
             if with_next:  # t again if tied, else the largest score below t
                 below = compress_in_range(v, n, -inf, t, 0, small, None)
                 nxt[r] = t if count_in_range(v, n, t, None) > k else min_max(small, below)[1]
     return True
 
 
-def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = False,
+                also: torch.Tensor | None = None):
     """Exact k-winner-take-all of the scores s = W x of each row x, on the CPU: the k largest
     scores, equal scores won by the lowest unit index (the rule of ``routing.topk`` and
     ``routing.torch_twins``), and the (k+1)-th largest score, which SDMLP's Top-K subtracts
@@ -90,22 +99,28 @@ def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = Fals
             taken through either).
         k: 1 <= k <= N.
         with_next: also return the (k+1)-th largest scores.
+        also: a second (N, d) matrix A of x's dtype, or None: then A_j · x at each winner j is
+            returned too, projected in the same blocks as W x (COMET: the backbone's hidden
+            layer, whose pre-activations at the winners then cost no dot product each).
 
     Returns:
         (idx, scores, next_score): idx (B, k) int32, each row's winners in increasing unit
         index (the order ``torch.nonzero`` of the mask gives); scores (B, k) their scores, of
         x's dtype; next_score (B,) the (k+1)-th largest score of each row counting ties
-        (-inf when k = N), or None without ``with_next``.
+        (-inf when k = N), or None without ``with_next``; with ``also``, a fourth entry:
+        (B, k) A_j · x at the winners (sums in another order than ``x @ A.T``).
 
     Raises:
         ValueError: if k is outside 1..N, x and W are not 2-D float32/float64 CPU tensors of
             one dtype with d columns each, or a score is NaN or infinite.
     """
+    mats = (x, W) if also is None else (x, W, also)
     ok = all(isinstance(t, torch.Tensor) and t.ndim == 2 and t.device.type == "cpu"
-             and t.dtype in (torch.float32, torch.float64) for t in (x, W))
-    if not ok or x.dtype != W.dtype or x.shape[1] != W.shape[1]:
-        raise ValueError("x (B, d) and W (N, d) must be 2-D float32 or float64 CPU tensors of "
-                         "one dtype")
+             and t.dtype in (torch.float32, torch.float64) for t in mats)
+    if (not ok or any(t.dtype != x.dtype or t.shape[1] != x.shape[1] for t in mats)
+            or (also is not None and also.shape[0] != W.shape[0])):
+        raise ValueError("x (B, d), W (N, d) and also (N, d) must be 2-D float32 or float64 "
+                         "CPU tensors of one dtype")
     B, n = x.shape[0], W.shape[0]
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, {n}] (the number of units), got {k}")
@@ -113,11 +128,16 @@ def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = Fals
     groups = pack_groups(W.detach().numpy()[None], xa.dtype)
     idx, vals = np.empty((B, k), np.int32), np.empty((B, k), xa.dtype)
     nxt = np.empty(B if with_next else 0, xa.dtype)
+    groups_a = (np.empty((0, xa.shape[1], LANES), xa.dtype) if also is None
+                else pack_groups(also.detach().numpy()[None], xa.dtype))
+    vals_a = np.empty((B, k) if also is not None else (0, k), xa.dtype)
     z_lo, _, _, z_hi = bracket_quantiles(n, k)
-    if B and not _kwta_block_rows(xa, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next):
+    if B and not _kwta_block_rows(xa, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next,
+                                  groups_a, vals_a):
         raise ValueError("the scores W x must be finite; x or W has NaN or infinite entries")
-    return (torch.from_numpy(idx), torch.from_numpy(vals),
-            torch.from_numpy(nxt) if with_next else None)
+    out = (torch.from_numpy(idx), torch.from_numpy(vals),
+           torch.from_numpy(nxt) if with_next else None)
+    return out if also is None else out + (torch.from_numpy(vals_a),)
 
 
 @njit(cache=True, fastmath=_REASSOC)
@@ -127,13 +147,18 @@ def _forward(x, idx, W, bias, offset, U, given, pre, y, zero):
     from given[b, s] when ``given`` is not empty."""
     B, k = idx.shape
     use_given = given.shape[0] > 0
+    u0 = U[0]
     for b in range(B):
         pb, ib, ob = pre[b], idx[b], offset[b]
+        acc = zero  # output 0 in the same pass (a separate loop was vectorised into gathers)
         for s in range(k):
             j = np.uintp(ib[s])  # unsigned: no negative-index wraparound code
             score = given[b, s] if use_given else row_dot(W, j, x, b)
-            pb[s] = score + bias[j] + ob
-        for o in range(U.shape[0]):
+            p = score + bias[j] + ob
+            pb[s] = p
+            acc += u0[j] * max(p, zero)
+        y[b, 0] = acc
+        for o in range(1, U.shape[0]):
             uo = U[o]
             acc = zero
             for s in range(k):

@@ -237,9 +237,10 @@ class COMET(RouterLayer):
         (``_unit_kernel``): the masks of ``masks`` (same tie rule; the routing scores are sums
         in another order, so a near-tie at the k-th score may fall the other way) and y equal
         up to the order of the floating-point sums."""
-        idx, _, _ = kwta_scores(x, self.V1, self.ks[0])  # (B, k_1) winners of V_1 x, Eqs. 4-5
         hidden, out = self.backbone
-        y = unit_mlp(x, idx, hidden.weight, hidden.bias, out.weight)  # Eqs. 7-8, then a_L
+        # (B, k_1) winners of V_1 x (Eqs. 4-5) and the backbone's W_1 x at them
+        idx, _, _, pre = kwta_scores(x, self.V1, self.ks[0], also=hidden.weight)
+        y = unit_mlp(x, idx, hidden.weight, hidden.bias, out.weight, scores=pre)  # Eqs. 7-8
         self.record_usage(indices=idx)
         return y if out.bias is None else y + out.bias
 
