@@ -15,10 +15,10 @@ import numpy as np
 from numba import njit
 from scipy.special import ndtri
 
-from routing._projection import compress_in_range, count_in_range
+from routing._projection import compress_in_range, count_in_range, min_max
 
 __all__ = ["bracket_margins", "bracket_quantiles", "kth_largest", "kth_largest_bracketed",
-           "kth_largest_by_rank", "mean_std", "select_winners"]
+           "kth_largest_by_rank", "kth_largest_guessed", "mean_std", "select_winners"]
 
 
 def bracket_margins(k: int) -> tuple[float, float]:
@@ -147,6 +147,37 @@ def kth_largest_bracketed(v, n, k, lo, hi, top, small):
     if m <= 16:
         return kth_largest_by_rank(small, m, k - c_hi)
     return kth_largest(small, m, k - c_hi)
+
+
+@njit(cache=True, inline="always")
+def kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small):
+    """The k-th largest of v[:n] (finite values, 1 <= k <= n), from brackets guessed at
+    mean + z·std with the quantiles (z_lo, z_in_lo, z_in_hi, z_hi) of
+    :func:`bracket_quantiles` (a wrong guess costs time, never the answer; mean and std may
+    be NaN or infinite).
+
+    The inner pair first, in two passes over v: the values >= g_in_hi are counted (c_hi of
+    them) and those in [g_in_lo, g_in_hi) compressed into ``inner``; when they bracket the
+    k-th largest, it is the (k - c_hi)-th largest of the few in ``inner``. Otherwise the outer
+    pair narrows a bisection over all of v (:func:`kth_largest_bracketed`). Scratch: inner
+    and small of v's dtype, n + LANES entries each; v is read in whole vectors.
+    """
+    z_lo, z_in_lo, z_in_hi, z_hi = quantiles
+    inf = v.dtype.type(np.inf)
+    g_in_lo = v.dtype.type(mean + z_in_lo * std)
+    g_in_hi = v.dtype.type(mean + z_in_hi * std)
+    if g_in_lo < g_in_hi:  # False for NaN guesses and a zero spread
+        c_hi = count_in_range(v, n, g_in_hi, None)
+        if c_hi < k:
+            m = compress_in_range(v, n, g_in_lo, g_in_hi, 0, inner, None)
+            if c_hi + m >= k:
+                low, top = min_max(inner, m)
+                return kth_largest_bracketed(inner, m, k - c_hi, low, inf, top, small)
+    lo, top = min_max(v, n)
+    g_lo = v.dtype.type(mean + z_lo * std)
+    if g_lo > lo and count_in_range(v, n, g_lo, None) >= k:
+        lo = g_lo
+    return kth_largest_bracketed(v, n, k, lo, mean + z_hi * std, top, small)
 
 
 @njit(cache=True, inline="always")

@@ -23,7 +23,7 @@ import torch
 from numba import njit
 
 from routing._projection import LANES, compress_in_range, count_in_range, min_max
-from routing._select import bracket_quantiles, kth_largest, kth_largest_bracketed, mean_std
+from routing._select import bracket_quantiles, kth_largest, kth_largest_guessed, mean_std
 
 __all__ = ["pkm_forward", "pkm_select"]
 
@@ -283,9 +283,9 @@ def _fused_forward(x, wq_t, keys_t, values, k, relu, quantiles, shift, code, sco
     ja, jb = np.empty(n + LANES, np.int32), np.empty(n + LANES, np.int32)
     every = np.arange(n + LANES).astype(np.int32)
     scratch = np.empty(n, x.dtype)
-    z_lo, z_in_lo, z_in_hi, z_hi = quantiles
     cap = k_half * k_half  # candidate sums without ties in the halves
     sums, small = np.empty(cap + LANES, x.dtype), np.empty(cap + LANES, x.dtype)
+    inner = np.empty(cap + LANES, x.dtype)
     codes = np.empty(cap + LANES, np.int32)
     gate = np.empty(k, x.dtype)
     # the ordered merge, for rows with ties at the k-th largest sum
@@ -335,22 +335,12 @@ def _fused_forward(x, wq_t, keys_t, values, k, relu, quantiles, shift, code, sco
                     sums[at] = vb_p + va_a[s]
                     codes[at] = base | ix_a[s]
                 m += na
-            # their extremes (rounding is monotone: the largest sum is the sum of the largest)
-            # and a bracket of the k-th largest guessed from their mean and spread, which are
-            # the sums of the halves' moments
-            lo_a, hi_a = min_max(va_a, na)
-            lo_b, hi_b = min_max(va_b, nb)
-            lo, top = lo_b + lo_a, hi_b + hi_a
+            # the k-th largest, in a bracket guessed from their mean and spread, which are the
+            # sums of the halves' moments
             mean_a, sd_a = mean_std(va_a, na)
             mean_b, sd_b = mean_std(va_b, nb)
-            mean, std = mean_a + mean_b, np.sqrt(sd_a * sd_a + sd_b * sd_b)
-            hi = mean + z_hi * std
-            g_in_lo, g_lo = mean + z_in_lo * std, mean + z_lo * std
-            if g_in_lo > lo and count_in_range(sums, m, g_in_lo, None) >= k:
-                lo, hi = g_in_lo, mean + z_in_hi * std  # the inner pair (usually)
-            elif g_lo > lo and count_in_range(sums, m, g_lo, None) >= k:
-                lo = g_lo
-            t = kth_largest_bracketed(sums, m, k, lo, hi, top, small)
+            t = kth_largest_guessed(sums, m, k, mean_a + mean_b,
+                                    np.sqrt(sd_a * sd_a + sd_b * sd_b), quantiles, inner, small)
             merge = count_in_range(sums, m, t, None) != k
             if not merge:
                 compress_in_range(sums, m, t, None, codes, out_v, out_j)

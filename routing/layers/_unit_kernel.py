@@ -25,7 +25,7 @@ from numba import njit
 
 from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, min_max,
                                  pack_groups, project_block, row_axpy, row_dot)
-from routing._select import bracket_quantiles, kth_largest_bracketed, mean_std, select_winners
+from routing._select import bracket_quantiles, kth_largest_guessed, mean_std, select_winners
 from routing.layers._expert_kernel import _arrays
 
 __all__ = ["kwta_scores", "unit_mlp"]
@@ -35,21 +35,21 @@ _REASSOC = {"reassoc", "contract"}
 
 
 @njit(cache=True)
-def _kwta_block_rows(X, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next, groups_a,
-                     vals_a):
+def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, groups_a, vals_a):
     """For every row x of X: the scores s = W x (``groups``: W packed by ``pack_groups``),
     computed for a block of BLOCK rows at a time into a scratch that stays in cache; the k
-    winners (increasing unit index) into idx, their scores into vals and, ``with_next``, the
-    (k+1)-th largest score into nxt (-inf when k = n). With ``groups_a`` (a second matrix A
-    packed alike; no groups: none) the winners' A x into vals_a, projected in the same
-    blocks. False (rows left unfinished) if a score is NaN or infinite. z_lo, z_hi: normal
-    quantiles of the bracket guess."""
+    winners (increasing unit index) into idx, their scores into vals (idx and vals flat,
+    row r at [r·k, r·k + k), with LANES entries of padding at the end: the winners are
+    compressed straight into them) and, ``with_next``, the (k+1)-th largest score into nxt
+    (-inf when k = n). With ``groups_a`` (a second matrix A packed alike; no groups: none)
+    the winners' A x into vals_a (B, k), projected in the same blocks. False (rows left
+    unfinished) if a score is NaN or infinite. quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of
+    ``bracket_quantiles`` for the bracket guesses."""
     B = X.shape[0]
     width = groups.shape[0] * LANES  # >= n; the zero directions past n are never read
     z = np.zeros((BLOCK, width), X.dtype)
     z_a = np.zeros((BLOCK, groups_a.shape[0] * LANES), X.dtype)
-    small, out_v = np.empty(width + LANES, X.dtype), np.empty(width + LANES, X.dtype)
-    out_j = np.empty(width + LANES, np.int32)
+    inner, small = np.empty(width + LANES, X.dtype), np.empty(width + LANES, X.dtype)
     units = np.arange(width + LANES).astype(np.int32)
     inf = X.dtype.type(np.inf)
     for first in range(0, B, BLOCK):
@@ -59,19 +59,17 @@ def _kwta_block_rows(X, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next, gro
             project_block(X, first, groups_a, g, z_a, g * LANES)
         for r in range(first, min(first + BLOCK, B)):
             v = z[r - first]
-            lo, top = min_max(v, n)  # NaN: skipped by min_max, not counted by count_in_range
-            if not (-inf < lo and top < inf and count_in_range(v, n, lo, None) == n):
-                return False
-            # a bracket guessed from the row's mean and spread; lo = the minimum if it misses
+            # the row's mean and spread guess the bracket; finite ones also show that every
+            # score is finite (a NaN or inf makes the sums NaN or inf; an overflow of finite
+            # scores is told apart by the exact check)
             mean, std = mean_std(v, n)
-            g_lo, g_hi = mean + z_lo * std, mean + z_hi * std
-            if g_lo > lo and count_in_range(v, n, g_lo, None) >= k:
-                lo = g_lo
-            t = kth_largest_bracketed(v, n, k, lo, g_hi, top, small)
+            if not (np.isfinite(mean) and np.isfinite(std)):
+                lo, top = min_max(v, n)  # NaN: skipped by min_max, not counted below
+                if not (-inf < lo and top < inf and count_in_range(v, n, lo, None) == n):
+                    return False
+            t = kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small)
+            out_v, out_j = vals[r * k:r * k + k + LANES], idx[r * k:r * k + k + LANES]
             select_winners(v, n, k, t, units, out_v, out_j)
-            for s in range(k):
-                idx[r, s] = out_j[s]
-                vals[r, s] = out_v[s]
             if groups_a.shape[0] > 0:
                 for s in range(k):
                     vals_a[r, s] = z_a[r - first, np.uintp(out_j[s])]
@@ -126,15 +124,17 @@ def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = Fals
         raise ValueError(f"k must be in [1, {n}] (the number of units), got {k}")
     xa = x.detach().contiguous().numpy()
     groups = pack_groups(W.detach().numpy()[None], xa.dtype)
-    idx, vals = np.empty((B, k), np.int32), np.empty((B, k), xa.dtype)
+    # flat, padded: the kernel compresses each row's winners straight into them
+    idx = torch.empty(B * k + LANES, dtype=torch.int32).numpy()
+    vals = torch.empty(B * k + LANES, dtype=x.dtype).numpy()
     nxt = np.empty(B if with_next else 0, xa.dtype)
     groups_a = (np.empty((0, xa.shape[1], LANES), xa.dtype) if also is None
                 else pack_groups(also.detach().numpy()[None], xa.dtype))
     vals_a = np.empty((B, k) if also is not None else (0, k), xa.dtype)
-    z_lo, _, _, z_hi = bracket_quantiles(n, k)
-    if B and not _kwta_block_rows(xa, groups, n, k, z_lo, z_hi, idx, vals, nxt, with_next,
-                                  groups_a, vals_a):
+    if B and not _kwta_block_rows(xa, groups, n, k, bracket_quantiles(n, k), idx, vals, nxt,
+                                  with_next, groups_a, vals_a):
         raise ValueError("the scores W x must be finite; x or W has NaN or infinite entries")
+    idx, vals = idx[:B * k].reshape(B, k), vals[:B * k].reshape(B, k)
     out = (torch.from_numpy(idx), torch.from_numpy(vals),
            torch.from_numpy(nxt) if with_next else None)
     return out if also is None else out + (torch.from_numpy(vals_a),)
