@@ -211,6 +211,23 @@ def test_unit_mlp_uses_given_scores():
     torch.testing.assert_close(shifted, (U[0, idx.long()] * (vals + 100)).sum(1, keepdim=True))
 
 
+@pytest.mark.parametrize("d_out", [1, 3])
+def test_unit_mlp_adds_the_output_bias_inside_with_its_gradient(d_out):
+    gen = torch.Generator().manual_seed(4)
+    x, W = torch.randn(7, 5, generator=gen, dtype=torch.float64), torch.randn(
+        12, 5, generator=gen, dtype=torch.float64)
+    U = torch.randn(d_out, 12, generator=gen, dtype=torch.float64).requires_grad_()
+    c = torch.randn(d_out, generator=gen, dtype=torch.float64).requires_grad_()
+    idx, _, _ = kwta_scores(x, W, 4)
+    y = unit_mlp(x, idx, W, None, U, out_bias=c)
+    y_ref = unit_mlp(x, idx, W, None, U) + c
+    assert torch.equal(y, y_ref)
+    dy = torch.randn(y.shape, generator=gen, dtype=torch.float64)
+    grads = torch.autograd.grad(y, (U, c), dy)
+    for got, want in zip(grads, torch.autograd.grad(y_ref, (U, c), dy)):
+        torch.testing.assert_close(got, want, rtol=1e-14, atol=1e-14)
+
+
 # -- the layers' kernel path against their torch path ----------------------------------------
 def _assert_kernel_path_matches(layer, x, reference):
     """layer(x) (the kernel path) against reference(x) (the layer's masked matmuls): output

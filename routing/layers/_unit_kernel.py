@@ -228,13 +228,15 @@ class _UnitMLP(torch.autograd.Function):
     backward."""
 
     @staticmethod
-    def forward(ctx, x, idx, W, bias, offset, U, given, open_at_zero):
+    def forward(ctx, x, idx, W, bias, offset, U, given, open_at_zero, out_bias):
         xp, wp = _padded(x), _padded(W)
         ia, ba, oa, ua, ga = _arrays(idx, bias, offset, U, given)
         B, k = ia.shape
         pre = np.empty((B, k), xp.dtype)
         y = np.empty((B, ua.shape[0]), xp.dtype)
         _forward(xp, ia, wp, ba, oa, ua, ga, pre, y, xp.dtype.type(0))
+        if out_bias is not None:  # here, not as a separate autograd node
+            y += out_bias.detach().numpy()
         ctx.save_for_backward(idx, U)
         ctx.arrays = xp, wp, pre
         ctx.open_at_zero, ctx.d_in = open_at_zero, x.shape[1]
@@ -257,17 +259,20 @@ class _UnitMLP(torch.autograd.Function):
         return (torch.from_numpy(dx)[:, :d] if want_dx else None, None,
                 torch.from_numpy(dW)[:, :d],
                 torch.from_numpy(dbias) if ctx.needs_input_grad[3] else None, None,
-                torch.from_numpy(dU), None, None)
+                torch.from_numpy(dU), None, None,
+                torch.from_numpy(dya.sum(0)) if ctx.needs_input_grad[8] else None)
 
 
 def unit_mlp(x: torch.Tensor, idx: torch.Tensor, W: torch.Tensor, bias: torch.Tensor | None,
              U: torch.Tensor, offset: torch.Tensor | None = None,
-             scores: torch.Tensor | None = None, open_at_zero: bool = False) -> torch.Tensor:
+             scores: torch.Tensor | None = None, open_at_zero: bool = False,
+             out_bias: torch.Tensor | None = None) -> torch.Tensor:
     """A one-hidden-layer ReLU MLP evaluated at each example's winners only, on the CPU:
 
-        y_b = Σ_s U[:, j] · ReLU(W_j · x_b + bias_j + offset_b),   j = idx[b, s],
+        y_b = Σ_s U[:, j] · ReLU(W_j · x_b + bias_j + offset_b) (+ out_bias),   j = idx[b, s],
 
-    differentiable in x, W, bias and U (once; no double backward); ``offset`` is a constant.
+    differentiable in x, W, bias, U and out_bias (once; no double backward); ``offset`` is a
+    constant.
     It equals ``(mask ∘ ReLU(x Wᵀ + bias + offset)) Uᵀ`` with mask the 0/1 matrix of the
     winners (COMET §4, Eqs. 7–8 with one hidden layer; SDMLP's a* = [a − I]_+ of Bricken et al.
     2023, Eq. 4, with offset = −I), up to the order of the floating-point sums.
@@ -283,12 +288,14 @@ def unit_mlp(x: torch.Tensor, idx: torch.Tensor, W: torch.Tensor, bias: torch.Te
             used as they are, and gradients still follow the formula above.
         open_at_zero: the ReLU passes gradient at a pre-activation of exactly 0 (torch's
             ``clamp(min=0)``, SDMLP's form) instead of blocking it (``torch.relu``).
+        out_bias: (d_out,) of x's dtype or None: the output layer's bias, added inside this
+            autograd node (dL/d out_bias = Σ_b dL/dy_b) rather than as a node of its own.
 
     Returns:
-        (B, d_out) tensor of x's dtype (the output layer's bias is the caller's to add).
+        (B, d_out) tensor of x's dtype.
     """
     bias = torch.zeros(W.shape[0], dtype=W.dtype) if bias is None else bias
     offset = torch.zeros(x.shape[0], dtype=x.dtype) if offset is None else offset
     given = (torch.empty((0, idx.shape[1]), dtype=x.dtype) if scores is None
              else scores.detach())
-    return _UnitMLP.apply(x, idx, W, bias, offset, U, given, open_at_zero)
+    return _UnitMLP.apply(x, idx, W, bias, offset, U, given, open_at_zero, out_bias)
