@@ -7,8 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routing.layers import _experts
-from routing.layers._expert_kernel import TOPK_ROWS_MAX_K, expert_mlp, topk_rows
+from routing.layers._expert_kernel import TOPK_ROWS_MAX_K, expert_mlp, moe_forward, topk_rows
 from routing.layers._experts import ExpertBank, _topk_lowest_index_sort
+from routing.layers.sigma_moe import SigmaMoE, SigmaMoEConfig
+from routing.layers.topk_moe import TopKMoE, TopKMoEConfig
 
 
 def _bank_case(B, K, E, G, d_in, d_out, seed, dtype=torch.float64):
@@ -126,3 +128,60 @@ def test_kernel_skips_dx_only_when_x_needs_no_gradient():
     assert x_const.grad is None
     for got, want in zip((gate.grad, W1.grad, W2.grad), with_dx):
         torch.testing.assert_close(got, want)
+
+
+
+# -- the whole layer fused (moe_forward) against the layers' torch path ------------------------
+@pytest.mark.parametrize("kind,kw", [("sigma", {}), ("sigma", {"k": 1}), ("sigma", {"k": 6}),
+                                     ("topk", {}), ("topk", {"k": 1}), ("topk", {"k": 6})])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("batch", [0, 3, 200])
+def test_fused_moe_equals_the_torch_path(kind, kw, dtype, batch):
+    config = {"d_in": 5, "d_out": 2, "n_experts": 6, "expert_size": 4, "k": 2, "seed": 1, **kw}
+    layer = (SigmaMoE(SigmaMoEConfig(**config)) if kind == "sigma"
+             else TopKMoE(TopKMoEConfig(**config))).to(dtype)
+    gen = torch.Generator().manual_seed(batch)
+    x = torch.randn(batch, 5, generator=gen, dtype=dtype).requires_grad_()
+    layer.reset_usage()
+    y, aux = layer(x)  # the fused kernel
+    usage = layer.unit_usage.clone()
+    layer.reset_usage()
+    y_ref, aux_ref = layer._forward_torch(x)
+    assert torch.equal(usage, layer.unit_usage)
+    tol = {} if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(y, y_ref, **tol)
+    (name, loss), (_, loss_ref) = *aux.items(), *aux_ref.items()
+    torch.testing.assert_close(loss, loss_ref, **tol)
+    if batch == 0:
+        return
+    params = [x] + [p for p in layer.parameters()]
+    dy = torch.randn(y.shape, generator=gen, dtype=dtype)
+    total, total_ref = (y * dy).sum() + 7 * loss, (y_ref * dy).sum() + 7 * loss_ref
+    for p, got, want in zip(("x", "router", "W1", "W2"), torch.autograd.grad(total, params),
+                            torch.autograd.grad(total_ref, params)):
+        torch.testing.assert_close(got, want, msg=p, **tol)
+
+
+@pytest.mark.parametrize("gate,aux", [("sigmoid", "entropy"), ("softmax", "load_balance")])
+def test_fused_moe_passes_gradcheck(gate, aux):
+    gen = torch.Generator().manual_seed(2)
+    x, router = (torch.randn(9, 3, generator=gen, dtype=torch.float64), torch.randn(
+        5, 3, generator=gen, dtype=torch.float64))
+    W1, W2 = (torch.randn(5, 3, 4, generator=gen, dtype=torch.float64),
+              torch.randn(5, 4, 2, generator=gen, dtype=torch.float64))
+    tensors = [t.requires_grad_() for t in (x, router, W1, W2)]
+
+    def f(*t):
+        y, loss, _ = moe_forward(*t, 2, gate, aux, 0.3)
+        return y, loss
+
+    assert torch.autograd.gradcheck(f, tensors)
+
+
+def test_fused_moe_rejects_bad_arguments():
+    x, router = torch.zeros(2, 3), torch.zeros(5, 3)
+    W1, W2 = torch.zeros(5, 3, 4), torch.zeros(5, 4, 1)
+    with pytest.raises(ValueError, match=r"k must be in \[1, 5\]"):
+        moe_forward(x, router, W1, W2, 6, "sigmoid", "entropy", 0.1)
+    with pytest.raises(ValueError, match="gate must be one of"):
+        moe_forward(x, router, W1, W2, 2, "relu", "entropy", 0.1)

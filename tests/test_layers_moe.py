@@ -238,8 +238,9 @@ def test_entropy_gradient_spreads_the_selection():
 @torch.no_grad()
 def test_entropy_uses_router_logits_before_dropout():
     layer, x = _sigma(expert_dropout=0.5), _x()
-    trained = layer.train()(x)[1]["entropy"]
-    assert float(trained) == float(layer.eval()(x)[1]["entropy"])
+    trained = layer.train()(x)[1]["entropy"]  # the torch path (dropout draws masks)
+    # eval: the fused CPU kernel, the same sums in another order
+    assert float(trained) == pytest.approx(float(layer.eval()(x)[1]["entropy"]), rel=1e-12)
 
 
 # -- expert dropout ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from numba import njit
 
-__all__ = ["expert_mlp", "topk_rows", "TOPK_ROWS_MAX_K"]
+__all__ = ["AUX_LOSSES", "GATES", "expert_mlp", "moe_forward", "topk_rows", "TOPK_ROWS_MAX_K"]
 
 TOPK_ROWS_MAX_K = 16  # insertion into a sorted buffer: O(n·k) per row, for small k only
 # Reassociation lets LLVM vectorise the sums over the expert's units (without it every dot
@@ -306,3 +306,148 @@ def topk_rows(scores: torch.Tensor, k: int) -> torch.Tensor:
     out = np.empty((scores.shape[0], k), np.int64)
     _topk_rows(scores.detach().contiguous().numpy(), k, out)
     return torch.from_numpy(out)
+
+
+# -- the whole MoE layer in one autograd node -------------------------------------------------
+# σ-MoE and top-k MoE written as torch operations around the bank run a dozen small nodes per
+# step besides it (the router's matmul, a gather and a sigmoid for the gates, a softmax and
+# five reductions for the auxiliary loss, and their backward nodes), each costing more in
+# dispatch than its arithmetic at these sizes; at 256 units they trained at 0.9-1.0x the speed
+# of a dense network of the same total width (issue 7). Here the router, the top-k, the gates,
+# the bank and the auxiliary loss are one node forward and one backward.
+
+GATES = ("sigmoid", "softmax")  # σ-MoE's σ(logit), top-k MoE's softmax probability
+AUX_LOSSES = ("entropy", "load_balance")
+
+
+@njit(cache=True)
+def _router_forward(logits, probs, k, idx, gate):
+    """idx = the top k logits of each row (the order and tie rule of ``topk_rows``) and their
+    gates probs[b, idx] (``probs``: the softmax, or the sigmoid, of the logits)."""
+    _topk_rows(logits, k, idx)
+    for b in range(idx.shape[0]):
+        for s in range(k):
+            gate[b, s] = probs[b, idx[b, s]]
+
+
+@njit(cache=True, fastmath=_REASSOC)
+def _router_backward(x, router, sig, probs, idx, dgate, sigmoid_gate, dprobs_all, dx,
+                     drouter):
+    """drouter (and dx += when dx has rows) from the gates' gradient dgate (B, k) and a
+    gradient dprobs_all (E,) shared by every row's softmax probabilities (the auxiliary
+    loss's); sig: the logits' sigmoid (the gates) when ``sigmoid_gate``."""
+    B, d = x.shape
+    E = router.shape[0]
+    k = idx.shape[1]
+    one, zero = x.dtype.type(1), x.dtype.type(0)
+    drouter[:] = 0
+    dprobs = np.empty(E, x.dtype)
+    dlog = np.empty(E, x.dtype)
+    for b in range(B):
+        for e in range(E):
+            dprobs[e] = dprobs_all[e]
+            dlog[e] = zero
+        for s in range(k):
+            e = idx[b, s]
+            if sigmoid_gate:
+                dlog[e] += dgate[b, s] * sig[b, e] * (one - sig[b, e])
+            else:
+                dprobs[e] += dgate[b, s]
+        inner = zero
+        for e in range(E):
+            inner += probs[b, e] * dprobs[e]
+        for e in range(E):
+            dlog[e] += probs[b, e] * (dprobs[e] - inner)  # the softmax's backward
+            for j in range(d):
+                drouter[e, j] += dlog[e] * x[b, j]
+        if dx.shape[0] > 0:
+            for j in range(d):
+                acc = zero
+                for e in range(E):
+                    acc += dlog[e] * router[e, j]
+                dx[b, j] += acc
+
+
+class _FusedMoE(torch.autograd.Function):
+    """(y, aux) of a MoE layer from ``moe_forward``'s precomputed state."""
+
+    @staticmethod
+    def forward(ctx, x, router, W1, W2, state):
+        y, aux, saved = state
+        ctx.save_for_backward(x, router, W1, W2)  # their versions are checked on use
+        ctx.kernel_state = saved
+        return torch.from_numpy(y), torch.tensor(aux, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, dy, daux):
+        x, router, W1, W2 = ctx.saved_tensors
+        bank_state, sig, probs, idx, sigmoid_gate, aux_grad = ctx.kernel_state
+        xa, ra, w1, w2, dya = _arrays(x, router, W1, W2, dy)
+        want_dx = ctx.needs_input_grad[0]
+        dx, dgate, dW1, dW2 = _bank_backward(w1, w2, bank_state, dya, idx.shape[1],
+                                             w1.dtype.type(0), want_dx)
+        drouter = np.empty_like(ra)
+        dprobs_all = aux_grad * float(daux)  # (E,): d aux / d probs[b, e], every b
+        _router_backward(xa, ra, sig, probs, idx, dgate, sigmoid_gate,
+                         dprobs_all.astype(xa.dtype), dx, drouter)
+        return (torch.from_numpy(dx) if want_dx else None, torch.from_numpy(drouter),
+                torch.from_numpy(dW1), torch.from_numpy(dW2), None)
+
+
+def moe_forward(x: torch.Tensor, router: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor,
+                k: int, gate: str, aux: str, coef: float):
+    """A whole MoE layer on the CPU in one autograd node: logits = x routerᵀ, the top k
+    experts of each example by logit (ties to the lowest index, as ``topk_rows``), their
+    gates, y_b = Σ_s gate[b, s] · W2_eᵀ ReLU(W1_eᵀ x_b) (``expert_mlp``) and the auxiliary loss;
+    differentiable once in x, router, W1 and W2.
+
+    Gates: "sigmoid" σ(logit) (σ-MoE, Csordás et al. 2023 §5) or "softmax" the probability
+    softmax(logits)[e] (top-k MoE, Fedus et al. 2022 / Shazeer et al. 2017, without
+    renormalisation). Auxiliary loss, with p = the row softmax and n = max(B, 1): "entropy"
+    coef · Σ_e p̄_e log p̄_e, p̄ = Σ_b p_b / n (σ-MoE §5); "load_balance"
+    coef · E · Σ_e f_e p̄_e, f_e = (examples routed to e) / (n k), a constant (Switch).
+
+    Arguments:
+        x: (B, d_in) float32 or float64 CPU tensor; router: (E, d_in); W1: (E, d_in, G);
+            W2: (E, G, d_out); all of x's dtype.
+        k: experts per example, 1 <= k <= min(E, ``TOPK_ROWS_MAX_K``).
+        gate: one of ``GATES``; aux: one of ``AUX_LOSSES``; coef: the loss's weight >= 0.
+
+    Returns:
+        (y (B, d_out), aux_loss (0-d tensor), idx (B, k) int64 experts in descending logit).
+
+    Raises:
+        ValueError: if k, gate or aux is out of range.
+    """
+    E = router.shape[0]
+    if not 1 <= k <= min(E, TOPK_ROWS_MAX_K):
+        raise ValueError(f"k must be in [1, {min(E, TOPK_ROWS_MAX_K)}], got {k}")
+    if gate not in GATES or aux not in AUX_LOSSES:
+        raise ValueError(f"gate must be one of {GATES} and aux one of {AUX_LOSSES}, got "
+                         f"{gate!r}, {aux!r}")
+    # the logits and their softmax (and sigmoid) in torch, outside autograd: its vectorised
+    # exp is several times faster than Numba's scalar one
+    with torch.no_grad():
+        logits = x @ router.T                                           # (B, E)
+        probs = torch.softmax(logits, dim=1)
+        sig = torch.sigmoid(logits) if gate == "sigmoid" else probs
+    xa, w1, w2 = _arrays(x, W1, W2)
+    logits, probs, sig = logits.numpy(), probs.numpy(), sig.numpy()
+    B = xa.shape[0]
+    idx, gates = np.empty((B, k), np.int64), np.empty((B, k), xa.dtype)
+    sigmoid_gate = gate == "sigmoid"
+    _router_forward(logits, sig, k, idx, gates)
+    _, y, bank_state = _bank_forward(xa, idx, gates, w1, w2)  # idx is in range
+    n = max(B, 1)
+    mean_p = probs.sum(0, dtype=np.float64) / n
+    if aux == "entropy":  # Σ p̄ log p̄ (0 log 0 = 0) and its gradient per probability entry
+        logs = np.log(mean_p, out=np.zeros_like(mean_p), where=mean_p > 0)
+        value = coef * float((mean_p * logs).sum())
+        aux_grad = coef * (logs + 1.0) / n
+    else:
+        f = np.bincount(idx.ravel(), minlength=E) / (n * k)
+        value = coef * E * float((f * mean_p).sum())
+        aux_grad = coef * E * f / n
+    saved = bank_state, sig, probs, idx, sigmoid_gate, aux_grad
+    y, loss = _FusedMoE.apply(x, router, W1, W2, (y, value, saved))
+    return y, loss, torch.from_numpy(idx)

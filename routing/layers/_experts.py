@@ -51,7 +51,7 @@ import torch
 from torch import nn
 
 from routing.layers._base import OPTIMIZERS, RouterLayer  # noqa: F401 (re-exported)
-from routing.layers._expert_kernel import TOPK_ROWS_MAX_K, expert_mlp, topk_rows
+from routing.layers._expert_kernel import TOPK_ROWS_MAX_K, expert_mlp, moe_forward, topk_rows
 
 __all__ = ["ExpertBank", "ExpertMoE", "INITS", "OPTIMIZERS", "init_router_",
            "topk_lowest_index", "check_batch"]
@@ -269,6 +269,19 @@ class ExpertMoE(RouterLayer):
     @property
     def total_units(self) -> int:
         return self.config.n_experts * self.config.expert_size
+
+    def _fused_forward(self, x: torch.Tensor, gate: str, aux: str, coef: float):
+        """(y, aux loss) of the whole layer in one autograd node (``moe_forward``), usage
+        recorded, where it applies (x and the parameters float32/float64 on the CPU, k <= 16);
+        else None. x must have passed ``check_batch``."""
+        c = self.config
+        W1, W2 = self.experts.W1, self.experts.W2
+        if not (_cpu_kernel_dtype(x, self.router, W1, W2)
+                and c.k <= min(c.n_experts, TOPK_ROWS_MAX_K)):
+            return None
+        y, loss, idx = moe_forward(x, self.router, W1, W2, c.k, gate, aux, coef)
+        self.record_usage(indices=idx)
+        return y, loss
 
     def flops_per_example(self) -> int:
         """Router (2·d_in·E) plus K experts (2·G·(d_in + d_out) each)."""

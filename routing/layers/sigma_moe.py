@@ -129,6 +129,15 @@ class SigmaMoE(ExpertMoE):
             ValueError: if x is not a floating (B, d_in) tensor.
         """
         check_batch(x, self.config.d_in)
+        if not (self.training and self.config.expert_dropout > 0):  # the CPU kernels' path
+            fused = self._fused_forward(x, "sigmoid", "entropy", self.config.entropy_coef)
+            if fused is not None:
+                return fused[0], {"entropy": fused[1]}
+        return self._forward_torch(x)
+
+    def _forward_torch(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """``forward`` in torch operations around the expert bank (any device; expert
+        dropout, and the CPU reference of the fused kernel ``moe_forward``)."""
         logits = x @ self.router.T                                    # (B, E)
         idx, gate = self._select(logits)                              # (B, K) each
         y = self.experts(x, idx, gate)                                # (B, d_out)

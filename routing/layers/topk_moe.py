@@ -128,6 +128,16 @@ class TopKMoE(ExpertMoE):
             ValueError: if x is not a floating (B, d_in) tensor.
         """
         check_batch(x, self.config.d_in)
+        if not self.config.renormalize:  # the CPU kernels' path
+            fused = self._fused_forward(x, "softmax", "load_balance",
+                                        self.config.load_balance_coef)
+            if fused is not None:
+                return fused[0], {"load_balance": fused[1]}
+        return self._forward_torch(x)
+
+    def _forward_torch(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """``forward`` in torch operations around the expert bank (any device; renormalised
+        gates, and the CPU reference of the fused kernel ``moe_forward``)."""
         logits = x @ self.router.T                                   # (B, E)
         probs = torch.softmax(logits, dim=1)
         idx, gate = self._select(logits, probs)                      # (B, k) each
