@@ -64,15 +64,19 @@ def _torch_path(layer, x):
 @settings(max_examples=60, deadline=None)
 @given(n_keys=st.integers(1, 12) | st.sampled_from([FRONTIER_MAX + 3]), data=st.data(),
        rows=st.integers(1, 20), levels=st.sampled_from([2, 3, 1000]),
-       seed=st.integers(0, 10_000), double=st.booleans(), relu=st.booleans())
+       seed=st.integers(0, 10_000), double=st.booleans(), relu=st.booleans(),
+       d_out=st.sampled_from([1, 3]))
 def test_fused_forward_selects_the_same_slots_as_pkm_select(n_keys, data, rows, levels, seed,
-                                                            double, relu):
+                                                            double, relu, d_out):
     """Integer queries and sub-keys make every sum exact and, with few levels, ties common:
     in the halves (more candidates than k_half²), and at the k-th largest sum (the merge
-    decides). The fused path must pick pkm_select's set and give the torch path's y."""
+    decides). The fused path must pick pkm_select's set and give the torch path's y and
+    gradients; with ReLU, d_out = 1 and k >= n_keys the untied rows take the one-mask path,
+    the tied ones their winners one at a time."""
     k = data.draw(st.integers(1, n_keys * n_keys), label="k")
     dtype = torch.float64 if double else torch.float32
-    layer = PKM(PKMConfig(d_in=4, d_out=3, n_keys=n_keys, d_key=4, k=k, project_query=False,
+    layer = PKM(PKMConfig(d_in=4, d_out=d_out, n_keys=n_keys, d_key=4, k=k,
+                          project_query=False,
                           activation="relu" if relu else "softmax")).to(dtype)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -81,6 +85,10 @@ def test_fused_forward_selects_the_same_slots_as_pkm_select(n_keys, data, rows, 
     y, slots = pkm_forward(x, None, layer.keys, layer.values, k, layer.config.activation)
     idx, y_ref = _torch_path(layer, x)
     assert torch.equal(slots().sort(1).values, idx.sort(1).values)
+    dy = torch.randn(y.shape, generator=gen, dtype=dtype)
+    grads = torch.autograd.grad(y, (layer.keys, layer.values), dy)
+    for got, want in zip(grads, torch.autograd.grad(y_ref, (layer.keys, layer.values), dy)):
+        torch.testing.assert_close(got, want, **({} if double else dict(rtol=1e-4, atol=1e-3)))
     # y sums the same terms in another order: rounding errors up to a few ulps of the sum of
     # the terms' magnitudes, which cancel (scores up to ~10^4)
     _, gate = layer.route(x)

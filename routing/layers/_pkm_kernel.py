@@ -264,13 +264,19 @@ def _gates(scores, k, relu, out):
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _fused_forward(x, wq_t, keys_t, values, k, relu, quantiles, shift, code, score, y, qs):
+def _fused_forward(x, wq_t, keys_t, values, k, relu, quantiles, shift, code, score, y, qs,
+                   full, t_rows, tied, us):
     """Forward of the fused PKM for every row of x: qs (the queries), the k winners' codes
     and scores (row r at code[r·k : r·k + k], in no particular order; code and score are flat,
     with LANES entries of padding at the end, so that the winners are compressed straight
     into them) and y. False if a sub-key score, or the sum of the two largest magnitudes of a
     row's halves, is not finite (rows left unfinished). quantiles: (z_lo, z_in_lo, z_in_hi,
-    z_hi) of ``bracket_quantiles`` for the k-th largest of k_half² sums."""
+    z_hi) of ``bracket_quantiles`` for the k-th largest of k_half² sums.
+
+    ``full`` (every sum a candidate, ReLU, d_out = 1; see ``pkm_forward``): y sums the
+    masked products over all n_keys² slots in vector operations, not the k winners one at a
+    time, and each row's sub-key scores, k-th largest sum and whether ties made the merge
+    decide go to us (B, 2, n_keys), t_rows (B,) and tied (B,) for the backward."""
     B, d_in = x.shape
     _, h, n = keys_t.shape
     d_key, d_out = 2 * h, values.shape[1]
@@ -325,6 +331,7 @@ def _fused_forward(x, wq_t, keys_t, values, k, relu, quantiles, shift, code, sco
             na = nb = n
             va_a, ix_a, va_b, ix_b = ua, every, ub, every
         merge = na * nb > cap  # ties in a half: too many candidates, let the merge decide
+        t = zero
         if not merge:
             # the candidate sums, row-major in (pos_b, pos_a)
             m = 0
@@ -354,6 +361,18 @@ def _fused_forward(x, wq_t, keys_t, values, k, relu, quantiles, shift, code, sco
             for s in range(k):
                 out_v[s] = ub[m_pb[s]] + ua[m_pa[s]]
                 out_j[s] = np.int32((m_pb[s] << shift) | m_pa[s])
+        if full:
+            for j in range(n):
+                us[r, 0, j] = ua[j]
+                us[r, 1, j] = ub[j]
+            t_rows[r], tied[r] = t, merge
+            if not merge:  # y = Σ over the slots >= t of ReLU(sum) · value, as one mask
+                acc = zero
+                for j in range(n * n):
+                    v = sums[j]
+                    acc += values[j, 0] * (v if (v >= t) & (v > zero) else zero)
+                y[r, 0] = acc
+                continue
         _gates(out_v, k, relu, gate)
         if d_out == 1:  # register accumulators, not a chain through y's memory
             acc0 = acc1 = acc2 = acc3 = zero
@@ -384,59 +403,99 @@ def _fused_forward(x, wq_t, keys_t, values, k, relu, quantiles, shift, code, sco
 COPIES = 4  # interleaved copies of the backward's sub-key score gradients (a power of 2)
 
 
+@njit(cache=True, inline="always")
+def _sparse_grads(dy, values, code, score, r, shift, relu, n, mask, gate, dgate, du_a, du_b,
+                  dvalues):
+    """Row r's k winners one at a time: dvalues[slot] += gate · dy, and the sub-key scores'
+    gradients into du_a, du_b (COPIES interleaved copies: consecutive winners often share
+    pos_b, and read-modify-writes of one address wait on each other's stores)."""
+    k, d_out = code.shape[1], values.shape[1]
+    zero = gate.dtype.type(0)
+    _gates(score[r], k, relu, gate)
+    inner = zero  # softmax: Σ gate · dgate
+    for s in range(k):
+        c = code[r, s]
+        pa, pb = c & mask, c >> shift
+        slot = np.uintp(pb * n + pa)
+        if d_out == 1:
+            acc = dy[r, 0] * values[slot, 0]
+            dvalues[slot, 0] += gate[s] * dy[r, 0]
+        else:
+            acc = zero
+            for o in range(d_out):
+                acc += dy[r, o] * values[slot, o]
+                dvalues[slot, o] += gate[s] * dy[r, o]
+        if relu:  # ReLU'(0) = 0, as torch
+            copy = s & (COPIES - 1)
+            d = acc if gate[s] > zero else zero
+            du_a[copy, pa] += d
+            du_b[copy, pb] += d
+        else:
+            dgate[s] = acc
+            inner += gate[s] * acc
+    if not relu:
+        for s in range(k):
+            c = code[r, s]
+            copy = s & (COPIES - 1)
+            d = gate[s] * (dgate[s] - inner)
+            du_a[copy, c & mask] += d
+            du_b[copy, c >> shift] += d
+
+
+@njit(cache=True, inline="always")
+def _full_grads(dy, values, r, n, t_rows, us, col, du_a, du_b, dvalues):
+    """Row r's winners as the mask sum >= t over all n_keys² slots (the forward's sums,
+    rebuilt bit for bit from us), ReLU and d_out = 1: D = mask · ReLU' · value · dy,
+    du_b = D's row sums, du_a its column sums (into copy 0), dvalues += mask · ReLU · dy;
+    vector operations along each row of slots."""
+    zero = col.dtype.type(0)
+    t, dyr = t_rows[r], dy[r, 0]
+    for j in range(n):
+        col[j] = zero
+    for p in range(n):
+        vb_p, row = us[r, 1, p], zero
+        for j in range(n):
+            v = vb_p + us[r, 0, j]
+            on = (v >= t) & (v > zero)
+            slot = np.uintp(p * n + j)
+            d = values[slot, 0] * dyr if on else zero
+            row += d
+            col[j] += d
+            dvalues[slot, 0] += (v if on else zero) * dyr
+        du_b[0, p] = row
+    for j in range(n):
+        du_a[0, j] = col[j]
+
+
 @njit(cache=True, fastmath=_REASSOC)
 def _fused_backward(dy, x, wq_t, keys_t, values, code, score, qs, shift, relu,
-                    dx, dwq, dkeys_t, dvalues):
+                    dx, dwq, dkeys_t, dvalues, full, t_rows, tied, us):
     """Gradients of the fused PKM (dx only if dx has rows; keys and their gradient
     transposed, (2, d_key / 2, n_keys)) from the forward's code, score and qs:
     dgate = values[slot] · dy, dvalues[slot] += gate · dy, the sub-key scores' gradient du
     through ReLU (0 at 0, as torch) or the softmax, then dq = Σ_j du_j key_j,
-    dkeys_j += du_j q_half, dwq += dq ⊗ x and dx = wqᵀ dq."""
+    dkeys_j += du_j q_half, dwq += dq ⊗ x and dx = wqᵀ dq. ``full`` (see the forward):
+    the rows without ties take their winners as one mask over all slots, in vector
+    operations (``_full_grads``); the others, and every row otherwise, one at a time."""
     B, k = code.shape
     _, h, n = keys_t.shape
-    d_key, d_out, d_in = 2 * h, values.shape[1], x.shape[1]
+    d_key, d_in = 2 * h, x.shape[1]
     project, need_dx = wq_t.shape[0] > 0, dx.shape[0] > 0
     mask = (1 << shift) - 1
     zero = x.dtype.type(0)
     dwq[:] = 0
     dkeys_t[:] = 0
     dvalues[:] = 0
-    # du in COPIES interleaved copies: consecutive winners often share pos_b, and
-    # read-modify-writes of one address wait on each other's stores
     du_a, du_b = np.zeros((COPIES, n), x.dtype), np.zeros((COPIES, n), x.dtype)
-    du = np.empty(n, x.dtype)
+    du, col = np.empty(n, x.dtype), np.empty(n, x.dtype)
     dq = np.empty(d_key, x.dtype)
     gate, dgate = np.empty(k, x.dtype), np.empty(k, x.dtype)
     for r in range(B):
-        _gates(score[r], k, relu, gate)
-        inner = zero  # softmax: Σ gate · dgate
-        for s in range(k):
-            c = code[r, s]
-            pa, pb = c & mask, c >> shift
-            slot = np.uintp(pb * n + pa)
-            if d_out == 1:
-                acc = dy[r, 0] * values[slot, 0]
-                dvalues[slot, 0] += gate[s] * dy[r, 0]
-            else:
-                acc = zero
-                for o in range(d_out):
-                    acc += dy[r, o] * values[slot, o]
-                    dvalues[slot, o] += gate[s] * dy[r, o]
-            if relu:  # ReLU'(0) = 0, as torch
-                copy = s & (COPIES - 1)
-                d = acc if gate[s] > zero else zero
-                du_a[copy, pa] += d
-                du_b[copy, pb] += d
-            else:
-                dgate[s] = acc
-                inner += gate[s] * acc
-        if not relu:
-            for s in range(k):
-                c = code[r, s]
-                copy = s & (COPIES - 1)
-                d = gate[s] * (dgate[s] - inner)
-                du_a[copy, c & mask] += d
-                du_b[copy, c >> shift] += d
+        if full and not tied[r]:
+            _full_grads(dy, values, r, n, t_rows, us, col, du_a, du_b, dvalues)
+        else:
+            _sparse_grads(dy, values, code, score, r, shift, relu, n, mask, gate, dgate,
+                          du_a, du_b, dvalues)
         for half in range(2):
             part = du_a if half == 0 else du_b
             for j in range(n):
@@ -477,22 +536,23 @@ class _FusedPKM(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, query, keys, values, state):
-        y, code, score, qs, shift, relu, wq_t, keys_t = state
+        y, kernel_state = state
         ctx.save_for_backward(x, query, keys, values)  # their versions are checked on use
-        ctx.kernel_state = code, score, qs, shift, relu, wq_t, keys_t
+        ctx.kernel_state = kernel_state
         return torch.from_numpy(y)
 
     @staticmethod
     def backward(ctx, dy):
         x, query, keys, values = ctx.saved_tensors
-        code, score, qs, shift, relu, wq_t, keys_t = ctx.kernel_state
+        code, score, qs, shift, relu, wq_t, keys_t, full, t_rows, tied, us = ctx.kernel_state
         xa, va, dya = (t.detach().contiguous().numpy() for t in (x, values, dy))
         need_dx = ctx.needs_input_grad[0]
         dx = torch.empty(xa.shape if need_dx else (0, 0), dtype=x.dtype)
         dwq = torch.empty(wq_t.shape[::-1], dtype=x.dtype)
         dkeys_t, dvalues = (torch.empty(a.shape, dtype=x.dtype) for a in (keys_t, va))
         _fused_backward(dya, xa, wq_t, keys_t, va, code, score, qs, shift, relu,
-                        dx.numpy(), dwq.numpy(), dkeys_t.numpy(), dvalues.numpy())
+                        dx.numpy(), dwq.numpy(), dkeys_t.numpy(), dvalues.numpy(), full,
+                        t_rows, tied, us)
         return (dx if need_dx else None, dwq if query is not None else None,
                 dkeys_t.transpose(1, 2), dvalues, None)
 
@@ -553,10 +613,18 @@ def pkm_forward(x: torch.Tensor, query: torch.Tensor | None, keys: torch.Tensor,
     score, y, qs = (torch.empty(shape, dtype=x.dtype).numpy()
                     for shape in (B * k + LANES, (B, va.shape[1]), (B, 2 * h)))
     relu = activation == "relu"
-    if not _fused_forward(xa, wq_t, ka, va, k, relu, quantiles, shift, code, score, y, qs):
+    # every sum a candidate and at least one in 16 a winner: the value sum and the backward
+    # run as one mask over all slots, in vector operations (5x fewer instructions than the
+    # winners one at a time at n_keys = 16, k = 64)
+    full = relu and k >= n and va.shape[1] == 1 and n * n <= 16 * k
+    t_rows, tied = np.empty(B, xa.dtype), np.empty(B, np.bool_)
+    us = torch.empty((B if full else 0, 2, n), dtype=x.dtype).numpy()
+    if not _fused_forward(xa, wq_t, ka, va, k, relu, quantiles, shift, code, score, y, qs,
+                          full, t_rows, tied, us):
         return None
     code, score = code[:B * k].reshape(B, k), score[:B * k].reshape(B, k)
-    y = _FusedPKM.apply(x, query, keys, values, (y, code, score, qs, shift, relu, wq_t, ka))
+    kernel_state = code, score, qs, shift, relu, wq_t, ka, full, t_rows, tied, us
+    y = _FusedPKM.apply(x, query, keys, values, (y, kernel_state))
 
     def slot():
         c = torch.from_numpy(code).long()
