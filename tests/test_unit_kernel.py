@@ -15,7 +15,7 @@ from numba import njit
 from routing._projection import min_max, row_axpy, row_dot
 from routing._select import kth_largest_bracketed
 from routing.layers import COMET, SDMLP, COMETConfig, SDMLPConfig
-from routing.layers._unit_kernel import kwta_scores, unit_mlp
+from routing.layers._unit_kernel import kwta_scores, normalised_rows, unit_mlp
 from routing.topk import topk_mask
 
 
@@ -226,6 +226,27 @@ def test_unit_mlp_adds_the_output_bias_inside_with_its_gradient(d_out):
     grads = torch.autograd.grad(y, (U, c), dy)
     for got, want in zip(grads, torch.autograd.grad(y_ref, (U, c), dy)):
         torch.testing.assert_close(got, want, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("split,lift", [(False, True), (True, True), (True, False),
+                                        (False, False)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_normalised_rows_equal_sdmlps_torch_normalisation(split, lift, dtype):
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(40, 6, generator=gen, dtype=dtype)
+    x[3] = 0  # a zero row stays zero (lifted: (0, 1))
+    ref = x.clamp(min=0) if split else x
+    ref = torch.cat([ref, (-x).clamp(min=0)], 1) if split else ref
+    ref = torch.cat([ref, torch.ones_like(ref[:, :1])], 1) if lift else ref
+    ref = ref / ref.norm(dim=1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
+    torch.testing.assert_close(normalised_rows(x, split, lift), ref)
+    layer = SDMLP(SDMLPConfig(d_in=6, n_neurons=10, k_target=3, split_signs=split,
+                              lift_inputs=lift)).to(dtype)
+    torch.testing.assert_close(layer.normalise_inputs(x), ref)  # the kernel path
+    xg = x.clone().requires_grad_()
+    out = layer.normalise_inputs(xg)  # the torch path: x's gradient flows
+    torch.testing.assert_close(out, ref)
+    assert out.grad_fn is not None
 
 
 # -- the layers' kernel path against their torch path ----------------------------------------

@@ -28,7 +28,7 @@ from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range
 from routing._select import bracket_quantiles, kth_largest_guessed, mean_std, select_winners
 from routing.layers._expert_kernel import _arrays
 
-__all__ = ["kwta_scores", "unit_mlp"]
+__all__ = ["kwta_scores", "normalised_rows", "unit_mlp"]
 
 # reassociation lets LLVM vectorise the dot products over d_in (see ``_expert_kernel``)
 _REASSOC = {"reassoc", "contract"}
@@ -299,3 +299,49 @@ def unit_mlp(x: torch.Tensor, idx: torch.Tensor, W: torch.Tensor, bias: torch.Te
     given = (torch.empty((0, idx.shape[1]), dtype=x.dtype) if scores is None
              else scores.detach())
     return _UnitMLP.apply(x, idx, W, bias, offset, U, given, open_at_zero, out_bias)
+
+
+@njit(cache=True)
+def _normalised_rows(x, split, lift, out):
+    """out[b] = x̂_b / ‖x̂_b‖ (0 for a zero row), x̂_b = ([x_b]_+, [−x_b]_+) if split else x_b,
+    followed by a 1 if lift."""
+    B, d = x.shape
+    tiny = np.finfo(x.dtype).tiny
+    zero = x.dtype.type(0)
+    for b in range(B):
+        for j in range(d):
+            out[b, j] = max(x[b, j], zero) if split else x[b, j]
+        width = d
+        if split:
+            for j in range(d):
+                out[b, d + j] = max(-x[b, j], zero)
+            width = 2 * d
+        if lift:
+            out[b, width] = 1
+            width += 1
+        total = x.dtype.type(0)
+        for j in range(width):
+            total += out[b, j] * out[b, j]
+        norm = max(np.sqrt(total), tiny)
+        for j in range(width):
+            out[b, j] /= norm
+
+
+def normalised_rows(x: torch.Tensor, split_signs: bool, lift: bool) -> torch.Tensor:
+    """SDMLP's input normalisation (Bricken et al. 2023 §4, App. A.5) in one pass over a CPU
+    batch, without autograd: x (B, d) -> x̂ / ‖x̂‖ (a zero row stays zero), x̂ = ([x]_+, [−x]_+)
+    with ``split_signs``, then (x̂, 1) with ``lift``; the norm floored at the dtype's tiny, as
+    ``SDMLP.normalise_inputs``'s torch operations (equal up to the order of the sum of
+    squares).
+
+    Arguments:
+        x: (B, d) float32 or float64 CPU tensor.
+
+    Returns:
+        (B, d · (2 if split_signs else 1) + (1 if lift else 0)) tensor of x's dtype.
+    """
+    xa = x.detach().contiguous().numpy()
+    width = xa.shape[1] * (2 if split_signs else 1) + (1 if lift else 0)
+    out = torch.empty((xa.shape[0], width), dtype=x.dtype)
+    _normalised_rows(xa, bool(split_signs), bool(lift), out.numpy())
+    return out

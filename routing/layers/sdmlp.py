@@ -49,7 +49,7 @@ from torch import nn
 
 from lipschitz.validation import check_bool, check_int
 from ._base import RouterLayer, check_layer_config
-from ._unit_kernel import kwta_scores, unit_mlp
+from ._unit_kernel import kwta_scores, normalised_rows, unit_mlp
 
 __all__ = ["SDMLPConfig", "SDMLP"]
 
@@ -196,6 +196,9 @@ class SDMLP(RouterLayer):
     def normalise_inputs(self, x: torch.Tensor) -> torch.Tensor:
         """x (B, d_in) -> x̂ (B, input_width), non-negative with ``split_signs`` and of unit
         norm (a zero row stays zero)."""
+        if (not (x.requires_grad and torch.is_grad_enabled()) and x.device.type == "cpu"
+                and x.dtype in (torch.float32, torch.float64)):  # one pass, not five ops
+            return normalised_rows(x, self.config.split_signs, self.config.lift_inputs)
         if self.config.split_signs:
             x = torch.cat([x.clamp(min=0), (-x).clamp(min=0)], dim=1)
         if self.config.lift_inputs:
