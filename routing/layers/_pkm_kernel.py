@@ -221,6 +221,12 @@ def pkm_select(u: torch.Tensor, k: int):
 # sums in its own row or column).
 # Winners are stored as codes (rank-free pairs) pos_b << shift | pos_a, shift = bits of
 # n_keys - 1, so the backward finds both halves with a shift and a mask, not a division.
+# Full mode (every sum a candidate, ReLU, d_out = 1 and at least one slot in 16 a winner,
+# e.g. the routers bench's K = n_keys²/4): the winners are the mask sum >= t, and the value
+# sum and the backward run over all n_keys² slots in vector operations rather than over the
+# K winners one at a time (the selection reads every sum anyway); rows whose winners the merge
+# chose keep the one-at-a-time path. Measured at n_keys = 16, K = 64: the backward kernel
+# 0.7 -> 0.4 ms per 1024 examples, timed inside a training loop.
 
 
 @njit(cache=True, inline="always")

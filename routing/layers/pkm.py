@@ -9,6 +9,11 @@ pairs of lower ranks on both sides, so only the ≈ K ln K pairs with (i+1)(j+1)
 the top K; only those are summed and sorted (K = 32: 119 instead of 1024; 5x faster on CPU).
 The output is y = Σ_{top K} act(u[i]) · v_i, act = ReLU (the paper's choice, §6.2) or a
 softmax over the K scores (Lample et al.'s original).
+
+On the CPU (float32/float64) ``forward`` runs the whole layer as one autograd node
+(``_pkm_kernel.pkm_forward``): the same K slots, found by a threshold on the candidate sums
+(the ordered merge only where ties sit at the K-th place), forward and backward in Numba.
+``route`` keeps the ordered selection; other devices run the torch operations.
 """
 
 from __future__ import annotations
@@ -174,7 +179,9 @@ class PKM(RouterLayer):
         return slot, score
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """y = Σ_{top k slots} gate · value.
+        """y = Σ_{top k slots} gate · value (on the CPU: the fused kernel ``pkm_forward``,
+        equal to the torch path up to the order of the sums; elsewhere, or when a sub-key
+        score is not finite, ``route`` and a gathered sum).
 
         Arguments:
             x: (B, d_in), the layer's dtype and device; B may be 0.
