@@ -15,7 +15,8 @@ from numba import njit
 from routing._projection import min_max, row_axpy, row_dot
 from routing._select import kth_largest_bracketed
 from routing.layers import COMET, SDMLP, COMETConfig, SDMLPConfig
-from routing.layers._unit_kernel import kwta_scores, normalised_rows, unit_mlp
+from routing.layers._unit_kernel import (kwta_scores, normalised_rows,
+                                         project_nonnegative_unit_rows, unit_mlp)
 from routing.topk import topk_mask
 
 
@@ -247,6 +248,23 @@ def test_normalised_rows_equal_sdmlps_torch_normalisation(split, lift, dtype):
     out = layer.normalise_inputs(xg)  # the torch path: x's gradient flows
     torch.testing.assert_close(out, ref)
     assert out.grad_fn is not None
+
+
+@pytest.mark.parametrize("nonneg_decoder", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sdmlp_projection_kernel_equals_the_torch_operations(nonneg_decoder, dtype):
+    gen = torch.Generator().manual_seed(6)
+    W, D = torch.randn(30, 9, generator=gen, dtype=dtype), torch.randn(2, 30, generator=gen,
+                                                                        dtype=dtype)
+    W[4] = -1.0  # clamped to zero: stays a zero row
+    ref_W = W.clamp(min=0)
+    ref_W = ref_W / ref_W.norm(dim=1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
+    ref_D = D.clamp(min=0) if nonneg_decoder else D.clone()
+    versions = W._version, D._version
+    project_nonnegative_unit_rows(W, D, nonneg_decoder)
+    torch.testing.assert_close(W, ref_W)
+    assert torch.equal(D, ref_D) and bool((W[4] == 0).all())
+    assert W._version > versions[0] and (D._version > versions[1]) == nonneg_decoder
 
 
 # -- the layers' kernel path against their torch path ----------------------------------------

@@ -28,7 +28,7 @@ from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range
 from routing._select import bracket_quantiles, kth_largest_guessed, mean_std, select_winners
 from routing.layers._expert_kernel import _arrays
 
-__all__ = ["kwta_scores", "normalised_rows", "unit_mlp"]
+__all__ = ["kwta_scores", "normalised_rows", "project_nonnegative_unit_rows", "unit_mlp"]
 
 # reassociation lets LLVM vectorise the dot products over d_in (see ``_expert_kernel``)
 _REASSOC = {"reassoc", "contract"}
@@ -345,3 +345,39 @@ def normalised_rows(x: torch.Tensor, split_signs: bool, lift: bool) -> torch.Ten
     out = torch.empty((xa.shape[0], width), dtype=x.dtype)
     _normalised_rows(xa, bool(split_signs), bool(lift), out.numpy())
     return out
+
+
+@njit(cache=True)
+def _project_rows(W, D, nonneg_decoder):
+    """W's rows clamped at >= 0 and rescaled to unit norm (floored at tiny: a zero row stays
+    zero); D clamped at >= 0 if nonneg_decoder."""
+    zero, tiny = W.dtype.type(0), np.finfo(W.dtype).tiny
+    for i in range(W.shape[0]):
+        total = zero
+        for j in range(W.shape[1]):
+            W[i, j] = max(W[i, j], zero)
+            total += W[i, j] * W[i, j]
+        norm = max(np.sqrt(total), tiny)
+        for j in range(W.shape[1]):
+            W[i, j] /= norm
+    if nonneg_decoder:
+        for i in range(D.shape[0]):
+            for j in range(D.shape[1]):
+                D[i, j] = max(D[i, j], zero)
+
+
+def project_nonnegative_unit_rows(W: torch.Tensor, D: torch.Tensor, nonneg_decoder: bool
+                                  ) -> None:
+    """SDMLP's projection after each optimiser step (Bricken et al. 2023, Algorithm 1), in
+    place and in one pass: W's rows clamped at >= 0 and rescaled to unit L2 norm (a row
+    clamped to all zeros stays zero), D clamped at >= 0 when ``nonneg_decoder``. Both
+    tensors' version counters are incremented, as torch's in-place operations do (autograd
+    then refuses a backward through values saved before the projection).
+
+    Arguments:
+        W: (N, d) float32 or float64 contiguous CPU tensor; D: (d_out, N) of W's dtype.
+    """
+    _project_rows(W.detach().numpy(), D.detach().numpy(), bool(nonneg_decoder))
+    torch.autograd.graph.increment_version(W)
+    if nonneg_decoder:
+        torch.autograd.graph.increment_version(D)

@@ -49,7 +49,7 @@ from torch import nn
 
 from lipschitz.validation import check_bool, check_int
 from ._base import RouterLayer, check_layer_config
-from ._unit_kernel import kwta_scores, normalised_rows, unit_mlp
+from ._unit_kernel import kwta_scores, normalised_rows, project_nonnegative_unit_rows, unit_mlp
 
 __all__ = ["SDMLPConfig", "SDMLP"]
 
@@ -283,6 +283,10 @@ class SDMLP(RouterLayer):
         """Project onto the constraints (Algorithm 1): encoder and (with ``nonneg_decoder``)
         decoder clamped at >= 0, encoder rows rescaled to unit L2 norm. A row clamped to all
         zeros stays zero: the dead neuron the paper warns of (B.3)."""
+        if all(p.device.type == "cpu" and p.dtype in (torch.float32, torch.float64)
+               and p.is_contiguous() for p in (self.encoder, self.decoder)):
+            project_nonnegative_unit_rows(self.encoder, self.decoder, self.config.nonneg_decoder)
+            return
         self.encoder.clamp_(min=0)
         norms = self.encoder.norm(dim=1, keepdim=True)
         self.encoder.div_(norms.clamp_min(torch.finfo(norms.dtype).tiny))
