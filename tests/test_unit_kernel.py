@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from numba import njit
 
 from routing._projection import min_max, row_axpy, row_dot
-from routing._select import kth_largest_bracketed
+from routing._select import bracket_quantiles, kth_largest_bracketed, kth_largest_guessed
 from routing.layers import COMET, SDMLP, COMETConfig, SDMLPConfig
 from routing.layers._unit_kernel import (kwta_scores, normalised_rows,
                                          project_nonnegative_unit_rows, unit_mlp)
@@ -75,6 +75,30 @@ def test_kth_largest_bracketed_float32_with_many_ties():
         v[:256] = np.round(rng.standard_normal(256) * 2) / 2  # many exact ties
         k = int(rng.integers(1, 257))
         assert _kth(v, 256, k) == np.sort(v[:256])[::-1][k - 1]
+
+
+@njit
+def _kth_guessed(v, n, k, mean, std, quantiles):
+    inner, small = np.empty(n + 16, v.dtype), np.empty(n + 16, v.dtype)
+    return kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small)
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(1, 300), data=st.data(), levels=st.sampled_from([3, 1000]),
+       seed=st.integers(0, 10_000), double=st.booleans(),
+       guess=st.sampled_from(["row", "off", "nan", "inf", "zero"]))
+def test_kth_largest_guessed_whatever_the_guess(n, data, levels, seed, double, guess):
+    """Right guesses, guesses far off, NaN and infinite moments and a zero spread all give
+    the k-th largest (ties common with few levels)."""
+    k = data.draw(st.integers(1, n), label="k")
+    rng = np.random.default_rng(seed)
+    dtype = np.float64 if double else np.float32
+    v = np.zeros(n + 16, dtype)
+    v[:n] = rng.integers(0, levels, n) / 7 - 50
+    mean, std = {"row": (v[:n].mean(), v[:n].std()), "off": (1e3, 0.1), "nan": (np.nan, 1.0),
+                 "inf": (0.0, np.inf), "zero": (v[:n].mean(), 0.0)}[guess]
+    got = _kth_guessed(v, n, k, float(mean), float(std), bracket_quantiles(n, k))
+    assert got == np.sort(v[:n])[::-1][k - 1]
 
 
 # -- k-winner-take-all -----------------------------------------------------------------------

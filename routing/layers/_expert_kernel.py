@@ -1,5 +1,6 @@
 """CPU kernels of the MoE layers: the expert bank's forward and backward in one Numba pass each,
-and the top-K of short rows.
+the top-K of short rows, and the whole σ-MoE / top-k MoE layer (router, top-K, gates, bank,
+auxiliary loss) as one autograd node (``moe_forward``).
 
 At the sizes the routers are compared at (d_in = 8, experts of 16–64 units, a batch of 1024)
 a torch step of the expert bank is dozens of tiny ``mm``, ``relu``, index and ``cat`` calls
