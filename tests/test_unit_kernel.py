@@ -101,6 +101,19 @@ def test_kth_largest_guessed_whatever_the_guess(n, data, levels, seed, double, g
     assert got == np.sort(v[:n])[::-1][k - 1]
 
 
+@pytest.mark.parametrize("n,k", [(256, 64), (1024, 256), (300, 7)])
+def test_kth_largest_guessed_on_gaussian_rows(n, k):
+    """The usual case, where the inner bracket holds the k-th largest (Gaussian rows, their
+    own moments): the answer comes from the few values inside it."""
+    rng = np.random.default_rng(n + k)
+    for _ in range(40):
+        v = np.zeros(n + 16, np.float32)
+        v[:n] = rng.standard_normal(n) * 3 + 1
+        got = _kth_guessed(v, n, k, float(v[:n].mean()), float(v[:n].std()),
+                           bracket_quantiles(n, k))
+        assert got == np.sort(v[:n])[::-1][k - 1]
+
+
 # -- k-winner-take-all -----------------------------------------------------------------------
 @settings(max_examples=60, deadline=None)
 @given(B=st.integers(0, 20), n=st.integers(1, 70), d=st.integers(1, 5),
