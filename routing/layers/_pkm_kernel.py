@@ -204,9 +204,10 @@ def pkm_select(u: torch.Tensor, k: int):
 # autograd nodes (the query's matmul, the sub-key einsum's batched matmuls and reshapes, two
 # gathers and their scatter backward, the ReLU) around the kernels, and trained at 0.37-0.48x
 # the speed of a dense network of the same total width (issue 7). Here a step is one node: the
-# forward computes, per example, the query, the 2·n_keys sub-key scores, the K winners among
-# the candidate sums and y; the backward takes the gradients of the values, the sub-keys and
-# the query projection (and of x when it needs one) in one pass over the examples.
+# forward takes the queries and the 2·n_keys sub-key scores of the batch as two matmuls outside
+# autograd, then, per example, the K winners among the candidate sums and y; the backward
+# takes the gradients of the values, the sub-keys and the query projection (and of x when it
+# needs one) in one pass over the examples.
 #
 # The winners are found by threshold, not by the ordered merge: the t = K-th largest of the
 # candidate sums (a bisection inside a bracket guessed from the sums' mean and standard
@@ -227,18 +228,6 @@ def pkm_select(u: torch.Tensor, k: int):
 # K winners one at a time (the selection reads every sum anyway); rows whose winners the merge
 # chose keep the one-at-a-time path. Measured at n_keys = 16, K = 64: the backward kernel
 # 0.7 -> 0.4 ms per 1024 examples, timed inside a training loop.
-
-
-@njit(cache=True, inline="always")
-def _half_scores(keys_t, half, q, h, out, n):
-    """out[j] = Σ_c keys_t[half, c, j] · q[half·h + c] for j < n (keys transposed: the
-    loop over the sub-keys j is a vector loop)."""
-    for j in range(n):
-        out[j] = 0
-    for c in range(h):
-        qc = q[half * h + c]
-        for j in range(n):
-            out[j] += keys_t[half, c, j] * qc
 
 
 @njit(cache=True, inline="always")
@@ -270,58 +259,46 @@ def _gates(scores, k, relu, out):
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _fused_forward(x, wq_t, keys_t, values, k, relu, quantiles, shift, code, score, y, qs,
-                   full, t_rows, tied, us):
-    """Forward of the fused PKM for every row of x: qs (the queries), the k winners' codes
-    and scores (row r at code[r·k : r·k + k], in no particular order; code and score are flat,
-    with LANES entries of padding at the end, so that the winners are compressed straight
-    into them) and y. False if a sub-key score, or the sum of the two largest magnitudes of a
-    row's halves, is not finite (rows left unfinished). quantiles: (z_lo, z_in_lo, z_in_hi,
-    z_hi) of ``bracket_quantiles`` for the k-th largest of k_half² sums.
+def _fused_forward(u, values, k, relu, quantiles, shift, code, score, y, full, t_rows, tied):
+    """Forward of the fused PKM for every row of the sub-key scores u (2, B, n_keys) (u[0]:
+    the a half, u[1]: the b half): the k winners' codes and scores (row r at
+    code[r·k : r·k + k], in no particular order; code and score are flat, with LANES entries
+    of padding at the end, so that the winners are compressed straight into them) and y.
+    False if a sub-key score, or the sum of the two largest magnitudes of a row's halves, is
+    not finite (rows left unfinished). quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of
+    ``bracket_quantiles`` for the k-th largest of k_half² sums.
 
     ``full`` (every sum a candidate, ReLU, d_out = 1; see ``pkm_forward``): y sums the
     masked products over all n_keys² slots in vector operations, not the k winners one at a
-    time, and each row's sub-key scores, k-th largest sum and whether ties made the merge
-    decide go to us (B, 2, n_keys), t_rows (B,) and tied (B,) for the backward."""
-    B, d_in = x.shape
-    _, h, n = keys_t.shape
-    d_key, d_out = 2 * h, values.shape[1]
-    project = wq_t.shape[0] > 0
+    time, and each row's k-th largest sum and whether ties made the merge decide go to
+    t_rows (B,) and tied (B,) for the backward."""
+    _, B, n = u.shape
+    d_out = values.shape[1]
     k_half = min(k, n)
-    dt = x.dtype.type
+    dt = u.dtype.type
     inf, zero = dt(np.inf), dt(0)
-    ua, ub = np.empty(n + LANES, x.dtype), np.empty(n + LANES, x.dtype)
-    sa, sb = np.empty(n + LANES, x.dtype), np.empty(n + LANES, x.dtype)
+    ua, ub = np.empty(n + LANES, u.dtype), np.empty(n + LANES, u.dtype)
+    sa, sb = np.empty(n + LANES, u.dtype), np.empty(n + LANES, u.dtype)
     ja, jb = np.empty(n + LANES, np.int32), np.empty(n + LANES, np.int32)
     every = np.arange(n + LANES).astype(np.int32)
-    scratch = np.empty(n, x.dtype)
+    scratch = np.empty(n, u.dtype)
     cap = k_half * k_half  # candidate sums without ties in the halves
-    sums, small = np.empty(cap + LANES, x.dtype), np.empty(cap + LANES, x.dtype)
-    inner = np.empty(cap + LANES, x.dtype)
+    sums, small = np.empty(cap + LANES, u.dtype), np.empty(cap + LANES, u.dtype)
+    inner = np.empty(cap + LANES, u.dtype)
     codes = np.empty(cap + LANES, np.int32)
-    gate = np.empty(k, x.dtype)
+    gate = np.empty(k, u.dtype)
     # the ordered merge, for rows with ties at the k-th largest sum
-    va, vb = np.empty(k_half, x.dtype), np.empty(k_half, x.dtype)
+    va, vb = np.empty(k_half, u.dtype), np.empty(k_half, u.dtype)
     ia, ib = np.empty(k_half, np.int64), np.empty(k_half, np.int64)
-    frontier, ranks = np.empty(k_half, x.dtype), np.empty(k_half, np.int64)
+    frontier, ranks = np.empty(k_half, u.dtype), np.empty(k_half, np.int64)
     m_slot, m_pa, m_pb = (np.empty(k, np.int64), np.empty(k, np.int64),
                           np.empty(k, np.int64))
     mask = (1 << shift) - 1
     for r in range(B):
-        q = qs[r]
         out_v, out_j = score[r * k:r * k + k + LANES], code[r * k:r * k + k + LANES]
-        if project:  # q = W_q x along the rows of W_qᵀ: vector operations over q
-            for c in range(d_key):
-                q[c] = zero
-            for i in range(d_in):
-                xi = x[r, i]
-                for c in range(d_key):
-                    q[c] += wq_t[i, c] * xi
-        else:
-            for c in range(d_key):
-                q[c] = x[r, c]
-        _half_scores(keys_t, 0, q, h, ua, n)
-        _half_scores(keys_t, 1, q, h, ub, n)
+        for j in range(n):
+            ua[j] = u[0, r, j]
+            ub[j] = u[1, r, j]
         lo_a, hi_a = min_max(ua, n)
         lo_b, hi_b = min_max(ub, n)
         if not (-inf < lo_a and hi_a < inf and -inf < lo_b and hi_b < inf
@@ -368,9 +345,6 @@ def _fused_forward(x, wq_t, keys_t, values, k, relu, quantiles, shift, code, sco
                 out_v[s] = ub[m_pb[s]] + ua[m_pa[s]]
                 out_j[s] = np.int32((m_pb[s] << shift) | m_pa[s])
         if full:
-            for j in range(n):
-                us[r, 0, j] = ua[j]
-                us[r, 1, j] = ub[j]
             t_rows[r], tied[r] = t, merge
             if not merge:  # y = Σ over the slots >= t of ReLU(sum) · value, as one mask
                 acc = zero
@@ -449,9 +423,9 @@ def _sparse_grads(dy, values, code, score, r, shift, relu, n, mask, gate, dgate,
 
 
 @njit(cache=True, inline="always")
-def _full_grads(dy, values, r, n, t_rows, us, col, du_a, du_b, dvalues):
+def _full_grads(dy, values, r, n, t_rows, u, col, du_a, du_b, dvalues):
     """Row r's winners as the mask sum >= t over all n_keys² slots (the forward's sums,
-    rebuilt bit for bit from us), ReLU and d_out = 1: D = mask · ReLU' · value · dy,
+    rebuilt bit for bit from u), ReLU and d_out = 1: D = mask · ReLU' · value · dy,
     du_b = D's row sums, du_a its column sums (into copy 0), dvalues += mask · ReLU · dy;
     vector operations along each row of slots."""
     zero = col.dtype.type(0)
@@ -459,9 +433,9 @@ def _full_grads(dy, values, r, n, t_rows, us, col, du_a, du_b, dvalues):
     for j in range(n):
         col[j] = zero
     for p in range(n):
-        vb_p, row = us[r, 1, p], zero
+        vb_p, row = u[1, r, p], zero
         for j in range(n):
-            v = vb_p + us[r, 0, j]
+            v = vb_p + u[0, r, j]
             on = (v >= t) & (v > zero)
             slot = np.uintp(p * n + j)
             d = values[slot, 0] * dyr if on else zero
@@ -475,7 +449,7 @@ def _full_grads(dy, values, r, n, t_rows, us, col, du_a, du_b, dvalues):
 
 @njit(cache=True, fastmath=_REASSOC)
 def _fused_backward(dy, x, wq_t, keys_t, values, code, score, qs, shift, relu,
-                    dx, dwq, dkeys_t, dvalues, full, t_rows, tied, us):
+                    dx, dwq, dkeys_t, dvalues, full, t_rows, tied, u):
     """Gradients of the fused PKM (dx only if dx has rows; keys and their gradient
     transposed, (2, d_key / 2, n_keys)) from the forward's code, score and qs:
     dgate = values[slot] · dy, dvalues[slot] += gate · dy, the sub-key scores' gradient du
@@ -498,7 +472,7 @@ def _fused_backward(dy, x, wq_t, keys_t, values, code, score, qs, shift, relu,
     gate, dgate = np.empty(k, x.dtype), np.empty(k, x.dtype)
     for r in range(B):
         if full and not tied[r]:
-            _full_grads(dy, values, r, n, t_rows, us, col, du_a, du_b, dvalues)
+            _full_grads(dy, values, r, n, t_rows, u, col, du_a, du_b, dvalues)
         else:
             _sparse_grads(dy, values, code, score, r, shift, relu, n, mask, gate, dgate,
                           du_a, du_b, dvalues)
@@ -550,7 +524,7 @@ class _FusedPKM(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         x, query, keys, values = ctx.saved_tensors
-        code, score, qs, shift, relu, wq_t, keys_t, full, t_rows, tied, us = ctx.kernel_state
+        code, score, qs, shift, relu, wq_t, keys_t, full, t_rows, tied, u = ctx.kernel_state
         xa, va, dya = (t.detach().contiguous().numpy() for t in (x, values, dy))
         need_dx = ctx.needs_input_grad[0]
         dx = torch.empty(xa.shape if need_dx else (0, 0), dtype=x.dtype)
@@ -558,7 +532,7 @@ class _FusedPKM(torch.autograd.Function):
         dkeys_t, dvalues = (torch.empty(a.shape, dtype=x.dtype) for a in (keys_t, va))
         _fused_backward(dya, xa, wq_t, keys_t, va, code, score, qs, shift, relu,
                         dx.numpy(), dwq.numpy(), dkeys_t.numpy(), dvalues.numpy(), full,
-                        t_rows, tied, us)
+                        t_rows, tied, u)
         return (dx if need_dx else None, dwq if query is not None else None,
                 dkeys_t.transpose(1, 2), dvalues, None)
 
@@ -613,23 +587,28 @@ def pkm_forward(x: torch.Tensor, query: torch.Tensor | None, keys: torch.Tensor,
     shift = (n - 1).bit_length()
     k_half = min(k, n)
     quantiles = bracket_quantiles(k_half * k_half, k)
+    # the queries and sub-key scores as two batched matmuls outside autograd (4x faster than
+    # per-example loops); u (2, B, n_keys): u[0] the a half, u[1] the b half
+    with torch.no_grad():
+        q = (x @ query.T if query is not None else x).detach()              # (B, d_key)
+        u = torch.bmm(q.reshape(B, 2, h).transpose(0, 1), keys.detach().transpose(1, 2))
+    qs, u = q.contiguous().numpy(), u.numpy()
     # torch's allocator: a fresh numpy array of a megabyte is mapped anew, and its page
     # faults took 0.4 ms per array and step
     code = torch.empty(B * k + LANES, dtype=torch.int32).numpy()
-    score, y, qs = (torch.empty(shape, dtype=x.dtype).numpy()
-                    for shape in (B * k + LANES, (B, va.shape[1]), (B, 2 * h)))
+    score, y = (torch.empty(shape, dtype=x.dtype).numpy()
+                for shape in (B * k + LANES, (B, va.shape[1])))
     relu = activation == "relu"
     # every sum a candidate and at least one in 16 a winner: the value sum and the backward
     # run as one mask over all slots, in vector operations (5x fewer instructions than the
     # winners one at a time at n_keys = 16, k = 64)
     full = relu and k >= n and va.shape[1] == 1 and n * n <= 16 * k
     t_rows, tied = np.empty(B, xa.dtype), np.empty(B, np.bool_)
-    us = torch.empty((B if full else 0, 2, n), dtype=x.dtype).numpy()
-    if not _fused_forward(xa, wq_t, ka, va, k, relu, quantiles, shift, code, score, y, qs,
-                          full, t_rows, tied, us):
+    if not _fused_forward(u, va, k, relu, quantiles, shift, code, score, y, full, t_rows,
+                          tied):
         return None
     code, score = code[:B * k].reshape(B, k), score[:B * k].reshape(B, k)
-    kernel_state = code, score, qs, shift, relu, wq_t, ka, full, t_rows, tied, us
+    kernel_state = code, score, qs, shift, relu, wq_t, ka, full, t_rows, tied, u
     y = _FusedPKM.apply(x, query, keys, values, (y, kernel_state))
 
     def slot():
