@@ -283,8 +283,9 @@ class SDMLP(RouterLayer):
         """Project onto the constraints (Algorithm 1): encoder and (with ``nonneg_decoder``)
         decoder clamped at >= 0, encoder rows rescaled to unit L2 norm. A row clamped to all
         zeros stays zero: the dead neuron the paper warns of (B.3)."""
-        if all(p.device.type == "cpu" and p.dtype in (torch.float32, torch.float64)
-               and p.is_contiguous() for p in (self.encoder, self.decoder)):
+        if hasattr(torch.autograd.graph, "increment_version") and all(
+                p.device.type == "cpu" and p.dtype in (torch.float32, torch.float64)
+                and p.is_contiguous() for p in (self.encoder, self.decoder)):
             project_nonnegative_unit_rows(self.encoder, self.decoder, self.config.nonneg_decoder)
             return
         self.encoder.clamp_(min=0)
