@@ -116,7 +116,8 @@ class SigmaMoE(ExpertMoE):
         return self._select(x @ self.router.T)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """y = Σ_{e ∈ top-K} σ(W3 x)[e] · expert_e(x) and the weighted entropy loss.
+        """y = Σ_{e ∈ top-K} σ(W3 x)[e] · expert_e(x) and the weighted entropy loss (on the
+        CPU without expert dropout: one fused autograd node, ``_expert_kernel.moe_forward``).
 
         Arguments:
             x: (B, d_in), the layer's dtype and device; B may be 0.

@@ -114,7 +114,8 @@ class TopKMoE(ExpertMoE):
         return self._select(logits, torch.softmax(logits, dim=1))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """y = Σ_{e ∈ top-k} g[e] · expert_e(x) and the weighted load-balancing loss.
+        """y = Σ_{e ∈ top-k} g[e] · expert_e(x) and the weighted load-balancing loss (on the
+        CPU without renormalisation: one fused autograd node, ``_expert_kernel.moe_forward``).
 
         Arguments:
             x: (B, d_in), the layer's dtype and device; B may be 0.
