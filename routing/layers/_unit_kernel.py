@@ -167,15 +167,14 @@ def _forward(x, idx, W, bias, offset, U, given, pre, y, zero):
 
 
 @njit(cache=True, inline="always")
-def _winner_grad(dy, U, extra, b, j, p, at_zero, zero):
-    """dh · ReLU'(p) of winner j in example b: dh = dy[b, 0] U[0, j] (+ extra[b, j] when
-    d_out > 1); ReLU' is 1 above 0 and, if ``at_zero`` (a bool), at 0: a select in the
-    arrays' dtype, no branch (a 0/1 float factor made LLVM convert every winner's gradient
-    to float64 and back)."""
-    dh = dy[b, 0] * U[0, j]
-    if extra.shape[0] > 0:
-        dh += extra[b, j]
-    return dh if (p > zero) | (at_zero & (p == zero)) else zero
+def _relu_grad(p, at_zero, like):
+    """ReLU'(p) as 0 or 1 in the dtype of the array ``like`` (a Python bool would promote the
+    products to float64): 1 above 0 and, if ``at_zero`` (a bool), at 0. A 0/1
+    factor, not ``dh if p > 0 else 0``: Numba compiles that to a branch on the sign of the
+    pre-activation, which mispredicts on half the winners. The flag is a branch, taken the
+    same way for every winner."""
+    zero = like.dtype.type(0)
+    return like.dtype.type(p >= zero if at_zero else p > zero)
 
 
 @njit(cache=True, fastmath=_REASSOC)
@@ -184,22 +183,25 @@ def _backward(x, idx, W, U, pre, dy, extra, at_zero, want_dx, dx, dW, dbias, dU,
 
     dh = Σ_o dy[b, o] U[o, j]: output 0 here, the others in ``extra`` (B, N) = dy[:, 1:] U[1:]
     (empty when d_out = 1). The ReLU passes gradient where pre > 0, and where pre = 0 if
-    ``at_zero`` is True (clamp(min=0)) rather than False (torch.relu), as a select: a branch
-    on the sign of a pre-activation mispredicts half the time. The main loop is written for
-    d_out = 1 without dx: a loop over the outputs or the dx update inside it made it 2-2.5x
-    slower, so those run as separate passes."""
+    ``at_zero`` is True (clamp(min=0)) rather than False (torch.relu), without a branch
+    (``_relu_grad``; a conditional expression there made this kernel take 1.1x the time).
+    The main loop is written for d_out = 1 without dx: a loop over the outputs or the dx
+    update inside it made it 2-2.5x slower, so those run as separate passes."""
     B, k = idx.shape
     dW[:] = 0
     dbias[:] = 0
     dU[:] = 0
-    du0 = dU[0]
+    du0, u0 = dU[0], U[0]
     for b in range(B):
         pb, ib, dy0 = pre[b], idx[b], dy[b, 0]
         for s in range(k):
             j = np.uintp(ib[s])  # unsigned: no negative-index wraparound code
             p = pb[s]
             du0[j] += dy0 * max(p, zero)
-            g = _winner_grad(dy, U, extra, b, j, p, at_zero, zero)
+            dh = dy0 * u0[j]
+            if extra.shape[0] > 0:
+                dh += extra[b, j]
+            g = dh * _relu_grad(p, at_zero, u0)
             dbias[j] += g
             row_axpy(dW, j, x, b, g)
     for o in range(1, U.shape[0]):
@@ -209,10 +211,12 @@ def _backward(x, idx, W, U, pre, dy, extra, at_zero, want_dx, dx, dW, dbias, dU,
     if want_dx:
         dx[:] = 0
         for b in range(B):
+            dy0 = dy[b, 0]
             for s in range(k):
                 j = np.uintp(idx[b, s])
-                g = _winner_grad(dy, U, extra, b, j, pre[b, s], at_zero, zero)
-                row_axpy(dx, b, W, j, g)
+                p = pre[b, s]
+                dh = dy0 * u0[j] + (extra[b, j] if extra.shape[0] > 0 else zero)
+                row_axpy(dx, b, W, j, dh * _relu_grad(p, at_zero, u0))
 
 
 def _padded(t: torch.Tensor) -> np.ndarray:
