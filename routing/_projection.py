@@ -41,9 +41,9 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["BLOCK", "CANDIDATE_GROUPS", "LANES", "compress_in_range", "count_in_range",
-           "min_max", "pack_groups", "project_block", "project_candidates", "project_reference",
-           "row_axpy", "row_dot", "sign_block"]
+__all__ = ["BLOCK", "CANDIDATE_GROUPS", "FEW", "LANES", "compress_in_range", "count_in_range",
+           "kth_largest_of_few", "min_max", "pack_groups", "project_block", "project_candidates",
+           "project_reference", "row_axpy", "row_dot", "sign_block"]
 
 LANES = 16  # directions per group: one AVX-512 register of float32
 BLOCK = 8  # points per block: independent accumulators that hide the FMA latency
@@ -541,6 +541,59 @@ def count_in_range(typingctx, v, n, lo, hi):
 
         _scan_chunks(context, builder, v, args[0], count, low, high, visit)
         return builder.load(total)
+
+    return sig, codegen
+
+
+FEW = 2 * LANES  # the most values :func:`kth_largest_of_few` ranks
+
+
+@intrinsic
+def kth_largest_of_few(typingctx, v, n, m):
+    """The m-th largest (1-based) of the few values v[:n], 1 <= m <= n <= FEW (= 2·LANES; not
+    checked): the largest x of v[:n] with at least m values >= x.
+
+    The n values are held in two vector registers (lanes past n set to -inf), and each one
+    is ranked by one comparison against both, two population counts and a select: no branch
+    and no loop over the values per value (ranking with a counting pass per value, each with
+    its own loop set-up, took most of the time of a k-winner-take-all row). v: 1-D float32 or
+    float64, C-contiguous, NaN-free in v[:n], with FEW readable entries (whole vectors are
+    read). Returns a scalar of v's dtype.
+    """
+    if not (_is_float_vector_array(v) and isinstance(n, types.Integer)
+            and isinstance(m, types.Integer)):
+        return None
+    sig = v.dtype(v, n, m)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        data = context.make_array(v)(context, builder, args[0]).data
+        count = context.cast(builder, args[1], signature.args[1], types.int64)
+        need = context.cast(builder, args[2], signature.args[2], types.int64)
+        element = data.type.pointee
+        vec = ir.VectorType(element, LANES)
+        align = context.get_abi_sizeof(element)
+        minus_inf = _splat(builder, ir.Constant(element, float("-inf")), vec)
+        held = []
+        for h in range(FEW // LANES):
+            values = builder.load(builder.bitcast(builder.gep(data, [ir.Constant(i64, h * LANES)]),
+                                                  vec.as_pointer()), align=align)
+            lanes = ir.Constant(ir.VectorType(i64, LANES), list(range(h * LANES, (h + 1) * LANES)))
+            inside = builder.icmp_signed("<", lanes, _splat(builder, count, lanes.type))
+            held.append(builder.select(inside, values, minus_inf))
+        best = cgutils.alloca_once_value(builder, ir.Constant(element, float("-inf")))
+        with cgutils.for_range(builder, count) as loop:
+            x = builder.load(builder.gep(data, [loop.index]))
+            probe = _splat(builder, x, vec)
+            rank = ir.Constant(i64, 0)
+            for values in held:
+                at_least = builder.fcmp_ordered(">=", values, probe)
+                rank = builder.add(rank, builder.zext(_popcount(builder, at_least), i64))
+            current = builder.load(best)
+            better = builder.and_(builder.icmp_signed(">=", rank, need),
+                                  builder.fcmp_ordered(">", x, current))
+            builder.store(builder.select(better, x, current), best)
+        return builder.load(best)
 
     return sig, codegen
 

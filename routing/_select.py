@@ -1,6 +1,7 @@
 """Numba helpers that find the k-th largest value of a row and its winners: a quickselect, a
 bisection with vectorised counting passes (``routing._projection.count_in_range``) that
-narrows a bracket before ranking the few values left, the normal quantiles that guess the
+narrows a bracket before ranking the few values left (in registers:
+``routing._projection.kth_largest_of_few``), the normal quantiles that guess the
 bracket, and the compaction of the winners. Shared by the DSM Top-K kernel
 (``experiments.models._topk_kernel``) and the hidden-unit routers' k-winner-take-all
 (``routing.layers._unit_kernel``); called from other Numba functions only.
@@ -15,10 +16,11 @@ import numpy as np
 from numba import njit
 from scipy.special import ndtri
 
-from routing._projection import compress_in_range, count_in_range, min_max
+from routing._projection import (FEW, compress_in_range, count_in_range, kth_largest_of_few,
+                                 min_max)
 
 __all__ = ["bracket_margins", "bracket_quantiles", "kth_largest", "kth_largest_bracketed",
-           "kth_largest_by_rank", "kth_largest_guessed", "mean_std", "select_winners"]
+           "kth_largest_guessed", "mean_std", "select_winners"]
 
 
 def bracket_margins(k: int) -> tuple[float, float]:
@@ -101,28 +103,15 @@ def kth_largest(a, n, m):
 
 
 @njit(cache=True, inline="always")
-def kth_largest_by_rank(a, n, m):
-    """The m-th largest (1-based) of the few values a[:n]: the largest v with at least m
-    values >= v. Branch-free, one vectorised count (``count_in_range``) per value: for the
-    <= 16 values a bisection leaves it measured several times faster than a quickselect
-    (whose branches mispredict), and the vector counts 1.4x faster than scalar ones. a is
-    read in whole vectors: it needs room for n + LANES entries."""
-    best = a.dtype.type(-np.inf)  # m <= n: the smallest value qualifies
-    for i in range(n):
-        v = a[i]
-        best = max(best, v) if count_in_range(a, n, v, None) >= m else best
-    return best
-
-
-@njit(cache=True, inline="always")
 def kth_largest_bracketed(v, n, k, lo, hi, top, small):
     """The k-th largest of v[:n] (finite values), given count(v >= lo) >= k, hi a guess of an
     upper bound (may be +inf or wrong) and top = max(v[:n]).
 
-    Bisects [lo, hi) with vectorised counting passes until at most 16 values remain inside
-    (or no float is left between the bounds: ties), compresses those into ``small`` and
-    ranks them (a quickselect if ties left more than 16). v is read in whole vectors
-    (``count_in_range``). Scratch: ``small`` of v's dtype, n + LANES entries.
+    Bisects [lo, hi) with vectorised counting passes until at most FEW (32) values remain
+    inside (or no float is left between the bounds: ties), compresses those into ``small``
+    and ranks them in registers (``kth_largest_of_few``; a quickselect if ties left more).
+    v is read in whole vectors (``count_in_range``). Scratch: ``small`` of v's dtype,
+    max(n, FEW) + LANES entries.
     """
     # every bound in v's dtype: a float64 midpoint between float32 values would be rounded
     # by the counting passes but not by the final compaction, and the two would disagree
@@ -133,7 +122,7 @@ def kth_largest_bracketed(v, n, k, lo, hi, top, small):
         hi = v.dtype.type(np.inf)
         c_hi = 0
     for _ in range(64):
-        if c_lo - c_hi <= 16:
+        if c_lo - c_hi <= FEW:
             break
         mid = lo + (min(hi, top) - lo) * half
         if mid <= lo or mid >= hi:
@@ -144,8 +133,8 @@ def kth_largest_bracketed(v, n, k, lo, hi, top, small):
         else:
             hi, c_hi = mid, c_mid
     m = compress_in_range(v, n, lo, hi, 0, small, None)
-    if m <= 16:
-        return kth_largest_by_rank(small, m, k - c_hi)
+    if m <= FEW:
+        return kth_largest_of_few(small, m, k - c_hi)
     return kth_largest(small, m, k - c_hi)
 
 
@@ -158,9 +147,10 @@ def kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small):
 
     The inner pair first, in two passes over v: the values >= g_in_hi are counted (c_hi of
     them) and those in [g_in_lo, g_in_hi) compressed into ``inner``; when they bracket the
-    k-th largest, it is the (k - c_hi)-th largest of the few in ``inner``. Otherwise the outer
+    k-th largest, it is the (k - c_hi)-th largest of the few in ``inner``, ranked in registers
+    (``kth_largest_of_few``) when there are at most FEW (32) of them. Otherwise the outer
     pair narrows a bisection over all of v (:func:`kth_largest_bracketed`). Scratch: inner
-    and small of v's dtype, n + LANES entries each; v is read in whole vectors.
+    and small of v's dtype, max(n, FEW) + LANES entries each; v is read in whole vectors.
     """
     z_lo, z_in_lo, z_in_hi, z_hi = quantiles
     inf = v.dtype.type(np.inf)
@@ -171,6 +161,8 @@ def kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small):
         if c_hi < k:
             m = compress_in_range(v, n, g_in_lo, g_in_hi, 0, inner, None)
             if c_hi + m >= k:
+                if m <= FEW:
+                    return kth_largest_of_few(inner, m, k - c_hi)
                 low, top = min_max(inner, m)
                 return kth_largest_bracketed(inner, m, k - c_hi, low, inf, top, small)
     lo, top = min_max(v, n)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from routing._projection import min_max, row_axpy, row_dot
+from routing._projection import FEW, kth_largest_of_few, min_max, row_axpy, row_dot
 from routing._select import bracket_quantiles, kth_largest_bracketed, kth_largest_guessed
 from routing.layers import COMET, SDMLP, COMETConfig, SDMLPConfig
 from routing.layers._unit_kernel import (kwta_scores, normalised_rows,
@@ -59,14 +59,31 @@ def test_row_axpy_and_row_dot_match_numpy(dtype, width):
 
 
 @njit
+def _kth_of_few(v, n, m):
+    return kth_largest_of_few(v, n, m)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spread", [3, 1000])  # many ties, few ties
+def test_kth_largest_of_few_against_a_sort(dtype, spread):
+    rng = np.random.default_rng(spread)
+    for _ in range(2000):
+        n = int(rng.integers(1, FEW + 1))
+        m = int(rng.integers(1, n + 1))
+        v = np.full(FEW + 3, 1e30, dtype)  # past n: larger than everything, must be ignored
+        v[:n] = np.round(rng.standard_normal(n) * spread) / 2
+        assert _kth_of_few(v, n, m) == np.sort(v[:n])[::-1][m - 1]
+
+
+@njit
 def _kth(v, n, k):
-    small = np.empty(n + 16, v.dtype)
+    small = np.empty(max(n, FEW) + 16, v.dtype)
     lo, top = min_max(v, n)
     return kth_largest_bracketed(v, n, k, lo, v.dtype.type(np.inf), top, small)
 
 
 def test_kth_largest_bracketed_float32_with_many_ties():
-    """More than 16 values tied at the k-th largest keep the bisection going until no float is
+    """More than FEW values tied at the k-th largest keep the bisection going until no float is
     left between its bounds. (Its midpoint was once float64 between float32 values: the
     counting passes rounded it, a scalar compaction did not, and the answer was garbage.)"""
     rng = np.random.default_rng(0)
@@ -79,7 +96,7 @@ def test_kth_largest_bracketed_float32_with_many_ties():
 
 @njit
 def _kth_guessed(v, n, k, mean, std, quantiles):
-    inner, small = np.empty(n + 16, v.dtype), np.empty(n + 16, v.dtype)
+    inner, small = np.empty(max(n, FEW) + 16, v.dtype), np.empty(max(n, FEW) + 16, v.dtype)
     return kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small)
 
 

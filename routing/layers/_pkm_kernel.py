@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from routing._projection import LANES, compress_in_range, count_in_range, min_max
+from routing._projection import FEW, LANES, compress_in_range, count_in_range, min_max
 from routing._select import bracket_quantiles, kth_largest, kth_largest_guessed, mean_std
 
 __all__ = ["pkm_forward", "pkm_select"]
@@ -283,8 +283,10 @@ def _fused_forward(u, values, k, relu, quantiles, shift, code, score, y, full, t
     every = np.arange(n + LANES).astype(np.int32)
     scratch = np.empty(n, u.dtype)
     cap = k_half * k_half  # candidate sums without ties in the halves
-    sums, small = np.empty(cap + LANES, u.dtype), np.empty(cap + LANES, u.dtype)
-    inner = np.empty(cap + LANES, u.dtype)
+    sums = np.empty(cap + LANES, u.dtype)
+    # the selection's scratch: room for the FEW values it ranks in registers
+    small = np.empty(max(cap, FEW) + LANES, u.dtype)
+    inner = np.empty(max(cap, FEW) + LANES, u.dtype)
     codes = np.empty(cap + LANES, np.int32)
     gate = np.empty(k, u.dtype)
     # the ordered merge, for rows with ties at the k-th largest sum
