@@ -52,18 +52,21 @@ def bracket_quantiles(width: int, k: int) -> tuple[float, float, float, float]:
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
 def mean_std(v, n):
-    """Mean and (population) standard deviation of v[:n], n >= 1 (sums reassociated, so
-    vectorised): the moments from which the kernels guess their brackets. Not inlined on
-    purpose: Numba compiles inlined code with the caller's fastmath flags, and without
-    reassociation the two sums are serial chains (kwta_scores ran 2x slower)."""
-    total = v.dtype.type(0)
+    """Mean and (population) standard deviation of v[:n], n >= 1: the moments from which the
+    kernels guess their brackets. One pass of sums of d and d² for d = v - v[0] (the shift
+    keeps E[d²] - E[d]² from cancelling unless the mean is many spreads away from v[0]; the
+    two-pass form took 2.5x the time), reassociated, so vectorised. A NaN or infinite value
+    makes both NaN or infinite. Not inlined on purpose: Numba compiles inlined code with the
+    caller's fastmath flags, and without reassociation the sums are serial chains
+    (kwta_scores ran 2x slower)."""
+    shift = v[0]
+    total, squares = v.dtype.type(0), v.dtype.type(0)
     for q in range(n):
-        total += v[q]
+        d = v[q] - shift
+        total += d
+        squares += d * d
     mean = total / n
-    second = v.dtype.type(0)
-    for q in range(n):
-        second += (v[q] - mean) * (v[q] - mean)
-    return mean, np.sqrt(second / n)
+    return shift + mean, np.sqrt(max(squares / n - mean * mean, v.dtype.type(0)))
 
 
 @njit(cache=True)

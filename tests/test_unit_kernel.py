@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from numba import njit
 
 from routing._projection import FEW, kth_largest_of_few, min_max, row_axpy, row_dot
-from routing._select import bracket_quantiles, kth_largest_bracketed, kth_largest_guessed
+from routing._select import (bracket_quantiles, kth_largest_bracketed, kth_largest_guessed,
+                             mean_std)
 from routing.layers import COMET, SDMLP, COMETConfig, SDMLPConfig
 from routing.layers._unit_kernel import (kwta_scores, normalised_rows,
                                          project_nonnegative_unit_rows, unit_mlp)
@@ -73,6 +74,29 @@ def test_kth_largest_of_few_against_a_sort(dtype, spread):
         v = np.full(FEW + 3, 1e30, dtype)  # past n: larger than everything, must be ignored
         v[:n] = np.round(rng.standard_normal(n) * spread) / 2
         assert _kth_of_few(v, n, m) == np.sort(v[:n])[::-1][m - 1]
+
+
+@njit
+def _mean_std(v, n):
+    return mean_std(v, n)
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float32, 1e-4), (np.float64, 1e-10)])
+@pytest.mark.parametrize("center", [0.0, 30.0, -1e3])
+def test_mean_std_against_numpy(dtype, rtol, center):
+    """The one-pass moments (shifted by v[0]) match numpy's, also far from zero; a NaN or
+    infinite entry anywhere makes them non-finite (the kernels' finiteness check)."""
+    rng = np.random.default_rng(int(abs(center)))
+    for n in (1, 7, 16, 33, 256):
+        v = (center + rng.standard_normal(n + 16)).astype(dtype)
+        mean, std = _mean_std(v, n)
+        np.testing.assert_allclose(mean, v[:n].astype(np.float64).mean(), rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(std, v[:n].astype(np.float64).std(), rtol=100 * rtol,
+                                   atol=100 * rtol)
+        for bad in (np.nan, np.inf, -np.inf):
+            w = v.copy()
+            w[n - 1] = bad
+            assert not all(np.isfinite(_mean_std(w, n)))
 
 
 @njit
