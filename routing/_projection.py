@@ -42,8 +42,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["BLOCK", "CANDIDATE_GROUPS", "FEW", "LANES", "compress_in_range", "count_in_range",
-           "kth_largest_of_few", "min_max", "pack_groups", "project_block", "project_candidates",
-           "project_reference", "row_axpy", "row_dot", "sign_block"]
+           "kth_largest_of_few", "max_below", "min_max", "pack_groups", "project_block",
+           "project_candidates", "project_reference", "row_axpy", "row_dot", "sign_block"]
 
 LANES = 16  # directions per group: one AVX-512 register of float32
 BLOCK = 8  # points per block: independent accumulators that hide the FMA latency
@@ -632,6 +632,41 @@ def min_max(typingctx, v, n):
                 f"llvm.vector.reduce.{name}.v{LANES}{'f32' if v.dtype == types.float32 else 'f64'}")
             out.append(builder.call(reduce, [builder.load(acc)]))
         return context.make_tuple(builder, signature.return_type, out)
+
+    return sig, codegen
+
+
+@intrinsic
+def max_below(typingctx, v, n, hi):
+    """The largest entry of v[:n] below hi (-inf if there is none; NaN entries are skipped):
+    one vector pass of a comparison and a select per LANES entries, one horizontal
+    reduction at the end (the (k+1)-th largest score of a row given its k-th, without
+    compressing the values below it first). v: as for :func:`count_in_range`; hi: a float.
+    Returns a scalar of v's dtype."""
+    if not (_is_float_vector_array(v) and isinstance(n, types.Integer)
+            and isinstance(hi, types.Float)):
+        return None
+    sig = v.dtype(v, n, hi)
+
+    def codegen(context, builder, signature, args):
+        element = context.get_value_type(v.dtype)
+        vec = ir.VectorType(element, LANES)
+        count = context.cast(builder, args[1], signature.args[1], types.int64)
+        high = context.cast(builder, args[2], signature.args[2], v.dtype)
+        minus_inf = ir.Constant(element, -float("inf"))
+        best = cgutils.alloca_once_value(builder, _splat(builder, minus_inf, vec))
+
+        def visit(i, values, keep):
+            current = builder.load(best)
+            builder.store(builder.select(
+                builder.and_(keep, builder.fcmp_ordered(">", values, current)), values, current),
+                best)
+
+        _scan_chunks(context, builder, v, args[0], count, minus_inf, high, visit)
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(element, [vec]),
+            f"llvm.vector.reduce.fmax.v{LANES}{'f32' if v.dtype == types.float32 else 'f64'}")
+        return builder.call(reduce, [builder.load(best)])
 
     return sig, codegen
 

@@ -183,12 +183,13 @@ def select_winners(v, n, k, t, index, out_v, out_j):
 
     Without a tie at t (the usual case) one compression of the values >= t
     (``compress_in_range``); otherwise a branch-free compaction. out_v and out_j need
-    n + LANES entries; v and index are read in whole vectors.
+    n + LANES entries; v and index are read in whole vectors. Returns the number of values
+    >= t (k, or more with ties at t).
     """
     n_at_least = count_in_range(v, n, t, None)
     if n_at_least == k:
         compress_in_range(v, n, t, None, index, out_v, out_j)
-        return
+        return n_at_least
     n_equal = k - (n_at_least - _count_equal(v, n, t))
     out = 0
     seen_equal = 0
@@ -199,6 +200,7 @@ def select_winners(v, n, k, t, index, out_v, out_j):
         out_v[out] = x
         out += (x > t) | (is_equal & (seen_equal < n_equal))
         seen_equal += is_equal
+    return n_at_least
 
 
 @njit(cache=True)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from routing._projection import FEW, kth_largest_of_few, min_max, row_axpy, row_dot
+from routing._projection import FEW, kth_largest_of_few, max_below, min_max, row_axpy, row_dot
 from routing._select import (bracket_quantiles, kth_largest_bracketed, kth_largest_guessed,
                              mean_std)
 from routing.layers import COMET, SDMLP, COMETConfig, SDMLPConfig
@@ -25,6 +25,25 @@ from routing.topk import topk_mask
 @njit
 def _min_max(v, n):
     return min_max(v, n)
+
+
+@njit
+def _max_below(v, n, hi):
+    return max_below(v, n, hi)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 40])
+def test_max_below_skips_nan_and_reads_only_n(dtype, n):
+    rng = np.random.default_rng(n)
+    v = np.full(n + 16, -1.0, dtype)  # past n: below every bound, must be ignored
+    v[:n] = np.round(rng.standard_normal(n) * 4) / 4  # ties at the bound too
+    if n > 2:
+        v[1] = np.nan
+    kept = v[:n][~np.isnan(v[:n])]
+    for hi in [*kept, -np.inf, np.inf]:
+        below = kept[kept < hi]
+        assert _max_below(v, n, hi) == (below.max() if below.size else -np.inf)
 
 
 @njit

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from numba import njit
 
-from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, min_max,
-                                 pack_groups, project_block, row_axpy, row_dot)
+from routing._projection import (BLOCK, LANES, count_in_range, max_below, min_max, pack_groups,
+                                 project_block, row_axpy, row_dot)
 from routing._select import bracket_quantiles, kth_largest_guessed, mean_std, select_winners
 from routing.layers._expert_kernel import _arrays
 
@@ -69,13 +69,12 @@ def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, grou
                     return False
             t = kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small)
             out_v, out_j = vals[r * k:r * k + k + LANES], idx[r * k:r * k + k + LANES]
-            select_winners(v, n, k, t, units, out_v, out_j)
+            n_at_least = select_winners(v, n, k, t, units, out_v, out_j)
             if groups_a.shape[0] > 0:
                 for s in range(k):
                     vals_a[r, s] = z_a[r - first, np.uintp(out_j[s])]
             if with_next:  # t again if tied, else the largest score below t
-                below = compress_in_range(v, n, -inf, t, 0, small, None)
-                nxt[r] = t if count_in_range(v, n, t, None) > k else min_max(small, below)[1]
+                nxt[r] = t if n_at_least > k else max_below(v, n, t)
     return True
 
 
