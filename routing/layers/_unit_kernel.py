@@ -171,7 +171,9 @@ def _relu_grad(p, at_zero, like):
     products to float64): 1 above 0 and, if ``at_zero`` (a bool), at 0. A 0/1
     factor, not ``dh if p > 0 else 0``: Numba compiles that to a branch on the sign of the
     pre-activation, which mispredicts on half the winners. The flag is a branch, taken the
-    same way for every winner."""
+    same way for every winner. (A product, so a NaN or infinite upstream gradient of a
+    blocked unit gives NaN here where torch's ReLU backward gives 0: the loss is not finite
+    then anyway.)"""
     zero = like.dtype.type(0)
     return like.dtype.type(p >= zero if at_zero else p > zero)
 
