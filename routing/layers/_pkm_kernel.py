@@ -271,7 +271,11 @@ def _fused_forward(u, values, k, relu, quantiles, shift, code, score, y, full, t
     ``full`` (every sum a candidate, ReLU, d_out = 1; see ``pkm_forward``): y sums the
     masked products over all n_keys² slots in vector operations, not the k winners one at a
     time, and each row's k-th largest sum and whether ties made the merge decide go to
-    t_rows (B,) and tied (B,) for the backward."""
+    t_rows (B,) and tied (B,) for the backward; only the tied rows' codes and scores are
+    written (``_full_mode_codes`` writes the others' codes when they are asked for).
+    Finite sub-key scores whose sums cannot overflow are told by the halves' moments; the
+    exact check (min, max and a count per half) runs only when those do not show it (it
+    took a quarter of the kernel)."""
     _, B, n = u.shape
     d_out = values.shape[1]
     k_half = min(k, n)
@@ -296,18 +300,25 @@ def _fused_forward(u, values, k, relu, quantiles, shift, code, score, y, full, t
     m_slot, m_pa, m_pb = (np.empty(k, np.int64), np.empty(k, np.int64),
                           np.empty(k, np.int64))
     mask = (1 << shift) - 1
+    root_n, half_max = np.sqrt(dt(n)), dt(np.finfo(u.dtype).max / 2)
     for r in range(B):
         out_v, out_j = score[r * k:r * k + k + LANES], code[r * k:r * k + k + LANES]
         for j in range(n):
             ua[j] = u[0, r, j]
             ub[j] = u[1, r, j]
-        lo_a, hi_a = min_max(ua, n)
-        lo_b, hi_b = min_max(ub, n)
-        if not (-inf < lo_a and hi_a < inf and -inf < lo_b and hi_b < inf
-                and count_in_range(ua, n, lo_a, None) == n
-                and count_in_range(ub, n, lo_b, None) == n
-                and max(-lo_a, hi_a) + max(-lo_b, hi_b) < inf):
-            return False
+        # finite halves whose sums cannot overflow, shown by their moments: every |u_j| is at
+        # most |mean| + sqrt(n)·std (NaN or inf make the moments so, and a huge spread
+        # overflows them); otherwise, or near the largest float, the exact check
+        mean_a, sd_a = mean_std(ua, n)
+        mean_b, sd_b = mean_std(ub, n)
+        if not (abs(mean_a) + root_n * sd_a + abs(mean_b) + root_n * sd_b < half_max):
+            lo_a, hi_a = min_max(ua, n)
+            lo_b, hi_b = min_max(ub, n)
+            if not (-inf < lo_a and hi_a < inf and -inf < lo_b and hi_b < inf
+                    and count_in_range(ua, n, lo_a, None) == n
+                    and count_in_range(ub, n, lo_b, None) == n
+                    and max(-lo_a, hi_a) + max(-lo_b, hi_b) < inf):
+                return False
         if k_half < n:
             na = _top_of_half(ua, n, k_half, scratch, sa, ja)
             nb = _top_of_half(ub, n, k_half, scratch, sb, jb)
@@ -322,19 +333,24 @@ def _fused_forward(u, values, k, relu, quantiles, shift, code, score, y, full, t
             m = 0
             for p in range(nb):
                 vb_p, base = va_b[p], ix_b[p] << shift
-                for s in range(na):
-                    at = np.uintp(m + s)  # unsigned: no wraparound test, so vectorised
-                    sums[at] = vb_p + va_a[s]
-                    codes[at] = base | ix_a[s]
+                if full:  # no codes: the winners are a mask (``_full_mode_codes``)
+                    for s in range(na):
+                        sums[np.uintp(m + s)] = vb_p + va_a[s]
+                else:
+                    for s in range(na):
+                        at = np.uintp(m + s)  # unsigned: no wraparound test, so vectorised
+                        sums[at] = vb_p + va_a[s]
+                        codes[at] = base | ix_a[s]
                 m += na
             # the k-th largest, in a bracket guessed from their mean and spread, which are the
             # sums of the halves' moments
-            mean_a, sd_a = mean_std(va_a, na)
-            mean_b, sd_b = mean_std(va_b, nb)
+            if k_half < n:
+                mean_a, sd_a = mean_std(va_a, na)
+                mean_b, sd_b = mean_std(va_b, nb)
             t = kth_largest_guessed(sums, m, k, mean_a + mean_b,
                                     np.sqrt(sd_a * sd_a + sd_b * sd_b), quantiles, inner, small)
             merge = count_in_range(sums, m, t, None) != k
-            if not merge:
+            if not (merge or full):
                 compress_in_range(sums, m, t, None, codes, out_v, out_j)
         if merge:  # ties at the k-th place: the merge's order decides, as in pkm_select
             _sorted_half(ua[:n], k_half, va, ia)
@@ -380,6 +396,25 @@ def _fused_forward(u, values, k, relu, quantiles, shift, code, score, y, full, t
             for o in range(d_out):
                 y[r, o] += gate[s] * values[slot, o]
     return True
+
+
+@njit(cache=True)
+def _full_mode_codes(u, t_rows, tied, shift, code):
+    """The winners' codes of ``_fused_forward``'s full-mode rows without ties, which it does
+    not write: every slot whose sum u_b[p] + u_a[j] (the forward's sums, bit for bit) is at
+    least the row's k-th largest t_rows[r], row-major in (p, j), the order the forward's
+    compression gives the other rows. code: (B, k) int32, those rows overwritten."""
+    _, B, n = u.shape
+    for r in range(B):
+        if tied[r]:
+            continue
+        t, m = t_rows[r], 0
+        for p in range(n):
+            vb_p = u[1, r, p]
+            for j in range(n):
+                if vb_p + u[0, r, j] >= t:
+                    code[r, m] = np.int32((p << shift) | j)
+                    m += 1
 
 
 COPIES = 4  # interleaved copies of the backward's sub-key score gradients (a power of 2)
@@ -614,6 +649,8 @@ def pkm_forward(x: torch.Tensor, query: torch.Tensor | None, keys: torch.Tensor,
     y = _FusedPKM.apply(x, query, keys, values, (y, kernel_state))
 
     def slot():
+        if full:
+            _full_mode_codes(u, t_rows, tied, shift, code)
         c = torch.from_numpy(code).long()
         return (c >> shift) * n + (c & ((1 << shift) - 1))
 
