@@ -11,7 +11,10 @@ first step of each burst, right after another model's, is reported apart.
 Reported: samples/s of each, and the ratio router / dense (> 1: the router trains faster).
 
 Timings use one thread by default (``--threads``): on small shared machines thread pools
-mostly measure the neighbours' load. Usage:
+mostly measure the neighbours' load. glibc's malloc thresholds are fixed while the routers
+are timed (``_timing.steady_malloc``): left to adjust themselves, they decide by the process's
+history whether the dense network's intermediates page-fault at every step, which swung its
+step time by up to 1.6x between runs. Usage:
 ``python benchmarks/bench_routers.py [--out DIR] [--threads N] [--quick]``.
 """
 
@@ -31,7 +34,7 @@ from experiments.router_layers import build_router
 from experiments.specs import ModelSpec
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _timing import thread_limit, time_interleaved  # noqa: E402 (the benchmarks' folder)
+from _timing import steady_malloc, thread_limit, time_interleaved  # noqa: E402
 
 DIM, BATCH = 8, 1024
 # the routers whose sparse path touches only each example's selected experts, slots or units
@@ -110,10 +113,10 @@ def step_rates(device: str, repeats: int) -> dict:
 
 def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
-    with thread_limit(threads):
+    with thread_limit(threads), steady_malloc() as steady:
         result = {"setup": {"dim": DIM, "batch": BATCH, "activated": ACTIVATED,
                             "total_width": [4 * a for a in ACTIVATED], "threads": threads,
-                            "torch": torch.__version__},
+                            "torch": torch.__version__, "malloc_thresholds_fixed": steady},
                   "cpu": step_rates("cpu", 2 if quick else 10)}
         if torch.cuda.is_available():
             result["cuda"] = step_rates("cuda", 17)
