@@ -300,7 +300,7 @@ def _fused_forward(u, values, k, relu, quantiles, shift, code, score, y, full, t
     m_slot, m_pa, m_pb = (np.empty(k, np.int64), np.empty(k, np.int64),
                           np.empty(k, np.int64))
     mask = (1 << shift) - 1
-    root_n, half_max = np.sqrt(dt(n)), dt(np.finfo(u.dtype).max / 2)
+    root_n, bound = np.sqrt(dt(n)), dt(np.finfo(u.dtype).max / 16)
     for r in range(B):
         out_v, out_j = score[r * k:r * k + k + LANES], code[r * k:r * k + k + LANES]
         for j in range(n):
@@ -308,10 +308,11 @@ def _fused_forward(u, values, k, relu, quantiles, shift, code, score, y, full, t
             ub[j] = u[1, r, j]
         # finite halves whose sums cannot overflow, shown by their moments: every |u_j| is at
         # most |mean| + sqrt(n)·std (NaN or inf make the moments so, and a huge spread
-        # overflows them); otherwise, or near the largest float, the exact check
+        # overflows them); otherwise, or within 16x of the largest float (a margin for the
+        # moments' rounding), the exact check
         mean_a, sd_a = mean_std(ua, n)
         mean_b, sd_b = mean_std(ub, n)
-        if not (abs(mean_a) + root_n * sd_a + abs(mean_b) + root_n * sd_b < half_max):
+        if not (abs(mean_a) + root_n * sd_a + abs(mean_b) + root_n * sd_b < bound):
             lo_a, hi_a = min_max(ua, n)
             lo_b, hi_b = min_max(ub, n)
             if not (-inf < lo_a and hi_a < inf and -inf < lo_b and hi_b < inf
