@@ -64,9 +64,9 @@ def faults_per_step():
     for _ in range(3):
         step()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(10):
+    for _ in range(30):
         step()
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 30
 
 
 with steady_malloc() as fixed:
@@ -89,5 +89,5 @@ def test_steady_malloc_spares_a_dense_step_its_page_faults():
                          capture_output=True, text=True, check=True)
     fixed, steady, after = run.stdout.split()
     assert fixed == "True"
-    # measured: 0-77 faults per step inside, 230-930 after (the blocks are 256 pages each)
+    # measured over 30 steps: 9-26 faults per step inside, 290-870 after (256 pages a block)
     assert float(after) >= 128 and float(steady) <= float(after) / 2, run.stdout
