@@ -215,9 +215,10 @@ def _backward(x, idx, W, U, pre, dy, extra, at_zero, want_dx, dx, dW, dbias, dU,
             dy0 = dy[b, 0]
             for s in range(k):
                 j = np.uintp(idx[b, s])
-                p = pre[b, s]
-                dh = dy0 * u0[j] + (extra[b, j] if extra.shape[0] > 0 else zero)
-                row_axpy(dx, b, W, j, dh * _relu_grad(p, at_zero, u0))
+                dh = dy0 * u0[j]  # as in the main loop
+                if extra.shape[0] > 0:
+                    dh += extra[b, j]
+                row_axpy(dx, b, W, j, dh * _relu_grad(pre[b, s], at_zero, u0))
 
 
 def _padded(t: torch.Tensor) -> np.ndarray:
