@@ -316,6 +316,27 @@ def test_unit_mlp_uses_given_scores():
     torch.testing.assert_close(shifted, (U[0, idx.long()] * (vals + 100)).sum(1, keepdim=True))
 
 
+def test_unit_mlp_with_given_scores_has_the_same_gradients():
+    """With the scores given the forward never pads W; the backward pads it for dx only,
+    and autograd still refuses a backward after W was changed in place."""
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(9, 5, generator=gen, dtype=torch.float64, requires_grad=True)
+    W = torch.randn(12, 5, generator=gen, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(12, generator=gen, dtype=torch.float64, requires_grad=True)
+    U = torch.randn(2, 12, generator=gen, dtype=torch.float64, requires_grad=True)
+    idx, vals, _ = kwta_scores(x, W, 4)
+    dy = torch.randn(9, 2, generator=gen, dtype=torch.float64)
+    grads = [torch.autograd.grad(unit_mlp(x, idx, W, bias, U, scores=scores), (x, W, bias, U),
+                                 dy) for scores in (vals, None)]
+    for got, want in zip(*grads):
+        torch.testing.assert_close(got, want)
+    y = unit_mlp(x, idx, W, bias, U, scores=vals)
+    with torch.no_grad():
+        W.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward(dy)
+
+
 @pytest.mark.parametrize("d_out", [1, 3])
 def test_unit_mlp_adds_the_output_bias_inside_with_its_gradient(d_out):
     gen = torch.Generator().manual_seed(4)

@@ -240,32 +240,39 @@ def _padded(t: torch.Tensor) -> np.ndarray:
 
 
 class _UnitMLP(torch.autograd.Function):
-    """``unit_mlp``'s autograd: the padded x, W and the pre-activations are kept for the
-    backward."""
+    """``unit_mlp``'s autograd: the padded x and the pre-activations are kept for the
+    backward, and the padded W when the forward padded it (the backward pads it only for
+    dx: with the scores given and no gradient for x, as in COMET, W is never padded)."""
 
     @staticmethod
     def forward(ctx, x, idx, W, bias, offset, U, given, open_at_zero, out_bias):
-        xp, wp = _padded(x), _padded(W)
+        xp = _padded(x)
+        wp = _padded(W) if given.shape[0] == 0 else None  # the forward reads W then only
         ia, ba, oa, ua, ga = _arrays(idx, bias, offset, U, given)
         B, k = ia.shape
         pre = np.empty((B, k), xp.dtype)
         y = np.empty((B, ua.shape[0]), xp.dtype)
-        _forward(xp, ia, wp, ba, oa, ua, ga, pre, y, xp.dtype.type(0))
+        _forward(xp, ia, xp[:0] if wp is None else wp, ba, oa, ua, ga, pre, y,
+                 xp.dtype.type(0))
         if out_bias is not None:  # here, not as a separate autograd node
             y += out_bias.detach().numpy()
-        ctx.save_for_backward(idx, U)
+        ctx.save_for_backward(idx, U, W)  # W: autograd's version check, if it is padded later
         ctx.arrays = xp, wp, pre
         ctx.open_at_zero, ctx.d_in = open_at_zero, x.shape[1]
         return torch.from_numpy(y)
 
     @staticmethod
     def backward(ctx, dy):
-        idx, U = ctx.saved_tensors
+        idx, U, W = ctx.saved_tensors
         xp, wp, pre = ctx.arrays
         ia, ua, dya = _arrays(idx, U, dy)
         want_dx = ctx.needs_input_grad[0]
-        dx = np.empty_like(xp) if want_dx else np.empty((0, xp.shape[1]), xp.dtype)
-        dW, dbias, dU = np.empty_like(wp), np.empty(wp.shape[0], wp.dtype), np.empty_like(ua)
+        dx = np.empty_like(xp) if want_dx else xp[:0]
+        if wp is None:  # read by the dx pass only
+            wp = _padded(W) if want_dx else xp[:0]
+        n_units = ua.shape[1]
+        dW, dbias = np.empty((n_units, xp.shape[1]), xp.dtype), np.empty(n_units, xp.dtype)
+        dU = np.empty_like(ua)
         extra = (dya[:, 1:] @ ua[1:] if ua.shape[0] > 1
                  else np.empty((0, ua.shape[1]), xp.dtype))
         zero = xp.dtype.type(0)
