@@ -42,7 +42,7 @@ def floor_codes(X, groups, offsets, width, out):
             first = block * BLOCK
             for t in range(n_tables):
                 for g in range(per_table):
-                    project_block(X, first, groups, t * per_table + g, dots, 0, 1)
+                    project_block(X, first, groups, t * per_table + g, dots, 0)
                     for q in range(min(BLOCK, n - first)):
                         for i in range(min(LANES, n_hashes - g * LANES)):
                             u = (np.float64(dots[q, i]) + offsets[t, g * LANES + i]) / width

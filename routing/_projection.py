@@ -201,38 +201,28 @@ def sign_block(typingctx, X, first, groups, group):
     return sig, codegen
 
 
-@intrinsic(prefer_literal=True)
-def project_block(typingctx, X, first, groups, group, out, column, n_groups):
-    """Write the projections of a block of points on one group of directions, or on
-    ``n_groups`` consecutive ones, into ``out``.
+@intrinsic
+def project_block(typingctx, X, first, groups, group, out, column):
+    """Write the projections of a block of points on one group of directions into ``out``.
 
     Arguments (inside a Numba function): ``X``, ``first``, ``groups``, ``group`` as for
     :func:`sign_block`; out: (BLOCK, M) in X's dtype, C-contiguous; column: 0 <= column <=
-    M - n_groups · LANES; n_groups: a constant 1 or 2, the groups projected
-    together (each broadcast coordinate then serves that many FMAs: on COMET's 8 inputs and
-    32 groups two at a time took 0.73x the time of one; four spilled the accumulators and
-    took 1.7x); groups ``group`` .. ``group + n_groups - 1`` must exist (not checked). Sets
-    ``out[q, column + h · LANES + l] = groups[group + h, :, l] · X[first + q]``.
+    M - LANES. Sets ``out[q, column + l] = groups[group, :, l] · X[first + q]``.
     """
     if not (_check_operands(X, groups) and isinstance(out, types.Array) and out.ndim == 2
-            and out.layout == "C" and out.dtype == X.dtype
-            and isinstance(n_groups, types.IntegerLiteral) and n_groups.literal_value in (1, 2)):
+            and out.layout == "C" and out.dtype == X.dtype):
         return None
-    count = n_groups.literal_value
-    sig = types.none(X, types.intp, groups, types.intp, out, types.intp, n_groups)
+    sig = types.none(X, types.intp, groups, types.intp, out, types.intp)
 
     def codegen(context, builder, signature, args):
-        x, first, grp, g, dst, column = args[:6]
-        projections = _accumulate(context, builder, X, x, first, groups, grp, g,
-                                  n_groups=count)
+        x, first, grp, g, dst, column = args
+        projections = _accumulate(context, builder, X, x, first, groups, grp, g)[0]
         target = context.make_array(out)(context, builder, dst)
         row_length = cgutils.unpack_tuple(builder, target.shape, 2)[1]
-        for h, group_projections in enumerate(projections):
-            for q, p in enumerate(group_projections):
-                offset = builder.add(builder.mul(ir.Constant(row_length.type, q), row_length),
-                                     builder.add(column, ir.Constant(column.type, h * LANES)))
-                ptr = builder.bitcast(builder.gep(target.data, [offset]), p.type.as_pointer())
-                builder.store(p, ptr, align=context.get_abi_sizeof(p.type.element))
+        for q, p in enumerate(projections):
+            offset = builder.add(builder.mul(ir.Constant(row_length.type, q), row_length), column)
+            ptr = builder.bitcast(builder.gep(target.data, [offset]), p.type.as_pointer())
+            builder.store(p, ptr, align=context.get_abi_sizeof(p.type.element))
         return context.get_dummy_value()
 
     return sig, codegen

@@ -107,10 +107,8 @@ def kth_largest(a, n, m):
 
 @njit(cache=True, inline="always")
 def kth_largest_bracketed(v, n, k, lo, hi, top, small):
-    """(t, c): t the k-th largest of v[:n] (finite values), given count(v >= lo) >= k, hi a
-    guess of an upper bound (may be +inf or wrong) and top = max(v[:n]); c the number of
-    values >= t (k, or more with ties at t), counted among the few ranked last, so that
-    ``select_winners`` need not count them again over v.
+    """The k-th largest of v[:n] (finite values), given count(v >= lo) >= k, hi a guess of an
+    upper bound (may be +inf or wrong) and top = max(v[:n]).
 
     Bisects [lo, hi) with vectorised counting passes until at most FEW (32) values remain
     inside (or no float is left between the bounds: ties), compresses those into ``small``
@@ -138,20 +136,17 @@ def kth_largest_bracketed(v, n, k, lo, hi, top, small):
         else:
             hi, c_hi = mid, c_mid
     m = compress_in_range(v, n, lo, hi, 0, small, None)
-    # the values >= t: the c_hi at or above hi and those of the few (a quickselect reorders
-    # them, keeping the set)
-    t = kth_largest_of_few(small, m, k - c_hi) if m <= FEW else kth_largest(small, m, k - c_hi)
-    return t, c_hi + count_in_range(small, m, t, None)
+    if m <= FEW:
+        return kth_largest_of_few(small, m, k - c_hi)
+    return kth_largest(small, m, k - c_hi)
 
 
 @njit(cache=True, inline="always")
 def kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small):
-    """(t, c): t the k-th largest of v[:n] (finite values, 1 <= k <= n), from brackets
-    guessed at mean + z·std with the quantiles (z_lo, z_in_lo, z_in_hi, z_hi) of
+    """The k-th largest of v[:n] (finite values, 1 <= k <= n), from brackets guessed at
+    mean + z·std with the quantiles (z_lo, z_in_lo, z_in_hi, z_hi) of
     :func:`bracket_quantiles` (a wrong guess costs time, never the answer; mean and std may
-    be NaN or infinite); c the number of values >= t (k, or more with ties at t), counted
-    among the few values ranked last (``select_winners`` takes it instead of counting over v
-    again).
+    be NaN or infinite).
 
     The inner pair first, in two passes over v: the values >= g_in_hi are counted (c_hi of
     them) and those in [g_in_lo, g_in_hi) compressed into ``inner``; when they bracket the
@@ -170,11 +165,9 @@ def kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small):
             m = compress_in_range(v, n, g_in_lo, g_in_hi, 0, inner, None)
             if c_hi + m >= k:
                 if m <= FEW:
-                    t = kth_largest_of_few(inner, m, k - c_hi)
-                    return t, c_hi + count_in_range(inner, m, t, None)
+                    return kth_largest_of_few(inner, m, k - c_hi)
                 low, top = min_max(inner, m)
-                t, c = kth_largest_bracketed(inner, m, k - c_hi, low, inf, top, small)
-                return t, c_hi + c
+                return kth_largest_bracketed(inner, m, k - c_hi, low, inf, top, small)
     lo, top = min_max(v, n)
     g_lo = v.dtype.type(mean + z_lo * std)
     if g_lo > lo and count_in_range(v, n, g_lo, None) >= k:
@@ -183,19 +176,17 @@ def kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small):
 
 
 @njit(cache=True, inline="always")
-def select_winners(v, n, k, t, index, out_v, out_j, n_at_least=-1):
+def select_winners(v, n, k, t, index, out_v, out_j):
     """Write the k winners of v[:n] given its k-th largest value t: every value > t, then
     values equal to t in order until there are k (ties won by the earliest), in their order
     in v. out_v gets the values, out_j ``index[q]`` of each winner q (index: 1-D int32).
 
     Without a tie at t (the usual case) one compression of the values >= t
     (``compress_in_range``); otherwise a branch-free compaction. out_v and out_j need
-    n + LANES entries; v and index are read in whole vectors. n_at_least: the number of
-    values >= t when the caller knows it (``kth_largest_guessed`` returns it), else -1: then
-    it is counted. Returns that number (k, or more with ties at t).
+    n + LANES entries; v and index are read in whole vectors. Returns the number of values
+    >= t (k, or more with ties at t).
     """
-    if n_at_least < 0:
-        n_at_least = count_in_range(v, n, t, None)
+    n_at_least = count_in_range(v, n, t, None)
     if n_at_least == k:
         compress_in_range(v, n, t, None, index, out_v, out_j)
         return n_at_least

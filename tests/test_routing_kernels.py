@@ -18,8 +18,8 @@ from routing._hadamard import (TIE_TOL, cross_polytope_codes, cross_polytope_ref
                                rotate_reference)
 from routing._mixer import row_buckets, row_buckets_reference, seed_key
 from routing._projection import (BLOCK, CANDIDATE_GROUPS, LANES, compress_in_range,
-                                 count_in_range, pack_groups, project_block,
-                                 project_candidates, project_reference)
+                                 count_in_range, pack_groups, project_candidates,
+                                 project_reference)
 from routing._sign_kernel import packed_signs, packed_signs_reference
 from routing.topk import topk_indices, topk_indices_reference, topk_mask
 
@@ -278,37 +278,6 @@ def check_candidates(seed, n, dim, n_dirs, dtype):
         np.testing.assert_array_equal(values[finite], expected[finite])
         assert (indices[finite] == np.arange(width)).all()
 
-
-
-@njit
-def _project_blocks(X, groups, n_groups):
-    out = np.empty((X.shape[0] + BLOCK, groups.shape[0] * LANES), X.dtype)
-    z = np.empty((BLOCK, groups.shape[0] * LANES), X.dtype)
-    for first in range(0, X.shape[0], BLOCK):
-        g = 0
-        while g < groups.shape[0]:
-            if n_groups == 2 and g + 1 < groups.shape[0]:
-                project_block(X, first, groups, g, z, g * LANES, 2)
-                g += 2
-            else:
-                project_block(X, first, groups, g, z, g * LANES, 1)
-                g += 1
-        out[first:first + BLOCK] = z
-    return out[:X.shape[0]]
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n_groups", [1, 2])
-@pytest.mark.parametrize("n,dim,n_dirs", [(21, 8, 80), (8, 3, 16), (5, 17, 33)])
-def test_project_block_one_or_two_groups_per_pass(dtype, n_groups, n, dim, n_dirs):
-    """Groups projected one or two per pass equal the reference (up to the order of the
-    sums), with an odd number of groups too (the last one alone)."""
-    rng = np.random.default_rng(n + dim)
-    X = rng.standard_normal((n, dim)).astype(dtype)
-    D = rng.standard_normal((1, n_dirs, dim))
-    got = _project_blocks(X, pack_groups(D, dtype), n_groups)[:, :n_dirs]
-    tol = 1e-4 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(got, project_reference(X, D)[:, 0], rtol=tol, atol=tol)
 
 @given(seed=st.integers(0, 2**32), n=st.integers(1, 30), dim=st.integers(1, 9),
        n_dirs=st.integers(1, 70), dtype=DTYPES)

@@ -208,14 +208,13 @@ def _relu_topk(X, groups, step, width, moments, k, quantiles, cols, vals, int_li
                     m = counts[q]
                     t = _kth_largest_positive(v, m, k, guesses, q, inner, small, tmp,
                                               as_float)
-                    at_least = -1  # select_winners counts them
                 else:  # every unit, in order (the zero units past the width come last)
                     m = width
                     for j in range(width):
                         v[j] = max(v[j], zero)
-                    t, at_least = kth_largest_bracketed(v, m, k, zero, guesses[q, 3],
-                                                        min_max(v, m)[1], inner)
-                select_winners(v, m, k, t, cand[q], inner, scratch_j, at_least)
+                    t = kth_largest_bracketed(v, m, k, zero, guesses[q, 3], min_max(v, m)[1],
+                                              inner)
+                select_winners(v, m, k, t, cand[q], inner, scratch_j)
                 for i in range(k):
                     cols[r, i] = scratch_j[i]
                     vals[r, i] = inner[i]

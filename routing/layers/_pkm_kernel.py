@@ -348,10 +348,9 @@ def _fused_forward(u, values, k, relu, quantiles, shift, code, score, y, full, t
             if k_half < n:
                 mean_a, sd_a = mean_std(va_a, na)
                 mean_b, sd_b = mean_std(va_b, nb)
-            t, at_least = kth_largest_guessed(sums, m, k, mean_a + mean_b,
-                                              np.sqrt(sd_a * sd_a + sd_b * sd_b), quantiles,
-                                              inner, small)
-            merge = at_least != k
+            t = kth_largest_guessed(sums, m, k, mean_a + mean_b,
+                                    np.sqrt(sd_a * sd_a + sd_b * sd_b), quantiles, inner, small)
+            merge = count_in_range(sums, m, t, None) != k
             if not (merge or full):
                 compress_in_range(sums, m, t, None, codes, out_v, out_j)
         if merge:  # ties at the k-th place: the merge's order decides, as in pkm_select

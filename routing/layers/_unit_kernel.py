@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from routing._projection import (BLOCK, FEW, LANES, count_in_range, max_below, min_max, pack_groups,
+from routing._projection import (BLOCK, LANES, count_in_range, max_below, min_max, pack_groups,
                                  project_block, row_axpy, row_dot)
 from routing._select import bracket_quantiles, kth_largest_guessed, mean_std, select_winners
 from routing.layers._expert_kernel import _arrays
@@ -35,34 +35,28 @@ _REASSOC = {"reassoc", "contract"}
 
 
 @njit(cache=True)
-def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, vals_a):
-    """For every row x of X: the scores s = W x, computed for a block of BLOCK rows at a time
-    into a scratch that stays in cache; the k winners (increasing unit index) into idx and,
-    if vals is not empty, their scores into vals (idx and vals flat, row r at [r·k, r·k + k),
-    with LANES entries of padding at the end: the winners are compressed straight into them)
-    and, ``with_next``, the (k+1)-th largest score into nxt (-inf when k = n). groups: W
-    packed by ``pack_groups`` (G = ceil(n / LANES) groups), followed, when vals_a is not
-    empty, by the G groups of a second matrix A: then the winners' A x go into vals_a (flat,
-    row r at [r·k, r·k + k)), projected in the same blocks. The groups are projected two at
-    a time (each broadcast coordinate serves two FMAs). False (rows left unfinished) if a
-    score is NaN or infinite. quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of
+def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, groups_a, vals_a):
+    """For every row x of X: the scores s = W x (``groups``: W packed by ``pack_groups``),
+    computed for a block of BLOCK rows at a time into a scratch that stays in cache; the k
+    winners (increasing unit index) into idx, their scores into vals (idx and vals flat,
+    row r at [r·k, r·k + k), with LANES entries of padding at the end: the winners are
+    compressed straight into them) and, ``with_next``, the (k+1)-th largest score into nxt
+    (-inf when k = n). With ``groups_a`` (a second matrix A packed alike; no groups: none)
+    the winners' A x into vals_a (B, k), projected in the same blocks. False (rows left
+    unfinished) if a score is NaN or infinite. quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of
     ``bracket_quantiles`` for the bracket guesses."""
     B = X.shape[0]
-    n_groups = groups.shape[0]
-    with_a = vals_a.shape[0] > 0
-    a_at = (n_groups // 2) * LANES  # A's first column in z (with_a)
-    z = np.zeros((BLOCK, n_groups * LANES), X.dtype)
-    scratch = max(-(-n // LANES) * LANES, FEW) + LANES  # as kth_largest_guessed asks
-    inner, small = np.empty(scratch, X.dtype), np.empty(scratch, X.dtype)
-    units = np.arange(scratch).astype(np.int32)
-    row_v = np.empty(k + LANES, X.dtype)  # the winners' scores when vals is not wanted
-    with_vals = vals.shape[0] > 0
+    width = groups.shape[0] * LANES  # >= n; the zero directions past n are never read
+    z = np.zeros((BLOCK, width), X.dtype)
+    z_a = np.zeros((BLOCK, groups_a.shape[0] * LANES), X.dtype)
+    inner, small = np.empty(width + LANES, X.dtype), np.empty(width + LANES, X.dtype)
+    units = np.arange(width + LANES).astype(np.int32)
     inf = X.dtype.type(np.inf)
     for first in range(0, B, BLOCK):
-        for g in range(0, n_groups - 1, 2):
-            project_block(X, first, groups, g, z, g * LANES, 2)
-        if n_groups % 2:
-            project_block(X, first, groups, n_groups - 1, z, (n_groups - 1) * LANES, 1)
+        for g in range(groups.shape[0]):
+            project_block(X, first, groups, g, z, g * LANES)
+        for g in range(groups_a.shape[0]):
+            project_block(X, first, groups_a, g, z_a, g * LANES)
         for r in range(first, min(first + BLOCK, B)):
             v = z[r - first]
             # the row's mean and spread guess the bracket; finite ones also show that every
@@ -73,21 +67,19 @@ def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, vals
                 lo, top = min_max(v, n)  # NaN: skipped by min_max, not counted below
                 if not (-inf < lo and top < inf and count_in_range(v, n, lo, None) == n):
                     return False
-            t, n_at_least = kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small)
-            out_v = vals[r * k:r * k + k + LANES] if with_vals else row_v
-            out_j = idx[r * k:r * k + k + LANES]
-            select_winners(v, n, k, t, units, out_v, out_j, n_at_least)
-            if with_a:
-                v_a = v[a_at:]
+            t = kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small)
+            out_v, out_j = vals[r * k:r * k + k + LANES], idx[r * k:r * k + k + LANES]
+            n_at_least = select_winners(v, n, k, t, units, out_v, out_j)
+            if groups_a.shape[0] > 0:
                 for s in range(k):
-                    vals_a[r * k + s] = v_a[np.uintp(out_j[s])]
+                    vals_a[r, s] = z_a[r - first, np.uintp(out_j[s])]
             if with_next:  # t again if tied, else the largest score below t
                 nxt[r] = t if n_at_least > k else max_below(v, n, t)
     return True
 
 
 def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = False,
-                also: torch.Tensor | None = None, with_scores: bool = True):
+                also: torch.Tensor | None = None):
     """Exact k-winner-take-all of the scores s = W x of each row x, on the CPU: the k largest
     scores, equal scores won by the lowest unit index (the rule of ``routing.topk`` and
     ``routing.torch_twins``), and the (k+1)-th largest score, which SDMLP's Top-K subtracts
@@ -107,13 +99,11 @@ def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = Fals
         also: a second (N, d) matrix A of x's dtype, or None: then A_j · x at each winner j is
             returned too, projected in the same blocks as W x (COMET: the backbone's hidden
             layer, whose pre-activations at the winners then cost no dot product each).
-        with_scores: return the winners' scores (False: None in their place, and they are
-            never written out; COMET routes by them but computes with ``also``).
 
     Returns:
         (idx, scores, next_score): idx (B, k) int32, each row's winners in increasing unit
         index (the order ``torch.nonzero`` of the mask gives); scores (B, k) their scores, of
-        x's dtype (None without ``with_scores``); next_score (B,) the (k+1)-th largest score of each row counting ties
+        x's dtype; next_score (B,) the (k+1)-th largest score of each row counting ties
         (-inf when k = N), or None without ``with_next``; with ``also``, a fourth entry:
         (B, k) A_j · x at the winners (sums in another order than ``x @ A.T``).
 
@@ -132,21 +122,21 @@ def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = Fals
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, {n}] (the number of units), got {k}")
     xa = x.detach().contiguous().numpy()
-    # W's groups, then A's: the kernel projects them in the same passes
-    groups = pack_groups(W.detach().numpy()[None] if also is None
-                         else np.stack([W.detach().numpy(), also.detach().numpy()]), xa.dtype)
+    groups = pack_groups(W.detach().numpy()[None], xa.dtype)
     # flat, padded: the kernel compresses each row's winners straight into them
     idx = torch.empty(B * k + LANES, dtype=torch.int32).numpy()
-    vals = torch.empty(B * k + LANES if with_scores else 0, dtype=x.dtype).numpy()
+    vals = torch.empty(B * k + LANES, dtype=x.dtype).numpy()
     nxt = np.empty(B if with_next else 0, xa.dtype)
-    vals_a = np.empty(B * k if also is not None else 0, xa.dtype)
+    groups_a = (np.empty((0, xa.shape[1], LANES), xa.dtype) if also is None
+                else pack_groups(also.detach().numpy()[None], xa.dtype))
+    vals_a = np.empty((B, k) if also is not None else (0, k), xa.dtype)
     if B and not _kwta_block_rows(xa, groups, n, k, bracket_quantiles(n, k), idx, vals, nxt,
-                                  with_next, vals_a):
+                                  with_next, groups_a, vals_a):
         raise ValueError("the scores W x must be finite; x or W has NaN or infinite entries")
-    out = (torch.from_numpy(idx[:B * k].reshape(B, k)),
-           torch.from_numpy(vals[:B * k].reshape(B, k)) if with_scores else None,
+    idx, vals = idx[:B * k].reshape(B, k), vals[:B * k].reshape(B, k)
+    out = (torch.from_numpy(idx), torch.from_numpy(vals),
            torch.from_numpy(nxt) if with_next else None)
-    return out if also is None else out + (torch.from_numpy(vals_a.reshape(B, k)),)
+    return out if also is None else out + (torch.from_numpy(vals_a),)
 
 
 @njit(cache=True, fastmath=_REASSOC)

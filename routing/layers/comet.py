@@ -240,8 +240,7 @@ class COMET(RouterLayer):
         up to the order of the floating-point sums."""
         hidden, out = self.backbone
         # (B, k_1) winners of V_1 x (Eqs. 4-5) and the backbone's W_1 x at them
-        idx, _, _, pre = kwta_scores(x, self.V1, self.ks[0], also=hidden.weight,
-                                     with_scores=False)
+        idx, _, _, pre = kwta_scores(x, self.V1, self.ks[0], also=hidden.weight)
         y = unit_mlp(x, idx, hidden.weight, hidden.bias, out.weight, scores=pre,  # Eqs. 7-8
                      out_bias=out.bias)
         self.record_usage(indices=idx)
