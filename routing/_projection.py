@@ -66,6 +66,10 @@ def pack_groups(directions: np.ndarray, dtype) -> np.ndarray:
     """
     n_tables, n_rows, dim = directions.shape
     n_groups = -(-n_rows // LANES)
+    if n_rows % LANES == 0:  # no zero directions to append: one converting copy
+        grouped = directions.reshape(n_tables, n_groups, LANES, dim).transpose(0, 1, 3, 2)
+        return np.ascontiguousarray(grouped, dtype=dtype).reshape(n_tables * n_groups, dim,
+                                                                  LANES)
     padded = np.zeros((n_tables, n_groups * LANES, dim), dtype=dtype)
     padded[:, :n_rows] = directions
     grouped = padded.reshape(n_tables, n_groups, LANES, dim).transpose(0, 1, 3, 2)

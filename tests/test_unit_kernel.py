@@ -16,7 +16,7 @@ from routing._projection import FEW, kth_largest_of_few, max_below, min_max, row
 from routing._select import (bracket_quantiles, kth_largest_bracketed, kth_largest_guessed,
                              mean_std)
 from routing.layers import COMET, SDMLP, COMETConfig, SDMLPConfig
-from routing.layers._unit_kernel import (kwta_scores, normalised_rows,
+from routing.layers._unit_kernel import (kwta_scores, normalised_rows, routed_unit_mlp,
                                          project_nonnegative_unit_rows, unit_mlp)
 from routing.topk import topk_mask
 
@@ -218,18 +218,47 @@ def test_kwta_scores_on_gaussian_scores(n, k):
         torch.testing.assert_close(nxt.double(), best_out, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("n,k,d", [(256, 64, 8), (20, 7, 3), (33, 33, 17)])
+@pytest.mark.parametrize("n,k,d,d_out", [(256, 64, 8, 1), (20, 7, 3, 3), (33, 33, 17, 2)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_kwta_scores_also_gives_a_second_matrix_scores_at_the_winners(n, k, d, dtype):
-    gen = torch.Generator().manual_seed(n)
-    x, W, A = (torch.randn(s, d, generator=gen, dtype=dtype) for s in (50, n, n))
-    idx, vals, nxt, also = kwta_scores(x, W, k, also=A)
-    ref_idx, ref_vals, _ = kwta_scores(x, W, k)
-    assert nxt is None and torch.equal(idx, ref_idx) and torch.equal(vals, ref_vals)
+@pytest.mark.parametrize("with_biases", [True, False])
+def test_routed_unit_mlp_is_kwta_then_unit_mlp(n, k, d, d_out, dtype, with_biases):
+    """The fused kernel picks kwta_scores's winners and gives the dense masked formula's y
+    (COMET §4, Eqs. 4-8) and unit_mlp's gradients."""
+    gen = torch.Generator().manual_seed(n + d_out)
+    x, V, W = (torch.randn(s, d, generator=gen, dtype=dtype) for s in (50, n, n))
+    x.requires_grad_()  # through W x only: the winners are constants
+    W.requires_grad_()
+    U = torch.randn(d_out, n, generator=gen, dtype=dtype, requires_grad=True)
+    bias, c = ((torch.randn(n, generator=gen, dtype=dtype, requires_grad=True),
+                torch.randn(d_out, generator=gen, dtype=dtype, requires_grad=True))
+               if with_biases else (None, None))
+    y, idx = routed_unit_mlp(x, V, k, W, bias, U, c)
+    ref_idx, _, _ = kwta_scores(x, V, k)
+    assert idx.dtype == torch.int32 and torch.equal(idx, ref_idx)
+    want = _dense_masked(x, idx, W, bias, U, None, False) + (0 if c is None else c)
     tol = {} if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(also, torch.gather(x @ A.T, 1, idx.long()), **tol)
-    with pytest.raises(ValueError, match="also"):
-        kwta_scores(x, W, k, also=A[:-1])
+    torch.testing.assert_close(y, want, **tol)
+    params = [t for t in (x, W, U, bias, c) if t is not None]
+    dy = torch.randn(y.shape, generator=gen, dtype=dtype)
+    got = torch.autograd.grad(y, params, dy)
+    for g, w in zip(got, torch.autograd.grad(unit_mlp(x, idx, W, bias, U, out_bias=c), params,
+                                             dy)):
+        torch.testing.assert_close(g, w, **tol)
+
+
+def test_routed_unit_mlp_rejects_bad_operands():
+    x, V, W, U = torch.randn(5, 4), torch.randn(9, 4), torch.randn(9, 4), torch.randn(1, 9)
+    with pytest.raises(ValueError, match="unit matrices"):
+        routed_unit_mlp(x, V, 3, W[:-1], None, U)
+    with pytest.raises(ValueError, match=r"U \(d_out, 9\)"):
+        routed_unit_mlp(x, V, 3, W, None, U[:, :-1])
+    with pytest.raises(ValueError, match="out_bias"):
+        routed_unit_mlp(x, V, 3, W, None, U, torch.zeros(2))
+    with pytest.raises(ValueError, match="k must be in"):
+        routed_unit_mlp(x, V, 10, W, None, U)
+    x[2, 1] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        routed_unit_mlp(x, V, 3, W, None, U)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])

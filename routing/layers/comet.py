@@ -47,7 +47,7 @@ from torch import nn
 from lipschitz.validation import (check_bool, check_choice, check_finite_tensor, check_int,
                                   check_real)
 from routing.layers._base import RouterLayer, check_layer_config
-from routing.layers._unit_kernel import kwta_scores, unit_mlp
+from routing.layers._unit_kernel import routed_unit_mlp
 from routing.torch_twins import topk_mask
 
 __all__ = ["COMETConfig", "COMET", "ACTIVATIONS", "k_winners"]
@@ -239,10 +239,9 @@ class COMET(RouterLayer):
         in another order, so a near-tie at the k-th score may fall the other way) and y equal
         up to the order of the floating-point sums."""
         hidden, out = self.backbone
-        # (B, k_1) winners of V_1 x (Eqs. 4-5) and the backbone's W_1 x at them
-        idx, _, _, pre = kwta_scores(x, self.V1, self.ks[0], also=hidden.weight)
-        y = unit_mlp(x, idx, hidden.weight, hidden.bias, out.weight, scores=pre,  # Eqs. 7-8
-                     out_bias=out.bias)
+        # the (B, k_1) winners of V_1 x (Eqs. 4-5) and the backbone at them (Eqs. 7-8)
+        y, idx = routed_unit_mlp(x, self.V1, self.ks[0], hidden.weight, hidden.bias,
+                                 out.weight, out.bias)
         self.record_usage(indices=idx)
         return y
 
