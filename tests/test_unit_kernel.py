@@ -246,6 +246,29 @@ def test_routed_unit_mlp_is_kwta_then_unit_mlp(n, k, d, d_out, dtype, with_biase
         torch.testing.assert_close(g, w, **tol)
 
 
+@pytest.mark.parametrize("n,k,d,d_out", [(256, 64, 17, 1), (40, 9, 5, 3), (12, 11, 3, 1)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_routed_unit_mlp_by_its_own_scores_is_sdmlps_topk(n, k, d, d_out, dtype):
+    """V None with subtract_next: the winners of W x, I = max((k+1)-th score, 0) subtracted
+    (Bricken et al. 2023, Eq. 4), as kwta_scores then unit_mlp compute it, gradients
+    included (the clamp's at 0)."""
+    gen = torch.Generator().manual_seed(n + d)
+    x = torch.randn(60, d, generator=gen, dtype=dtype, requires_grad=True)
+    W = torch.randn(n, d, generator=gen, dtype=dtype).abs().requires_grad_()  # I > 0 mostly
+    U = torch.randn(d_out, n, generator=gen, dtype=dtype, requires_grad=True)
+    y, idx = routed_unit_mlp(x, None, k, W, None, U, subtract_next=True, open_at_zero=True)
+    ref_idx, a, nxt = kwta_scores(x, W, k, with_next=True)
+    assert torch.equal(idx, ref_idx)
+    ref = unit_mlp(x, idx, W, None, U, offset=-nxt.clamp(min=0), scores=a, open_at_zero=True)
+    tol = {} if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(y, ref, **tol)
+    assert bool((y != unit_mlp(x, idx, W, None, U, scores=a)).any())  # I was subtracted
+    dy = torch.randn(y.shape, generator=gen, dtype=dtype)
+    for g, w in zip(torch.autograd.grad(y, (x, W, U), dy),
+                    torch.autograd.grad(ref, (x, W, U), dy)):
+        torch.testing.assert_close(g, w, **tol)
+
+
 def test_routed_unit_mlp_rejects_bad_operands():
     x, V, W, U = torch.randn(5, 4), torch.randn(9, 4), torch.randn(9, 4), torch.randn(1, 9)
     with pytest.raises(ValueError, match="unit matrices"):
@@ -256,6 +279,8 @@ def test_routed_unit_mlp_rejects_bad_operands():
         routed_unit_mlp(x, V, 3, W, None, U, torch.zeros(2))
     with pytest.raises(ValueError, match="k must be in"):
         routed_unit_mlp(x, V, 10, W, None, U)
+    with pytest.raises(ValueError, match="subtract_next needs V None"):
+        routed_unit_mlp(x, V, 3, W, None, U, subtract_next=True)
     x[2, 1] = np.nan
     with pytest.raises(ValueError, match="finite"):
         routed_unit_mlp(x, V, 3, W, None, U)

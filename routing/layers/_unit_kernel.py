@@ -37,16 +37,17 @@ _REASSOC = {"reassoc", "contract"}
 
 @njit(cache=True)
 def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, groups_a, bias, u0,
-                     pre, y0, xp):
+                     pre, y0, xp, subtract_next):
     """For every row x of X: the scores s = W x (``groups``: W packed by ``pack_groups``),
     computed for a block of BLOCK rows at a time into a scratch that stays in cache; the k
     winners (increasing unit index) into idx and, if vals is not empty, their scores into
     vals (idx and vals flat, row r at [r·k, r·k + k), with LANES entries of padding at the
     end: the winners are compressed straight into them) and, ``with_next``, the (k+1)-th
-    largest score into nxt (-inf when k = n). With ``groups_a`` (a second matrix A packed
-    alike; no groups: none), the one-hidden-layer MLP of ``_unit_row`` on each row's winners
-    in the same pass, A x projected in the same blocks: pre (flat like idx, without the
-    padding) and output 0 into y0 (B,). Unless xp is empty, X with zero columns appended
+    largest score into nxt (-inf when k = n). Unless y0 is empty, the one-hidden-layer MLP
+    of ``_unit_row`` on each row's winners in the same pass: pre (flat like idx, without the
+    padding) and output 0 into y0 (B,), its pre-activations A x + bias (A: a second matrix
+    packed alike into ``groups_a``, projected in the same blocks; no groups: W itself) minus
+    max(nxt, 0) if ``subtract_next`` (SDMLP's inhibition). Unless xp is empty, X with zero columns appended
     into xp (B, a multiple of LANES: the rows the backward's vector updates read). False
     (rows left unfinished) if a score is NaN or infinite. quantiles: (z_lo, z_in_lo,
     z_in_hi, z_hi) of ``bracket_quantiles`` for the bracket guesses."""
@@ -57,7 +58,7 @@ def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, grou
     inner, small = np.empty(width + LANES, X.dtype), np.empty(width + LANES, X.dtype)
     units = np.arange(width + LANES).astype(np.int32)
     row_v = np.empty(k + LANES, X.dtype)  # the winners' scores, when vals is not wanted
-    inf = X.dtype.type(np.inf)
+    inf, zero = X.dtype.type(np.inf), X.dtype.type(0)
     for first in range(0, B, BLOCK):
         for g in range(groups.shape[0]):
             project_block(X, first, groups, g, z, g * LANES)
@@ -77,28 +78,30 @@ def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, grou
             out_v = vals[r * k:r * k + k + LANES] if vals.shape[0] > 0 else row_v
             out_j = idx[r * k:r * k + k + LANES]
             n_at_least = select_winners(v, n, k, t, units, out_v, out_j)
-            if groups_a.shape[0] > 0:  # while the row's A x and winners are in cache
-                y0[r] = _unit_row(z_a[r - first], out_j, k, bias, u0, pre[r * k:r * k + k])
-            if xp.shape[0] > 0:
-                for c in range(xp.shape[1]):
-                    xp[r, c] = X[r, c] if c < X.shape[1] else 0
             if with_next:  # t again if tied, else the largest score below t
                 nxt[r] = t if n_at_least > k else max_below(v, n, t)
+            if y0.shape[0] > 0:  # while the row's scores and winners are in cache
+                offset = -max(nxt[r], zero) if subtract_next else zero
+                y0[r] = _unit_row(z_a[r - first] if groups_a.shape[0] > 0 else v, out_j, k,
+                                  bias, offset, u0, pre[r * k:r * k + k])
+            if xp.shape[0] > 0:
+                for c in range(xp.shape[1]):
+                    xp[r, c] = X[r, c] if c < X.shape[1] else zero
     return True
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _unit_row(scores, winners, k, bias, u0, pre):
+def _unit_row(scores, winners, k, bias, offset, u0, pre):
     """One example of the one-hidden-layer MLP at its winners: pre[s] = scores[j] + bias[j]
-    and the returned Σ_s u0[j] max(pre[s], 0), j = winners[s], scores the row's A x over all
-    units (output 0; ``_later_outputs`` gives the others). A function of its own, not
-    inlined: compiled with reassociation (the sum then vectorises; the selection kernel that
-    calls it has none)."""
+    + offset and the returned Σ_s u0[j] max(pre[s], 0), j = winners[s], scores the row's
+    pre-activations without bias over all units (output 0; ``_later_outputs`` gives the
+    others). A function of its own, not inlined: compiled with reassociation (the sum then
+    vectorises; the selection kernel that calls it has none)."""
     zero = pre.dtype.type(0)
     acc = zero
     for s in range(k):
         j = np.uintp(winners[s])  # unsigned: no negative-index wraparound code
-        p = scores[j] + bias[j]
+        p = scores[j] + bias[j] + offset
         pre[s] = p
         acc += u0[j] * max(p, zero)
     return acc
@@ -161,7 +164,7 @@ def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = Fals
     no_mlp = np.empty((0, xa.shape[1], LANES), xa.dtype)  # no second matrix: no MLP
     if B and not _kwta_block_rows(xa, groups, n, k, bracket_quantiles(n, k), idx, vals, nxt,
                                   with_next, no_mlp, nxt[:0], nxt[:0], nxt[:0], nxt[:0],
-                                  xa[:0]):
+                                  xa[:0], False):
         raise ValueError("the scores W x must be finite; x or W has NaN or infinite entries")
     idx, vals = idx[:B * k].reshape(B, k), vals[:B * k].reshape(B, k)
     return (torch.from_numpy(idx), torch.from_numpy(vals),
@@ -186,38 +189,47 @@ def _routing_operands(x: torch.Tensor, V: torch.Tensor, k: int, *more: torch.Ten
     return xa, pack_groups(V.detach().numpy()[None], xa.dtype), n
 
 
-def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor, k: int, W: torch.Tensor,
+def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor | None, k: int, W: torch.Tensor,
                     bias: torch.Tensor | None, U: torch.Tensor,
-                    out_bias: torch.Tensor | None = None):
-    """A one-hidden-layer ReLU MLP at the k winners of a fixed routing matrix, on the CPU:
+                    out_bias: torch.Tensor | None = None, subtract_next: bool = False,
+                    open_at_zero: bool = False):
+    """A one-hidden-layer ReLU MLP at each example's k winners, on the CPU:
 
-        y_b = Σ_{j ∈ C_k(V x_b)} U[:, j] · ReLU(W_j · x_b + bias_j) (+ out_bias)
+        y_b = Σ_{j ∈ C_k(s_b)} U[:, j] · ReLU(W_j · x_b + bias_j − I_b) (+ out_bias)
 
-    (COMET §4, Eqs. 4–8 with one hidden layer: the winners of the frozen routing network,
-    and the backbone evaluated at them only). The winners are ``kwta_scores(x, V, k)``'s,
-    and the MLP's forward runs in the same kernel: W x is projected in the same blocks as
-    V x, and each row's hidden units and outputs are computed while its winners are in
-    cache. Against ``kwta_scores`` followed by ``unit_mlp`` this writes neither the routing
-    scores nor W x at the winners (two (B, k) arrays less per call) and runs one kernel
-    less; a COMET training step at width 256, k = 64 took 0.9x the time. Differentiable in
-    x (through W x; the winners are constants), W, bias, U and out_bias, with
-    ``unit_mlp``'s backward; V takes no gradient.
+    with the routing scores s_b = V x_b of a fixed matrix V (COMET §4, Eqs. 4–8 with one
+    hidden layer: the winners of the frozen routing network, and the backbone evaluated at
+    them only), or, with V None, the MLP's own W x_b (SDMLP's Top-K, Bricken et al. 2023
+    §4); I_b = max(s_(k+1), 0), the (k+1)-th largest score, with ``subtract_next`` (SDMLP's
+    Eq. 4; V None and no bias), else 0. The winners are ``kwta_scores(x, V or W, k)``'s, and
+    the MLP's forward runs in the same kernel: W x is projected in the same blocks as V x,
+    and each row's hidden units and outputs are computed while its winners are in cache.
+    Against ``kwta_scores`` followed by ``unit_mlp`` this writes neither the routing scores
+    nor W x at the winners ((B, k) arrays) and runs one kernel less. Differentiable in x
+    (through W x; the winners and I are constants), W, bias, U and out_bias, with
+    ``unit_mlp``'s backward (``open_at_zero`` as there); V takes no gradient.
 
     Arguments:
         x: (B, d_in) float32 or float64 CPU tensor.
-        V, W: (N, d_in); bias: (N,) or None (zero); U: (d_out, N); out_bias: (d_out,) or
-            None; all of x's dtype. V takes no gradient.
+        V: (N, d_in) or None; W: (N, d_in); bias: (N,) or None (zero); U: (d_out, N);
+            out_bias: (d_out,) or None; all of x's dtype. V takes no gradient.
         k: winners per row, 1 <= k <= N.
+        subtract_next: subtract I_b (only with V None).
+        open_at_zero: the ReLU passes gradient at a pre-activation of exactly 0.
 
     Returns:
         (y, idx): y (B, d_out) of x's dtype; idx (B, k) int32, each row's winners in
         increasing unit index (equal scores won by the lowest index).
 
     Raises:
-        ValueError: as ``kwta_scores`` (shapes, dtypes, k, non-finite routing scores), or if
-            bias, U or out_bias do not fit N and x's dtype.
+        ValueError: as ``kwta_scores`` (shapes, dtypes, k, non-finite routing scores), if
+            bias, U or out_bias do not fit N and x's dtype, or if ``subtract_next`` comes
+            with a routing matrix V.
     """
-    xa, groups, n = _routing_operands(x, V, k, W)
+    if subtract_next and V is not None:
+        raise ValueError("subtract_next needs V None (the MLP routed by its own scores)")
+    xa, groups, n = _routing_operands(x, W if V is None else V, k,
+                                      *(() if V is None else (W,)))
     bias = torch.zeros(n, dtype=W.dtype) if bias is None else bias
     ok = isinstance(U, torch.Tensor) and U.ndim == 2 and U.shape[1] == n
     d_out = U.shape[0] if ok else -1
@@ -234,12 +246,15 @@ def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor, k: int, W: torch.Tensor,
     idx = np.empty(B * k + LANES, np.int32)  # padded, as kwta_scores'
     pre = np.empty((B, k), xa.dtype)
     y0 = np.empty(B, xa.dtype)
+    nxt = np.empty(B if subtract_next else 0, xa.dtype)
     xp = np.empty((B, -(-d // LANES) * LANES), xa.dtype)  # x padded, for the backward
-    if B and not _kwta_block_rows(xa, groups, n, k, bracket_quantiles(n, k), idx, y0[:0],
-                                  y0[:0], False, pack_groups(W.detach().numpy()[None],
-                                                             xa.dtype),
-                                  bias.detach().numpy(), ua[0], pre.reshape(-1), y0, xp):
-        raise ValueError("the scores V x must be finite; x or V has NaN or infinite entries")
+    groups_a = (groups[:0] if V is None  # the routing scores are the MLP's own
+                else pack_groups(W.detach().numpy()[None], xa.dtype))
+    if B and not _kwta_block_rows(xa, groups, n, k, bracket_quantiles(n, k), idx, y0[:0], nxt,
+                                  subtract_next, groups_a, bias.detach().numpy(), ua[0],
+                                  pre.reshape(-1), y0, xp, subtract_next):
+        raise ValueError("the routing scores must be finite; x or the routing matrix has NaN "
+                         "or infinite entries")
     ia = idx[:B * k].reshape(B, k)
     if ua.shape[0] == 1:
         y = y0.reshape(B, 1)
@@ -250,8 +265,8 @@ def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor, k: int, W: torch.Tensor,
     if out_bias is not None:  # inside the autograd node, as unit_mlp's
         y += out_bias.detach().numpy()
     winners = torch.from_numpy(ia)
-    return (_UnitMLP.apply(x, winners, W, bias, None, U, None, False, out_bias, (xp, pre, y)),
-            winners)
+    return (_UnitMLP.apply(x, winners, W, bias, None, U, None, open_at_zero, out_bias,
+                           (xp, pre, y)), winners)
 
 
 @njit(cache=True, fastmath=_REASSOC)

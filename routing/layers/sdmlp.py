@@ -49,7 +49,7 @@ from torch import nn
 
 from lipschitz.validation import check_bool, check_int
 from ._base import RouterLayer, check_layer_config
-from ._unit_kernel import kwta_scores, normalised_rows, project_nonnegative_unit_rows, unit_mlp
+from ._unit_kernel import normalised_rows, project_nonnegative_unit_rows, routed_unit_mlp
 
 __all__ = ["SDMLPConfig", "SDMLP"]
 
@@ -256,15 +256,14 @@ class SDMLP(RouterLayer):
         the floating-point sums, and the same gradients (none through I, the clamp's at
         a* = 0 included)."""
         xh = self.normalise_inputs(x)
-        try:  # the winners of a = X_a x̂ and their activations, Eq. 4
-            idx, a, nxt = kwta_scores(xh, self.encoder, self.current_k, with_next=True)
+        try:  # the winners of a = X_a x̂, minus I (a constant) of Eq. 4, and the decoder
+            y, idx = routed_unit_mlp(xh, None, self.current_k, self.encoder, None,
+                                     self.decoder, subtract_next=True, open_at_zero=True)
         except ValueError:
             raise ValueError("SDMLP activations must be finite: x or the encoder has NaN or "
                              "infinite entries") from None
-        inhibition = nxt.clamp(min=0)  # I of Eq. 4, a constant (detached)
         self.record_usage(indices=idx)
-        return unit_mlp(xh, idx, self.encoder, None, self.decoder, offset=-inhibition, scores=a,
-                        open_at_zero=True)
+        return y
 
     # -- training hooks ---------------------------------------------------------------------
     def set_training_progress(self, epoch: int) -> None:
