@@ -24,8 +24,9 @@ projections that reach a threshold, so the (BLOCK, width) projections are never 
 DSM kernel, ``experiments.models._topk_kernel``).
 
 Range scans (:func:`compress_in_range`, :func:`count_in_range`, :func:`min_max`,
-:func:`max_below`) and :func:`kth_largest_of_few` (the ranks of a few values held in
-registers) are the selection primitives of the Top-K kernels (DSM:
+:func:`max_below`), :func:`kth_largest_of_few` and :func:`top_of_few` (the ranks of a few
+values held in registers; the latter also picks the MoE routers' experts) are the selection
+primitives of the Top-K kernels (DSM:
 ``experiments.models._topk_kernel``; COMET and SDMLP: ``routing.layers._unit_kernel``; PKM):
 the scans take one vector comparison per LANES entries, and where
 the CPU has AVX-512 the kept entries are packed in a register (``vcompress``) and stored
@@ -45,7 +46,8 @@ from numba.extending import intrinsic
 
 __all__ = ["BLOCK", "CANDIDATE_GROUPS", "FEW", "LANES", "compress_in_range", "count_in_range",
            "kth_largest_of_few", "max_below", "min_max", "pack_groups", "project_block",
-           "project_candidates", "project_reference", "row_axpy", "row_dot", "sign_block"]
+           "project_candidates", "project_reference", "row_axpy", "row_dot", "sign_block",
+           "top_of_few"]
 
 LANES = 16  # directions per group: one AVX-512 register of float32
 BLOCK = 8  # points per block: independent accumulators that hide the FMA latency
@@ -554,6 +556,24 @@ def count_in_range(typingctx, v, n, lo, hi):
 FEW = 2 * LANES  # the most values :func:`kth_largest_of_few` ranks
 
 
+def _hold_few(context, builder, data, count):
+    """IR: the FEW values data[:count] as FEW // LANES vectors, lanes past count set to -inf,
+    with the vector of each lane's index: [(values, lane indices as i64), ...]."""
+    i64 = ir.IntType(64)
+    element = data.type.pointee
+    vec = ir.VectorType(element, LANES)
+    align = context.get_abi_sizeof(element)
+    minus_inf = _splat(builder, ir.Constant(element, float("-inf")), vec)
+    held = []
+    for h in range(FEW // LANES):
+        values = builder.load(builder.bitcast(builder.gep(data, [ir.Constant(i64, h * LANES)]),
+                                              vec.as_pointer()), align=align)
+        lanes = ir.Constant(ir.VectorType(i64, LANES), list(range(h * LANES, (h + 1) * LANES)))
+        inside = builder.icmp_signed("<", lanes, _splat(builder, count, lanes.type))
+        held.append((builder.select(inside, values, minus_inf), lanes))
+    return held
+
+
 @intrinsic
 def kth_largest_of_few(typingctx, v, n, m):
     """The m-th largest (1-based) of the few values v[:n], 1 <= m <= n <= FEW (= 2·LANES; not
@@ -578,21 +598,13 @@ def kth_largest_of_few(typingctx, v, n, m):
         need = context.cast(builder, args[2], signature.args[2], types.int64)
         element = data.type.pointee
         vec = ir.VectorType(element, LANES)
-        align = context.get_abi_sizeof(element)
-        minus_inf = _splat(builder, ir.Constant(element, float("-inf")), vec)
-        held = []
-        for h in range(FEW // LANES):
-            values = builder.load(builder.bitcast(builder.gep(data, [ir.Constant(i64, h * LANES)]),
-                                                  vec.as_pointer()), align=align)
-            lanes = ir.Constant(ir.VectorType(i64, LANES), list(range(h * LANES, (h + 1) * LANES)))
-            inside = builder.icmp_signed("<", lanes, _splat(builder, count, lanes.type))
-            held.append(builder.select(inside, values, minus_inf))
+        held = _hold_few(context, builder, data, count)
         best = cgutils.alloca_once_value(builder, ir.Constant(element, float("-inf")))
         with cgutils.for_range(builder, count) as loop:
             x = builder.load(builder.gep(data, [loop.index]))
             probe = _splat(builder, x, vec)
             rank = ir.Constant(i64, 0)
-            for values in held:
+            for values, _ in held:
                 at_least = builder.fcmp_ordered(">=", values, probe)
                 rank = builder.add(rank, builder.zext(_popcount(builder, at_least), i64))
             current = builder.load(best)
@@ -600,6 +612,51 @@ def kth_largest_of_few(typingctx, v, n, m):
                                   builder.fcmp_ordered(">", x, current))
             builder.store(builder.select(better, x, current), best)
         return builder.load(best)
+
+    return sig, codegen
+
+
+@intrinsic
+def top_of_few(typingctx, v, n, k, out):
+    """The indices of the k largest of the few values v[:n] into out[:k], largest first,
+    equal values in increasing index (the order of a stable descending sort), 1 <= k <= n
+    <= FEW (not checked).
+
+    Held in two vector registers like :func:`kth_largest_of_few`: the rank of each value is
+    the number of values greater, plus the number equal at a lower index (two comparisons
+    and two population counts per register), and index i goes to out[rank], or to the spare
+    slot out[k] when rank >= k: no branch. v: 1-D float32 or float64, C-contiguous,
+    NaN-free in v[:n], with FEW readable entries; out: 1-D int64, C-contiguous, k + 1
+    entries or more (out[k] is overwritten).
+    """
+    if not (_is_float_vector_array(v) and isinstance(n, types.Integer)
+            and isinstance(k, types.Integer) and isinstance(out, types.Array)
+            and out.ndim == 1 and out.layout == "C" and out.dtype == types.int64):
+        return None
+    sig = types.void(v, n, k, out)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        data = context.make_array(v)(context, builder, args[0]).data
+        count = context.cast(builder, args[1], signature.args[1], types.int64)
+        top = context.cast(builder, args[2], signature.args[2], types.int64)
+        target = context.make_array(out)(context, builder, args[3]).data
+        vec = ir.VectorType(data.type.pointee, LANES)
+        held = _hold_few(context, builder, data, count)
+        with cgutils.for_range(builder, count) as loop:
+            i = loop.index
+            probe = _splat(builder, builder.load(builder.gep(data, [i])), vec)
+            below = _splat(builder, i, ir.VectorType(i64, LANES))
+            rank = ir.Constant(i64, 0)
+            for values, lanes in held:
+                greater = builder.fcmp_ordered(">", values, probe)
+                tied_before = builder.and_(builder.fcmp_ordered("==", values, probe),
+                                           builder.icmp_signed("<", lanes, below))
+                for mask in (greater, tied_before):
+                    rank = builder.add(rank, builder.zext(_popcount(builder, mask), i64))
+            slot = builder.select(builder.icmp_signed("<", rank, top), rank, top)
+            builder.store(i, builder.gep(target, [slot]))
+        return context.get_dummy_value()
 
     return sig, codegen
 

@@ -6,6 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from routing._projection import FEW
 from routing.layers import _experts
 from routing.layers._expert_kernel import TOPK_ROWS_MAX_K, expert_mlp, moe_forward, topk_rows
 from routing.layers._experts import ExpertBank, _topk_lowest_index_sort
@@ -104,6 +105,22 @@ def test_topk_rows_equals_a_stable_descending_sort(rows, n, seed, levels, double
     where = torch.rand(rows, n, generator=gen) < 0.1
     pick = torch.randint(0, 3, (rows, n), generator=gen)
     scores = torch.where(where, specials[pick], scores)
+    for k in {1, min(n, TOPK_ROWS_MAX_K) // 2 or 1, min(n, TOPK_ROWS_MAX_K)}:
+        assert torch.equal(topk_rows(scores, k), _topk_lowest_index_sort(scores, k)[1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 30), n=st.integers(1, FEW), seed=st.integers(0, 10_000),
+       levels=st.sampled_from([2, 5, 1000]), double=st.booleans())
+def test_topk_rows_of_few_scores_without_nan(rows, n, seed, levels, double):
+    """Rows of at most FEW scores without NaN are ranked in registers (``top_of_few``):
+    the same order as the stable sort, with ties and infinities."""
+    gen = torch.Generator().manual_seed(seed)
+    scores = torch.randint(0, levels, (rows, n), generator=gen).to(
+        torch.float64 if double else torch.float32)
+    specials = torch.tensor([float("inf"), -float("inf")], dtype=scores.dtype)
+    where = torch.rand(rows, n, generator=gen) < 0.1
+    scores = torch.where(where, specials[torch.randint(0, 2, (rows, n), generator=gen)], scores)
     for k in {1, min(n, TOPK_ROWS_MAX_K) // 2 or 1, min(n, TOPK_ROWS_MAX_K)}:
         assert torch.equal(topk_rows(scores, k), _topk_lowest_index_sort(scores, k)[1])
 

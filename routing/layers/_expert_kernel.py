@@ -21,9 +21,11 @@ import numpy as np
 import torch
 from numba import njit
 
+from routing._projection import FEW, top_of_few
+
 __all__ = ["AUX_LOSSES", "GATES", "expert_mlp", "moe_forward", "topk_rows", "TOPK_ROWS_MAX_K"]
 
-TOPK_ROWS_MAX_K = 16  # insertion into a sorted buffer: O(n·k) per row, for small k only
+TOPK_ROWS_MAX_K = 16  # beyond FEW scores, insertion into a sorted buffer: O(n·k) per row
 # Reassociation lets LLVM vectorise the sums over the expert's units (without it every dot
 # product is a serial chain: the backward ran 6x slower); no flag assumes finite values.
 _REASSOC = {"reassoc", "contract"}
@@ -258,9 +260,24 @@ def expert_mlp(x: torch.Tensor, expert_idx: torch.Tensor, gate: torch.Tensor,
 
 @njit(cache=True)
 def _topk_rows(scores, k, out):
+    """``topk_rows`` into out (B, k): rows of at most FEW scores without NaN ranked in
+    registers (``top_of_few``: 0.44x the time of the insertion at 16 experts, k = 4), the
+    others by insertion into a sorted buffer."""
     n = scores.shape[1]
     vals = np.empty(k, scores.dtype)
+    row = np.empty(FEW, scores.dtype)  # whole vectors are read
+    slots = np.empty(FEW + 1, np.int64)
     for r in range(scores.shape[0]):
+        if n <= FEW:
+            has_nan = False
+            for j in range(n):
+                row[j] = scores[r, j]
+                has_nan |= row[j] != row[j]
+            if not has_nan:
+                top_of_few(row, n, k, slots)
+                for s in range(k):
+                    out[r, s] = slots[s]
+                continue
         filled = 0
         for j in range(n):
             v = scores[r, j]
