@@ -304,8 +304,9 @@ def _relu_grad(p, at_zero, like):
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _backward(x, idx, W, U, pre, dy, extra, at_zero, want_dx, dx, dW, dbias, dU, zero):
-    """Gradients of ``_forward``'s y into dx, dW (padded like x and W), dbias and dU.
+def _backward(x, idx, W, U, pre, dy, extra, at_zero, want_dx, dx, dW, dbias, dU, dout, zero):
+    """Gradients of ``_forward``'s y into dx, dW (padded like x and W), dbias, dU and dout
+    (the output bias's: Σ_b dy[b]).
 
     dh = Σ_o dy[b, o] U[o, j]: output 0 here, the others in ``extra`` (B, N) = dy[:, 1:] U[1:]
     (empty when d_out = 1). The ReLU passes gradient where pre > 0, and where pre = 0 if
@@ -317,8 +318,11 @@ def _backward(x, idx, W, U, pre, dy, extra, at_zero, want_dx, dx, dW, dbias, dU,
     dW[:] = 0
     dbias[:] = 0
     dU[:] = 0
+    dout[:] = 0
     du0, u0 = dU[0], U[0]
     for b in range(B):
+        for o in range(dy.shape[1]):
+            dout[o] += dy[b, o]
         pb, ib, dy0 = pre[b], idx[b], dy[b, 0]
         for s in range(k):
             j = np.uintp(ib[s])  # unsigned: no negative-index wraparound code
@@ -358,14 +362,14 @@ class _UnitMLP(torch.autograd.Function):
     """``unit_mlp``'s autograd: the padded x and the pre-activations are kept for the
     backward, and the padded W when the forward padded it (the backward pads it only for
     dx: with the scores given and no gradient for x, as in COMET, W is never padded).
-    ``computed``: None, or (padded x, pre, y) from ``routed_unit_mlp``'s kernel, which
-    the forward then returns as they are."""
+    ``computed``: None, or (padded x, pre, y) from ``routed_unit_mlp``'s kernel (idx then
+    contiguous), which the forward then returns as they are."""
 
     @staticmethod
     def forward(ctx, x, idx, W, bias, offset, U, given, open_at_zero, out_bias, computed):
         if computed is not None:  # (padded x, pre, y), from routed_unit_mlp's kernel
             xp, pre, y = computed
-            wp = None
+            wp, ia, ua = None, idx.numpy(), U.detach().contiguous().numpy()
         else:
             xp = _padded(x)
             wp = _padded(W) if given.shape[0] == 0 else None  # the forward reads W then only
@@ -377,34 +381,33 @@ class _UnitMLP(torch.autograd.Function):
                      xp.dtype.type(0))
             if out_bias is not None:  # here, not as a separate autograd node
                 y += out_bias.detach().numpy()
-        ctx.save_for_backward(idx, U, W)  # W: autograd's version check, if it is padded later
-        ctx.arrays = xp, wp, pre
+        # the arrays the backward reads, kept as they are (each conversion there cost
+        # microseconds); the tensors saved for autograd's version check on use
+        ctx.save_for_backward(idx, U, W)
+        ctx.arrays = xp, wp, pre, ia, ua
         ctx.open_at_zero, ctx.d_in = open_at_zero, x.shape[1]
         return torch.from_numpy(y)
 
     @staticmethod
     def backward(ctx, dy):
-        idx, U, W = ctx.saved_tensors
-        xp, wp, pre = ctx.arrays
-        ia, ua, dya = _arrays(idx, U, dy)
-        want_dx = ctx.needs_input_grad[0]
+        _, _, W = ctx.saved_tensors  # checks that none changed since the forward
+        xp, wp, pre, ia, ua = ctx.arrays
+        dya = dy.detach().contiguous().numpy()
+        want_dx, needs = ctx.needs_input_grad[0], ctx.needs_input_grad
         dx = np.empty_like(xp) if want_dx else xp[:0]
         if wp is None:  # read by the dx pass only
             wp = _padded(W) if want_dx else xp[:0]
-        n_units = ua.shape[1]
+        n_units, d_out = ua.shape[1], ua.shape[0]
         dW, dbias = np.empty((n_units, xp.shape[1]), xp.dtype), np.empty(n_units, xp.dtype)
-        dU = np.empty_like(ua)
-        extra = (dya[:, 1:] @ ua[1:] if ua.shape[0] > 1
-                 else np.empty((0, ua.shape[1]), xp.dtype))
-        zero = xp.dtype.type(0)
-        at_zero = bool(ctx.open_at_zero)
-        _backward(xp, ia, wp, ua, pre, dya, extra, at_zero, want_dx, dx, dW, dbias, dU, zero)
+        dU, dout = np.empty((d_out, n_units), xp.dtype), np.empty(d_out, xp.dtype)
+        extra = dya[:, 1:] @ ua[1:] if d_out > 1 else dW[:0]
+        _backward(xp, ia, wp, ua, pre, dya, extra, bool(ctx.open_at_zero), want_dx, dx, dW,
+                  dbias, dU, dout, xp.dtype.type(0))
         d = ctx.d_in
-        return (torch.from_numpy(dx)[:, :d] if want_dx else None, None,
-                torch.from_numpy(dW)[:, :d],
-                torch.from_numpy(dbias) if ctx.needs_input_grad[3] else None, None,
-                torch.from_numpy(dU), None, None,
-                torch.from_numpy(dya.sum(0)) if ctx.needs_input_grad[8] else None, None)
+        return (torch.from_numpy(dx[:, :d]) if want_dx else None, None,
+                torch.from_numpy(dW[:, :d]), torch.from_numpy(dbias) if needs[3] else None,
+                None, torch.from_numpy(dU), None, None,
+                torch.from_numpy(dout) if needs[8] else None, None)
 
 
 def unit_mlp(x: torch.Tensor, idx: torch.Tensor, W: torch.Tensor, bias: torch.Tensor | None,
