@@ -47,10 +47,10 @@ def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, grou
     of ``_unit_row`` on each row's winners in the same pass: pre (flat like idx, without the
     padding) and output 0 into y0 (B,), its pre-activations A x + bias (A: a second matrix
     packed alike into ``groups_a``, projected in the same blocks; no groups: W itself) minus
-    max(nxt, 0) if ``subtract_next`` (SDMLP's inhibition). Unless xp is empty, X with zero columns appended
-    into xp (B, a multiple of LANES: the rows the backward's vector updates read). False
-    (rows left unfinished) if a score is NaN or infinite. quantiles: (z_lo, z_in_lo,
-    z_in_hi, z_hi) of ``bracket_quantiles`` for the bracket guesses."""
+    max(nxt, 0) if ``subtract_next`` (SDMLP's inhibition). Unless xp is empty, X with zero
+    columns appended into xp (B, a multiple of LANES: the rows the backward's vector updates
+    read). False (rows left unfinished) if a score is NaN or infinite. quantiles: (z_lo,
+    z_in_lo, z_in_hi, z_hi) of ``bracket_quantiles`` for the bracket guesses."""
     B = X.shape[0]
     width = groups.shape[0] * LANES  # >= n; the zero directions past n are never read
     z = np.zeros((BLOCK, width), X.dtype)
