@@ -45,6 +45,9 @@ ACTIVATED = (64, 256)
 N_EXPERTS = 16
 EPOCHS = 10
 BURST = 4  # consecutive steps per model and round: the first right after another model's
+# rounds of bursts: 90 steady-state steps per model, three times as many as before, for the
+# a = 64 medians, whose ratios sit within about 10 % of 1 (run-to-run spread stays: the VM's)
+ROUNDS = 30
 
 
 def _router_step(layer, X, y):
@@ -117,7 +120,7 @@ def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
         result = {"setup": {"dim": DIM, "batch": BATCH, "activated": ACTIVATED,
                             "total_width": [4 * a for a in ACTIVATED], "threads": threads,
                             "torch": torch.__version__, "malloc_thresholds_fixed": steady},
-                  "cpu": step_rates("cpu", 2 if quick else 10)}
+                  "cpu": step_rates("cpu", 2 if quick else ROUNDS)}
         if torch.cuda.is_available():
             result["cuda"] = step_rates("cuda", 17)
             result["cuda_device"] = torch.cuda.get_device_name()

@@ -10,7 +10,10 @@ hidden layer is touched only at the k winners: forward, backward and the weight 
 cost O(k · d_in) per example instead of O(N · d_in). The routing scores themselves (N per
 example, they pick the winners) are still computed in full, but 8 rows at a time into a
 scratch that stays in cache, never as a (B, N) matrix (a fresh 4 MB matrix per step cost
-more in page faults than its matmul).
+more in page faults than its matmul). The layers' forward is one kernel
+(``routed_unit_mlp``): each row's winners, hidden units and outputs are computed while the
+row is in cache, and only what the backward reads (the winners, the pre-activations at them
+and the padded input) is written out.
 
 The kernels are serial, like the expert bank's (``_expert_kernel``): at these sizes a step is
 a millisecond or two, and Numba's parallel workers keep spinning after a parallel region and
