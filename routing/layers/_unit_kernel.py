@@ -209,8 +209,8 @@ def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor | None, k: int, W: torch.Te
     and each row's hidden units and outputs are computed while its winners are in cache.
     Against ``kwta_scores`` followed by ``unit_mlp`` this writes neither the routing scores
     nor W x at the winners ((B, k) arrays) and runs one kernel less: in a training loop at
-    width 256, k = 64 and 1024 rows, a COMET step took 0.92-0.96x and an SDMLP step
-    0.92-0.95x the time (2nd percentile and median). Differentiable in x
+    width 256, k = 64 and 1024 rows, a COMET step took 0.92-0.96x the time and an SDMLP
+    step 0.92-0.99x (2nd percentiles and medians of two runs). Differentiable in x
     (through W x; the winners and I are constants), W, bias, U and out_bias, with
     ``unit_mlp``'s backward (``open_at_zero`` as there); V takes no gradient.
 
