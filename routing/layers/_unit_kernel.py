@@ -271,7 +271,7 @@ def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor | None, k: int, W: torch.Te
         y += out_bias.detach().numpy()
     winners = torch.from_numpy(ia)
     return (_UnitMLP.apply(x, winners, W, bias, None, U, None, open_at_zero, out_bias,
-                           (xp, pre, y)), winners)
+                           (xp, pre, y, ia, ua)), winners)
 
 
 @njit(cache=True, fastmath=_REASSOC)
@@ -366,15 +366,15 @@ def _padded(t: torch.Tensor) -> np.ndarray:
 class _UnitMLP(torch.autograd.Function):
     """``unit_mlp``'s autograd: the padded x and the pre-activations are kept for the
     backward, and the padded W when the forward padded it (the backward pads it only for
-    dx: with the scores given and no gradient for x, as in COMET, W is never padded).
-    ``computed``: None, or (padded x, pre, y) from ``routed_unit_mlp``'s kernel (idx then
-    contiguous), which the forward then returns as they are."""
+    dx: with the scores given or computed and no gradient for x, W is never padded).
+    ``computed``: None, or (padded x, pre, y, idx, U) as arrays from ``routed_unit_mlp``,
+    which the forward then returns and keeps as they are."""
 
     @staticmethod
     def forward(ctx, x, idx, W, bias, offset, U, given, open_at_zero, out_bias, computed):
-        if computed is not None:  # (padded x, pre, y), from routed_unit_mlp's kernel
-            xp, pre, y = computed
-            wp, ia, ua = None, idx.numpy(), U.detach().contiguous().numpy()
+        if computed is not None:  # from routed_unit_mlp's kernel
+            xp, pre, y, ia, ua = computed
+            wp = None
         else:
             xp = _padded(x)
             wp = _padded(W) if given.shape[0] == 0 else None  # the forward reads W then only
