@@ -189,6 +189,18 @@ def test_usage_buffers():
     torch.testing.assert_close(fresh(x)[0], layer(x)[0])
 
 
+def test_usage_of_the_winners_only_path_counts_the_masks():
+    """One hidden ReLU layer on the CPU (the kernel counts usage itself): the counts are the
+    masks' column sums, over every batch."""
+    layer = _layer(widths=(40,), d_out=1, p_k=0.2)
+    x = _inputs(30)
+    assert layer._gather_path(x)
+    layer(x[:13])
+    layer(x[13:])
+    assert float(layer.examples_seen) == 30
+    assert torch.equal(layer.unit_usage, layer.masks(x)[0].sum(0).double())
+
+
 def test_track_usage_off_and_reset():
     layer = _layer()
     layer.track_usage = False

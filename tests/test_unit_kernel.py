@@ -269,6 +269,52 @@ def test_routed_unit_mlp_by_its_own_scores_is_sdmlps_topk(n, k, d, d_out, dtype)
         torch.testing.assert_close(g, w, **tol)
 
 
+@pytest.mark.parametrize("open_at_zero", [False, True])
+@pytest.mark.parametrize("d_out", [1, 3])
+def test_routed_unit_mlp_gradients_equal_the_dense_formulas(open_at_zero, d_out):
+    """Against torch's autograd of the dense masked formula itself (not unit_mlp, which
+    shares the backward kernel): small integers make many pre-activations exactly 0, where
+    only clamp(min=0) passes gradient, and make every score exact in any summation order."""
+    gen = torch.Generator().manual_seed(11 + d_out)
+    n, k, d = 30, 9, 4
+    x = torch.randint(-2, 3, (64, d), generator=gen).double().requires_grad_()
+    V, W = (torch.randint(-3, 4, (n, d), generator=gen).double() for _ in range(2))
+    W.requires_grad_()
+    bias = torch.randint(-2, 3, (n,), generator=gen).double().requires_grad_()
+    U = torch.randn(d_out, n, generator=gen, dtype=torch.float64, requires_grad=True)
+    c = torch.randn(d_out, generator=gen, dtype=torch.float64, requires_grad=True)
+    y, idx = routed_unit_mlp(x, V, k, W, bias, U, c, open_at_zero=open_at_zero)
+    ref = _dense_masked(x, idx, W, bias, U, None, open_at_zero) + c
+    pre = (x @ W.T + bias).gather(1, idx.long())
+    assert bool((pre == 0).any()) and bool((pre < 0).any())  # both kinds of blocked unit
+    torch.testing.assert_close(y, ref, rtol=1e-12, atol=1e-12)
+    dy = torch.randn(y.shape, generator=gen, dtype=torch.float64)
+    params = (x, W, bias, U, c)
+    for got, want in zip(torch.autograd.grad(y, params, dy), torch.autograd.grad(ref, params, dy)):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("subtract_next", [False, True])
+def test_routed_unit_mlp_counts_usage_and_can_leave_out_the_winners(subtract_next):
+    """usage[j] gains 1 for every example that j wins (the count ``record_usage`` makes of
+    the winners), and ``winners=False`` changes nothing but the second output."""
+    gen = torch.Generator().manual_seed(2)
+    x, V, W = (torch.randn(s, 5, generator=gen) for s in (40, 24, 24))
+    U = torch.randn(2, 24, generator=gen)
+    route = None if subtract_next else V
+    y, idx = routed_unit_mlp(x, route, 6, W, None, U, subtract_next=subtract_next)
+    usage = torch.full((24,), 3.0, dtype=torch.float64)
+    y2, none = routed_unit_mlp(x, route, 6, W, None, U, subtract_next=subtract_next,
+                               usage=usage, winners=False)
+    assert none is None and torch.equal(y2, y)
+    expect = 3 + torch.bincount(idx.long().reshape(-1), minlength=24).double()
+    assert torch.equal(usage, expect)
+    for bad in (torch.zeros(23, dtype=torch.float64), torch.zeros(24, dtype=torch.int64),
+                torch.zeros(24, 2, dtype=torch.float64)[:, 0]):
+        with pytest.raises(ValueError, match=r"usage must be a contiguous \(24,\)"):
+            routed_unit_mlp(x, V, 6, W, None, U, usage=bad)
+
+
 def test_routed_unit_mlp_rejects_bad_operands():
     x, V, W, U = torch.randn(5, 4), torch.randn(9, 4), torch.randn(9, 4), torch.randn(1, 9)
     with pytest.raises(ValueError, match="unit matrices"):

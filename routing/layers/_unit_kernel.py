@@ -12,8 +12,8 @@ example, they pick the winners) are still computed in full, but 8 rows at a time
 scratch that stays in cache, never as a (B, N) matrix (a fresh 4 MB matrix per step cost
 more in page faults than its matmul). The layers' forward is one kernel
 (``routed_unit_mlp``): each row's winners, hidden units and outputs are computed while the
-row is in cache, and only what the backward reads (the winners, the pre-activations at them
-and the padded input) is written out.
+row is in cache, and only what the backward reads (the padded input, and the winners whose
+ReLU passes gradient with their pre-activations) is written out.
 
 The kernels are serial, like the expert bank's (``_expert_kernel``): at these sizes a step is
 a millisecond or two, and Numba's parallel workers keep spinning after a parallel region and
@@ -22,12 +22,15 @@ slow the torch operations that follow.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 import torch
 from numba import njit
 
-from routing._projection import (BLOCK, LANES, count_in_range, max_below, min_max, pack_groups,
-                                 project_block, row_axpy, row_dot)
+from lipschitz.validation import check_finite_tensor
+from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, max_below,
+                                 min_max, project_block, row_axpy, row_dot)
 from routing._select import bracket_quantiles, kth_largest_guessed, mean_std, select_winners
 from routing.layers._expert_kernel import _arrays
 
@@ -39,29 +42,51 @@ _REASSOC = {"reassoc", "contract"}
 
 
 @njit(cache=True)
-def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, groups_a, bias, u0,
-                     pre, y0, xp, subtract_next):
-    """For every row x of X: the scores s = W x (``groups``: W packed by ``pack_groups``),
-    computed for a block of BLOCK rows at a time into a scratch that stays in cache; the k
-    winners (increasing unit index) into idx and, if vals is not empty, their scores into
-    vals (idx and vals flat, row r at [r·k, r·k + k), with LANES entries of padding at the
-    end: the winners are compressed straight into them) and, ``with_next``, the (k+1)-th
-    largest score into nxt (-inf when k = n). Unless y0 is empty, the one-hidden-layer MLP
-    of ``_unit_row`` on each row's winners in the same pass: pre (flat like idx, without the
-    padding) and output 0 into y0 (B,), its pre-activations A x + bias (A: a second matrix
-    packed alike into ``groups_a``, projected in the same blocks; no groups: W itself) minus
-    max(nxt, 0) if ``subtract_next`` (SDMLP's inhibition). Unless xp is empty, X with zero
-    columns appended into xp (B, a multiple of LANES: the rows the backward's vector updates
-    read). False (rows left unfinished) if a score is NaN or infinite. quantiles: (z_lo,
-    z_in_lo, z_in_hi, z_hi) of ``bracket_quantiles`` for the bracket guesses."""
+def _grouped(M):
+    """M (R, d) in ``pack_groups``' layout (ceil(R / LANES), d, LANES), zero past row R (a
+    loop here costs less than the numpy transposes and the call of ``pack_groups``)."""
+    R, d = M.shape
+    out = np.zeros((-(-R // LANES), d, LANES), M.dtype)
+    for r in range(R):
+        for c in range(d):
+            out[r // LANES, c, r % LANES] = M[r, c]
+    return out
+
+
+@njit(cache=True)
+def _kwta_block_rows(X, V, n, k, quantiles, idx, vals, nxt, with_next, A, bias, u0, out_bias,
+                     active, at_zero, y, xp, subtract_next, usage):
+    """For every row x of X: the scores s = V x (V: (n, d)), computed for a block of BLOCK
+    rows at a time into a scratch that stays in cache, and the k winners (increasing unit
+    index), compressed into idx if it is not empty (flat, row r at [r·k, r·k + k), with
+    LANES entries of padding at the end) and, if vals is not empty, their scores into vals
+    (alike); ``with_next``: the (k+1)-th largest score into nxt (-inf when k = n); usage[j]
+    += 1 for every winner j if usage is not empty.
+
+    Unless y is empty, the one-hidden-layer MLP of ``_unit_row`` on each row's winners in
+    the same pass: output 0 plus out_bias[0] (if not empty) into y[:, 0] and the winners
+    whose ReLU passes gradient into ``active`` (``_Active``), from the pre-activations A x +
+    bias (A: a second (n, d) matrix, projected in the same blocks; empty: V itself; bias
+    empty: zero) minus max(nxt, 0) if ``subtract_next`` (SDMLP's inhibition). Unless xp is
+    empty, X with zero columns appended into xp (B, a multiple of LANES: the rows the
+    backward's vector updates read). False (rows left unfinished) if a score is NaN or
+    infinite. quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of ``bracket_quantiles`` for the
+    bracket guesses."""
     B = X.shape[0]
+    groups, groups_a = _grouped(V), _grouped(A)
     width = groups.shape[0] * LANES  # >= n; the zero directions past n are never read
     z = np.zeros((BLOCK, width), X.dtype)
     z_a = np.zeros((BLOCK, groups_a.shape[0] * LANES), X.dtype)
     inner, small = np.empty(width + LANES, X.dtype), np.empty(width + LANES, X.dtype)
     units = np.arange(width + LANES).astype(np.int32)
     row_v = np.empty(k + LANES, X.dtype)  # the winners' scores, when vals is not wanted
+    row_j = np.empty(k + LANES, np.int32)  # the winners, when idx is not wanted
+    pre = np.empty(k + LANES, X.dtype)  # one row's pre-activations at its winners
     inf, zero = X.dtype.type(np.inf), X.dtype.type(0)
+    b = bias if bias.shape[0] > 0 else np.zeros(n, X.dtype)
+    c = out_bias[0] if out_bias.shape[0] > 0 else zero
+    lowest = _lowest_passing(at_zero, X)
+    pos = 0
     for first in range(0, B, BLOCK):
         for g in range(groups.shape[0]):
             project_block(X, first, groups, g, z, g * LANES)
@@ -79,18 +104,34 @@ def _kwta_block_rows(X, groups, n, k, quantiles, idx, vals, nxt, with_next, grou
                     return False
             t = kth_largest_guessed(v, n, k, mean, std, quantiles, inner, small)
             out_v = vals[r * k:r * k + k + LANES] if vals.shape[0] > 0 else row_v
-            out_j = idx[r * k:r * k + k + LANES]
+            out_j = idx[r * k:r * k + k + LANES] if idx.shape[0] > 0 else row_j
             n_at_least = select_winners(v, n, k, t, units, out_v, out_j)
             if with_next:  # t again if tied, else the largest score below t
                 nxt[r] = t if n_at_least > k else max_below(v, n, t)
-            if y0.shape[0] > 0:  # while the row's scores and winners are in cache
+            if usage.shape[0] > 0:
+                for s in range(k):
+                    usage[out_j[s]] += 1
+            if y.shape[0] > 0:  # while the row's scores and winners are in cache
                 offset = -max(nxt[r], zero) if subtract_next else zero
-                y0[r] = _unit_row(z_a[r - first] if groups_a.shape[0] > 0 else v, out_j, k,
-                                  bias, offset, u0, pre[r * k:r * k + k])
+                y[r, 0] = _unit_row(z_a[r - first] if groups_a.shape[0] > 0 else v, out_j, k,
+                                    b, offset, u0, pre) + c
+                pos += compress_in_range(pre, k, lowest, None, out_j,
+                                         active.pre[pos:pos + k + LANES],
+                                         active.units[pos:pos + k + LANES])
+                active.ends[r] = pos
             if xp.shape[0] > 0:
-                for c in range(xp.shape[1]):
-                    xp[r, c] = X[r, c] if c < X.shape[1] else zero
+                for q in range(xp.shape[1]):
+                    xp[r, q] = X[r, q] if q < X.shape[1] else zero
     return True
+
+
+@njit(cache=True, inline="always")
+def _lowest_passing(at_zero, like):
+    """The least pre-activation whose ReLU passes gradient: 0 if ``at_zero`` (clamp(min=0)),
+    else the least positive float (torch.relu: above 0 only), in the dtype of the array
+    ``like``."""
+    zero = like.dtype.type(0)
+    return zero if at_zero else np.nextafter(zero, like.dtype.type(1))
 
 
 @njit(cache=True, fastmath=_REASSOC)
@@ -110,24 +151,20 @@ def _unit_row(scores, winners, k, bias, offset, u0, pre):
     return acc
 
 
-@njit(cache=True, fastmath=_REASSOC, inline="always")
-def _later_outputs(winners, k, pre, U, y):
-    """y[o] = Σ_s U[o, winners[s]] max(pre[s], 0) for the outputs o >= 1 of one example
-    (inlined into reassociating callers only)."""
-    zero = pre.dtype.type(0)
-    for o in range(1, U.shape[0]):
-        uo = U[o]
-        acc = zero
-        for s in range(k):
-            acc += uo[np.uintp(winners[s])] * max(pre[s], zero)
-        y[o] = acc
-
-
 @njit(cache=True, fastmath=_REASSOC)
-def _later_outputs_rows(idx, pre, U, y):
-    """``_later_outputs`` for every row: idx, pre (B, k), y (B, d_out)."""
-    for b in range(idx.shape[0]):
-        _later_outputs(idx[b], idx.shape[1], pre[b], U, y[b])
+def _later_outputs(active, U, out_bias, y):
+    """y[b, o] = Σ U[o, j] p over the active winners (j, p) of row b (``_Active``; the
+    others' ReLU is 0), plus out_bias[o] if it is not empty, for the outputs o >= 1."""
+    start = 0
+    for b in range(y.shape[0]):
+        end = active.ends[b]
+        for o in range(1, U.shape[0]):
+            uo = U[o]
+            acc = y.dtype.type(0)
+            for q in range(start, end):
+                acc += uo[np.uintp(active.units[q])] * max(active.pre[q], y.dtype.type(0))
+            y[b, o] = acc + out_bias[o] if out_bias.shape[0] > 0 else acc
+        start = end
 
 
 def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = False):
@@ -158,16 +195,17 @@ def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = Fals
         ValueError: if k is outside 1..N, x and W are not 2-D float32/float64 CPU tensors of
             one dtype with d columns each, or a score is NaN or infinite.
     """
-    xa, groups, n = _routing_operands(x, W, k)
+    xa, n = _routing_operands(x, W, k)
     B = xa.shape[0]
     # flat, padded: the kernel compresses each row's winners straight into them
     idx = torch.empty(B * k + LANES, dtype=torch.int32).numpy()
     vals = torch.empty(B * k + LANES, dtype=x.dtype).numpy()
     nxt = np.empty(B if with_next else 0, xa.dtype)
-    no_mlp = np.empty((0, xa.shape[1], LANES), xa.dtype)  # no second matrix: no MLP
-    if B and not _kwta_block_rows(xa, groups, n, k, bracket_quantiles(n, k), idx, vals, nxt,
-                                  with_next, no_mlp, nxt[:0], nxt[:0], nxt[:0], nxt[:0],
-                                  xa[:0], False):
+    none = nxt[:0]
+    if B and not _kwta_block_rows(xa, W.detach().numpy(), n, k, bracket_quantiles(n, k), idx,
+                                  vals, nxt, with_next, xa[:0], none, none, none,
+                                  _active(0, 0, xa.dtype), False, xa[:0], xa[:0], False,
+                                  none.astype(np.float64)):
         raise ValueError("the scores W x must be finite; x or W has NaN or infinite entries")
     idx, vals = idx[:B * k].reshape(B, k), vals[:B * k].reshape(B, k)
     return (torch.from_numpy(idx), torch.from_numpy(vals),
@@ -175,8 +213,8 @@ def kwta_scores(x: torch.Tensor, W: torch.Tensor, k: int, with_next: bool = Fals
 
 
 def _routing_operands(x: torch.Tensor, V: torch.Tensor, k: int, *more: torch.Tensor):
-    """(x as a C-contiguous array, V packed by ``pack_groups``, N) after checking x (B, d),
-    V and the matrices ``more`` (N, d each) and k as ``kwta_scores`` documents."""
+    """(x as a C-contiguous array, N) after checking x (B, d), V and the matrices ``more``
+    (N, d each) and k as ``kwta_scores`` documents."""
     ok = isinstance(x, torch.Tensor) and x.dtype in (torch.float32, torch.float64)
     for t in (x, V) + more:  # a loop: generator expressions cost microseconds a call
         ok = (ok and isinstance(t, torch.Tensor) and t.ndim == 2 and t.dtype == x.dtype
@@ -188,14 +226,14 @@ def _routing_operands(x: torch.Tensor, V: torch.Tensor, k: int, *more: torch.Ten
     n = V.shape[0]
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, {n}] (the number of units), got {k}")
-    xa = x.detach().contiguous().numpy()
-    return xa, pack_groups(V.detach().numpy()[None], xa.dtype), n
+    return (x.detach() if x.requires_grad else x).contiguous().numpy(), n
 
 
 def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor | None, k: int, W: torch.Tensor,
                     bias: torch.Tensor | None, U: torch.Tensor,
                     out_bias: torch.Tensor | None = None, subtract_next: bool = False,
-                    open_at_zero: bool = False):
+                    open_at_zero: bool = False, usage: torch.Tensor | None = None,
+                    winners: bool = True):
     """A one-hidden-layer ReLU MLP at each example's k winners, on the CPU:
 
         y_b = Σ_{j ∈ C_k(s_b)} U[:, j] · ReLU(W_j · x_b + bias_j − I_b) (+ out_bias)
@@ -207,12 +245,16 @@ def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor | None, k: int, W: torch.Te
     Eq. 4; V None and no bias), else 0. The winners are ``kwta_scores(x, V or W, k)``'s, and
     the MLP's forward runs in the same kernel: W x is projected in the same blocks as V x,
     and each row's hidden units and outputs are computed while its winners are in cache.
-    Against ``kwta_scores`` followed by ``unit_mlp`` this writes neither the routing scores
-    nor W x at the winners ((B, k) arrays) and runs one kernel less: in a training loop at
-    width 256, k = 64 and 1024 rows, a COMET step took 0.92-0.96x the time and an SDMLP
-    step 0.92-0.99x (2nd percentiles and medians of two runs). Differentiable in x
-    (through W x; the winners and I are constants), W, bias, U and out_bias, with
-    ``unit_mlp``'s backward (``open_at_zero`` as there); V takes no gradient.
+    Only what the backward reads is written out: the padded x and the winners whose ReLU
+    passes gradient, with their pre-activations (in a ReLU layer about half of the winners;
+    the backward touches no other). Differentiable in x (through W x; the winners and I are
+    constants), W, bias, U and out_bias, with ``unit_mlp``'s gradients (``open_at_zero`` as
+    there); V takes no gradient.
+
+    Measured in a training loop at width 256, k = 64, 1024 rows (COMET): with the fused
+    forward a step took 0.92-0.96x the time of ``kwta_scores`` followed by ``unit_mlp``;
+    keeping the active winners only, not all winners and their pre-activations, and a leaner
+    autograd node then took it to 0.85-0.89x (medians of three runs).
 
     Arguments:
         x: (B, d_in) float32 or float64 CPU tensor.
@@ -221,138 +263,184 @@ def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor | None, k: int, W: torch.Te
         k: winners per row, 1 <= k <= N.
         subtract_next: subtract I_b (only with V None).
         open_at_zero: the ReLU passes gradient at a pre-activation of exactly 0.
+        usage: None, or a contiguous (N,) float32/float64 CPU tensor to which 1 is added, in
+            place, at every winner of every row (``RouterLayer.unit_usage``'s count).
+        winners: return the winners; False skips writing them (B·k indices) when the caller
+            does not read them.
 
     Returns:
         (y, idx): y (B, d_out) of x's dtype; idx (B, k) int32, each row's winners in
-        increasing unit index (equal scores won by the lowest index).
+        increasing unit index (equal scores won by the lowest index), or None without
+        ``winners``.
 
     Raises:
-        ValueError: as ``kwta_scores`` (shapes, dtypes, k, non-finite routing scores), if
-            bias, U or out_bias do not fit N and x's dtype, or if ``subtract_next`` comes
-            with a routing matrix V.
+        ValueError: as ``kwta_scores`` (shapes, dtypes, k, non-finite routing scores; a
+            non-finite x is named), if bias, U or out_bias do not fit N and x's dtype, if
+            usage is not as above, or if ``subtract_next`` comes with a routing matrix V.
     """
     if subtract_next and V is not None:
         raise ValueError("subtract_next needs V None (the MLP routed by its own scores)")
-    xa, groups, n = _routing_operands(x, W if V is None else V, k,
-                                      *(() if V is None else (W,)))
-    bias = torch.zeros(n, dtype=W.dtype) if bias is None else bias
+    xa, n = _routing_operands(x, W if V is None else V, k, *(() if V is None else (W,)))
     ok = isinstance(U, torch.Tensor) and U.ndim == 2 and U.shape[1] == n
     d_out = U.shape[0] if ok else -1
-    expected = [(bias, (n,)), (U, (d_out, n))] + ([] if out_bias is None
-                                                  else [(out_bias, (d_out,))])
-    for t, shape in expected:
-        ok = ok and isinstance(t, torch.Tensor) and t.dtype == x.dtype and (
-            t.device.type == "cpu" and tuple(t.shape) == shape)
-    if not ok:
+    for t, size in ((bias, n), (out_bias, d_out)):  # a loop: as in _routing_operands
+        ok = ok and (t is None or isinstance(t, torch.Tensor) and t.ndim == 1
+                     and t.shape[0] == size and t.dtype == x.dtype and t.device.type == "cpu")
+    if not (ok and U.dtype == x.dtype and U.device.type == "cpu"):
         raise ValueError(f"bias must be ({n},), U (d_out, {n}) and out_bias (d_out,), CPU "
                          f"tensors of x's dtype {x.dtype}")
+    if usage is not None and not (isinstance(usage, torch.Tensor) and usage.ndim == 1
+                                  and usage.shape[0] == n and usage.device.type == "cpu"
+                                  and usage.dtype in (torch.float32, torch.float64)
+                                  and usage.is_contiguous()):
+        raise ValueError(f"usage must be a contiguous ({n},) float32 or float64 CPU tensor")
     B, d = xa.shape
     ua = U.detach().contiguous().numpy()
-    idx = np.empty(B * k + LANES, np.int32)  # padded, as kwta_scores'
-    pre = np.empty((B, k), xa.dtype)
-    y0 = np.empty(B, xa.dtype)
-    nxt = np.empty(B if subtract_next else 0, xa.dtype)
+    none = ua[0, :0]  # an empty vector: no bias, no output bias, no (k+1)-th scores
+    idx = np.empty(B * k + LANES if winners else 0, np.int32)  # padded, as kwta_scores'
+    active = _active(B, k, xa.dtype)
+    y = np.empty((B, d_out), xa.dtype)
+    nxt = np.empty(B, xa.dtype) if subtract_next else none
     xp = np.empty((B, -(-d // LANES) * LANES), xa.dtype)  # x padded, for the backward
-    groups_a = (groups[:0] if V is None  # the routing scores are the MLP's own
-                else pack_groups(W.detach().numpy()[None], xa.dtype))
-    if B and not _kwta_block_rows(xa, groups, n, k, bracket_quantiles(n, k), idx, y0[:0], nxt,
-                                  subtract_next, groups_a, bias.detach().numpy(), ua[0],
-                                  pre.reshape(-1), y0, xp, subtract_next):
-        raise ValueError("the routing scores must be finite; x or the routing matrix has NaN "
-                         "or infinite entries")
-    ia = idx[:B * k].reshape(B, k)
-    if ua.shape[0] == 1:
-        y = y0.reshape(B, 1)
-    else:
-        y = np.empty((B, ua.shape[0]), xa.dtype)
-        y[:, 0] = y0
-        _later_outputs_rows(ia, pre, ua, y)
-    if out_bias is not None:  # inside the autograd node, as unit_mlp's
-        y += out_bias.detach().numpy()
-    winners = torch.from_numpy(ia)
-    return (_UnitMLP.apply(x, winners, W, bias, None, U, None, open_at_zero, out_bias,
-                           (xp, pre, y, ia, ua)), winners)
+    ba = none if bias is None else bias.detach().numpy()
+    ca = none if out_bias is None else out_bias.detach().numpy()
+    counts = usage.numpy() if usage is not None else none.astype(np.float64)
+    # V None: the routing scores are the MLP's own (no second matrix)
+    if B and not _kwta_block_rows(xa, (W if V is None else V).detach().numpy(), n, k,
+                                  bracket_quantiles(n, k), idx, none, nxt, subtract_next,
+                                  xa[:0] if V is None else W.detach().numpy(), ba, ua[0], ca,
+                                  active, open_at_zero, y, xp, subtract_next, counts):
+        check_finite_tensor(x, "x")  # a NaN or infinite x makes its row's scores so
+        raise ValueError("the routing scores must be finite; the routing matrix has NaN or "
+                         "infinite entries, or they overflow")
+    if d_out > 1:
+        _later_outputs(active, ua, ca, y)
+    kept = xp, active, ua  # what the backward reads
+    return (_RoutedUnitMLP.apply(x, W, bias, U, out_bias, y, kept),
+            torch.from_numpy(idx[:B * k].reshape(B, k)) if winners else None)
+
+
+class _RoutedUnitMLP(torch.autograd.Function):
+    """``routed_unit_mlp``'s autograd node: y and the arrays its backward reads come from
+    the kernel as they are. A leaner node than ``_UnitMLP``'s, with fewer arguments (each
+    costs the node's creation time) and no work in the forward. (In COMET's training step at
+    width 256, k = 64, with the kernels made no-ops, the Python around them took 0.2 ms more
+    than around a bare custom node, before this node and the checks were trimmed; 0.13-0.15
+    ms after.)"""
+
+    @staticmethod
+    def forward(ctx, x, W, bias, U, out_bias, y, kept):
+        ctx.save_for_backward(U, W)  # for autograd's check that neither changed
+        ctx.kept = kept
+        return torch.from_numpy(y)
+
+    @staticmethod
+    def backward(ctx, dy):
+        _, W = ctx.saved_tensors
+        xp, active, ua = ctx.kept
+        needs = ctx.needs_input_grad
+        dx, dW, dbias, dU, dout = _gradients(xp, W, active, ua, dy, needs[0])
+        return (dx, dW, dbias if needs[2] else None, dU, dout if needs[4] else None, None,
+                None)
+
+
+# The winners whose ReLU passes gradient, row after row: units (int32) and pre (their
+# pre-activations, > 0, or >= 0 with ``open_at_zero``) hold row b's at [ends[b - 1], ends[b])
+# (from 0 for b = 0), with LANES entries of room at the end (whole vectors are stored).
+# The backward reads these only: a blocked winner adds nothing to any gradient, and it is
+# about half of them in a ReLU layer.
+_Active = namedtuple("_Active", "units pre ends")
+
+
+def _active(B: int, k: int, dtype) -> _Active:
+    """Room for the active winners of B rows of k winners each."""
+    return _Active(np.empty(B * k + LANES, np.int32), np.empty(B * k + LANES, dtype),
+                   np.empty(B, np.int64))
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _forward(x, idx, W, bias, offset, U, given, pre, y, zero):
-    """pre[b, s] = W_j·x_b + bias_j + offset_b and y_b = Σ_s U[:, j] max(pre[b, s], 0),
-    j = idx[b, s]; x and W padded with zero columns to a multiple of LANES. W_j·x_b is read
-    from given[b, s] when ``given`` is not empty."""
+def _forward(x, idx, W, bias, offset, U, given, at_zero, active, y):
+    """y[b, 0] = Σ_s U[0, j] max(p_bs, 0), p_bs = W_j·x_b + bias_j + offset_b, j = idx[b, s],
+    and the winners whose ReLU passes gradient into ``active`` (``_Active``); x and W padded
+    with zero columns to a multiple of LANES. W_j·x_b is read from given[b, s] when
+    ``given`` is not empty."""
     B, k = idx.shape
     use_given = given.shape[0] > 0
     u0 = U[0]
+    zero = y.dtype.type(0)
+    pre, row_j = np.empty(k + LANES, y.dtype), np.empty(k + LANES, np.int32)
+    lowest = _lowest_passing(at_zero, y)
+    pos = 0
     for b in range(B):
-        pb, ib, ob = pre[b], idx[b], offset[b]
+        ib, ob = idx[b], offset[b]
         acc = zero  # output 0 in the same pass (a separate loop was vectorised into gathers)
         for s in range(k):
             j = np.uintp(ib[s])  # unsigned: no negative-index wraparound code
             score = given[b, s] if use_given else row_dot(W, j, x, b)
             p = score + bias[j] + ob
-            pb[s] = p
+            pre[s] = p
+            row_j[s] = ib[s]
             acc += u0[j] * max(p, zero)
         y[b, 0] = acc
-        _later_outputs(ib, k, pb, U, y[b])
-
-
-@njit(cache=True, inline="always")
-def _relu_grad(p, at_zero, like):
-    """ReLU'(p) as 0 or 1 in the dtype of the array ``like`` (a Python bool would promote the
-    products to float64): 1 above 0 and, if ``at_zero`` (a bool), at 0. A 0/1
-    factor, not ``dh if p > 0 else 0``: Numba compiles that to a branch on the sign of the
-    pre-activation, which mispredicts on half the winners. The flag is a branch, taken the
-    same way for every winner. (A product, so a NaN or infinite upstream gradient of a
-    blocked unit gives NaN here where torch's ReLU backward gives 0: the loss is not finite
-    then anyway.)"""
-    zero = like.dtype.type(0)
-    return like.dtype.type(p >= zero if at_zero else p > zero)
+        pos += compress_in_range(pre, k, lowest, None, row_j, active.pre[pos:pos + k + LANES],
+                                 active.units[pos:pos + k + LANES])
+        active.ends[b] = pos
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _backward(x, idx, W, U, pre, dy, extra, at_zero, want_dx, dx, dW, dbias, dU, dout, zero):
-    """Gradients of ``_forward``'s y into dx, dW (padded like x and W), dbias, dU and dout
-    (the output bias's: Σ_b dy[b]).
+def _backward(x, active, W, U, dy, extra, want_dx, dx, dW, dbias, dU, dout, dW_out):
+    """Gradients of the unit MLP's y into dx, dW (padded like x and W), dbias, dU and dout
+    (the output bias's: Σ_b dy[b]) from its active winners (``_Active``: the others' ReLU
+    passes no gradient); dW also into dW_out (N, d_in) without the padding, unless dW is
+    dW_out (a tensor of a padded array's view would be copied by autograd's accumulation,
+    in an operation of its own).
 
     dh = Σ_o dy[b, o] U[o, j]: output 0 here, the others in ``extra`` (B, N) = dy[:, 1:] U[1:]
-    (empty when d_out = 1). The ReLU passes gradient where pre > 0, and where pre = 0 if
-    ``at_zero`` is True (clamp(min=0)) rather than False (torch.relu), without a branch
-    (``_relu_grad``; a conditional expression there made this kernel take 1.1x the time).
-    The main loop is written for d_out = 1 without dx: a loop over the outputs or the dx
-    update inside it made it 2-2.5x slower, so those run as separate passes."""
-    B, k = idx.shape
+    (empty when d_out = 1). The main loop is written for d_out = 1 without dx: a loop over
+    the outputs or the dx update inside it made it 2-2.5x slower, so those run as separate
+    passes."""
+    B = x.shape[0]
+    zero = x.dtype.type(0)
+    units, pre, ends = active
     dW[:] = 0
     dbias[:] = 0
     dU[:] = 0
     dout[:] = 0
     du0, u0 = dU[0], U[0]
+    start = 0
     for b in range(B):
         for o in range(dy.shape[1]):
             dout[o] += dy[b, o]
-        pb, ib, dy0 = pre[b], idx[b], dy[b, 0]
-        for s in range(k):
-            j = np.uintp(ib[s])  # unsigned: no negative-index wraparound code
-            p = pb[s]
-            du0[j] += dy0 * max(p, zero)
+        dy0 = dy[b, 0]
+        for q in range(start, ends[b]):
+            j = np.uintp(units[q])  # unsigned: no negative-index wraparound code
+            du0[j] += dy0 * max(pre[q], zero)
             dh = dy0 * u0[j]
             if extra.shape[0] > 0:
                 dh += extra[b, j]
-            g = dh * _relu_grad(p, at_zero, u0)
-            dbias[j] += g
-            row_axpy(dW, j, x, b, g)
+            dbias[j] += dh
+            row_axpy(dW, j, x, b, dh)
+        start = ends[b]
     for o in range(1, U.shape[0]):
+        start = 0
         for b in range(B):
-            for s in range(k):
-                dU[o, np.uintp(idx[b, s])] += dy[b, o] * max(pre[b, s], zero)
+            for q in range(start, ends[b]):
+                dU[o, np.uintp(units[q])] += dy[b, o] * max(pre[q], zero)
+            start = ends[b]
     if want_dx:
         dx[:] = 0
+        start = 0
         for b in range(B):
             dy0 = dy[b, 0]
-            for s in range(k):
-                j = np.uintp(idx[b, s])
+            for q in range(start, ends[b]):
+                j = np.uintp(units[q])
                 dh = dy0 * u0[j]  # as in the main loop
                 if extra.shape[0] > 0:
                     dh += extra[b, j]
-                row_axpy(dx, b, W, j, dh * _relu_grad(pre[b, s], at_zero, u0))
+                row_axpy(dx, b, W, j, dh)
+            start = ends[b]
+    if dW_out.shape[1] != dW.shape[1]:
+        dW_out[:] = dW[:, :dW_out.shape[1]]
 
 
 def _padded(t: torch.Tensor) -> np.ndarray:
@@ -363,56 +451,59 @@ def _padded(t: torch.Tensor) -> np.ndarray:
     return out
 
 
+def _gradients(xp, W, active, ua, dy, want_dx, wp=None):
+    """(dx or None, dW, dbias, dU, dout) of the unit MLP's y, as tensors, from the arrays its
+    forward kept (the padded x, the active winners, U) and dy (B, d_out); W (N, d_in) is
+    padded for dx unless given padded as wp."""
+    dya = dy.detach().contiguous().numpy()
+    n_units, d_out = ua.shape[1], ua.shape[0]
+    d = W.shape[1]
+    dx = np.empty_like(xp) if want_dx else xp[:0]
+    if wp is None:  # read by the dx pass only
+        wp = _padded(W) if want_dx else xp[:0]
+    dW = np.empty((n_units, xp.shape[1]), xp.dtype)
+    dW_out = dW if d == xp.shape[1] else np.empty((n_units, d), xp.dtype)
+    dbias, dU = np.empty(n_units, xp.dtype), np.empty((d_out, n_units), xp.dtype)
+    dout = np.empty(d_out, xp.dtype)
+    extra = dya[:, 1:] @ ua[1:] if d_out > 1 else dW[:0]
+    _backward(xp, active, wp, ua, dya, extra, want_dx, dx, dW, dbias, dU, dout, dW_out)
+    return (torch.from_numpy(dx[:, :d]) if want_dx else None, torch.from_numpy(dW_out),
+            torch.from_numpy(dbias), torch.from_numpy(dU), torch.from_numpy(dout))
+
+
 class _UnitMLP(torch.autograd.Function):
-    """``unit_mlp``'s autograd: the padded x and the pre-activations are kept for the
+    """``unit_mlp``'s autograd: the padded x and the active winners are kept for the
     backward, and the padded W when the forward padded it (the backward pads it only for
-    dx: with the scores given or computed and no gradient for x, W is never padded).
-    ``computed``: None, or (padded x, pre, y, idx, U) as arrays from ``routed_unit_mlp``,
-    which the forward then returns and keeps as they are."""
+    dx: with the scores given and no gradient for x, W is never padded)."""
 
     @staticmethod
-    def forward(ctx, x, idx, W, bias, offset, U, given, open_at_zero, out_bias, computed):
-        if computed is not None:  # from routed_unit_mlp's kernel
-            xp, pre, y, ia, ua = computed
-            wp = None
-        else:
-            xp = _padded(x)
-            wp = _padded(W) if given.shape[0] == 0 else None  # the forward reads W then only
-            ia, ba, oa, ua, ga = _arrays(idx, bias, offset, U, given)
-            B, k = ia.shape
-            pre = np.empty((B, k), xp.dtype)
-            y = np.empty((B, ua.shape[0]), xp.dtype)
-            _forward(xp, ia, xp[:0] if wp is None else wp, ba, oa, ua, ga, pre, y,
-                     xp.dtype.type(0))
-            if out_bias is not None:  # here, not as a separate autograd node
-                y += out_bias.detach().numpy()
+    def forward(ctx, x, idx, W, bias, offset, U, given, open_at_zero, out_bias):
+        xp = _padded(x)
+        wp = _padded(W) if given.shape[0] == 0 else None  # the forward reads W then only
+        ia, ba, oa, ua, ga = _arrays(idx, bias, offset, U, given)
+        B, k = ia.shape
+        active = _active(B, k, xp.dtype)
+        y = np.empty((B, ua.shape[0]), xp.dtype)
+        _forward(xp, ia, xp[:0] if wp is None else wp, ba, oa, ua, ga, bool(open_at_zero),
+                 active, y)
+        if ua.shape[0] > 1:
+            _later_outputs(active, ua, ua[0, :0], y)
+        if out_bias is not None:  # here, not as a separate autograd node
+            y += out_bias.detach().numpy()
         # the arrays the backward reads, kept as they are (each conversion there cost
         # microseconds); the tensors saved for autograd's version check on use
         ctx.save_for_backward(idx, U, W)
-        ctx.arrays = xp, wp, pre, ia, ua
-        ctx.open_at_zero, ctx.d_in = open_at_zero, x.shape[1]
+        ctx.arrays = xp, wp, active, ua
         return torch.from_numpy(y)
 
     @staticmethod
     def backward(ctx, dy):
         _, _, W = ctx.saved_tensors  # checks that none changed since the forward
-        xp, wp, pre, ia, ua = ctx.arrays
-        dya = dy.detach().contiguous().numpy()
-        want_dx, needs = ctx.needs_input_grad[0], ctx.needs_input_grad
-        dx = np.empty_like(xp) if want_dx else xp[:0]
-        if wp is None:  # read by the dx pass only
-            wp = _padded(W) if want_dx else xp[:0]
-        n_units, d_out = ua.shape[1], ua.shape[0]
-        dW, dbias = np.empty((n_units, xp.shape[1]), xp.dtype), np.empty(n_units, xp.dtype)
-        dU, dout = np.empty((d_out, n_units), xp.dtype), np.empty(d_out, xp.dtype)
-        extra = dya[:, 1:] @ ua[1:] if d_out > 1 else dW[:0]
-        _backward(xp, ia, wp, ua, pre, dya, extra, bool(ctx.open_at_zero), want_dx, dx, dW,
-                  dbias, dU, dout, xp.dtype.type(0))
-        d = ctx.d_in
-        return (torch.from_numpy(dx[:, :d]) if want_dx else None, None,
-                torch.from_numpy(dW[:, :d]), torch.from_numpy(dbias) if needs[3] else None,
-                None, torch.from_numpy(dU), None, None,
-                torch.from_numpy(dout) if needs[8] else None, None)
+        xp, wp, active, ua = ctx.arrays
+        needs = ctx.needs_input_grad
+        dx, dW, dbias, dU, dout = _gradients(xp, W, active, ua, dy, needs[0], wp)
+        return (dx, None, dW, dbias if needs[3] else None, None, dU, None, None,
+                dout if needs[8] else None)
 
 
 def unit_mlp(x: torch.Tensor, idx: torch.Tensor, W: torch.Tensor, bias: torch.Tensor | None,
@@ -450,7 +541,7 @@ def unit_mlp(x: torch.Tensor, idx: torch.Tensor, W: torch.Tensor, bias: torch.Te
     offset = torch.zeros(x.shape[0], dtype=x.dtype) if offset is None else offset
     given = (torch.empty((0, idx.shape[1]), dtype=x.dtype) if scores is None
              else scores.detach())
-    return _UnitMLP.apply(x, idx, W, bias, offset, U, given, open_at_zero, out_bias, None)
+    return _UnitMLP.apply(x, idx, W, bias, offset, U, given, open_at_zero, out_bias)
 
 
 @njit(cache=True)

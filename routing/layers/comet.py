@@ -217,9 +217,10 @@ class COMET(RouterLayer):
             ValueError: naming ``x`` if it is not a 2-D floating tensor with d_in columns of
                 the parameters' dtype, or has NaN or infinite entries.
         """
-        x = self._check(x)
-        if self._gather_path(x):
+        x = self._check(x, finite=False)
+        if self._gather_path(x):  # the kernel tells a non-finite x (its scores are not finite)
             return self._forward_gathered(x), {}
+        check_finite_tensor(x, "x")
         masks = self._route(x)
         y, _ = self._backbone(x, masks)
         for ell, m in enumerate(masks):
@@ -239,10 +240,12 @@ class COMET(RouterLayer):
         in another order, so a near-tie at the k-th score may fall the other way) and y equal
         up to the order of the floating-point sums."""
         hidden, out = self.backbone
-        # the (B, k_1) winners of V_1 x (Eqs. 4-5) and the backbone at them (Eqs. 7-8)
-        y, idx = routed_unit_mlp(x, self.V1, self.ks[0], hidden.weight, hidden.bias,
-                                 out.weight, out.bias)
-        self.record_usage(indices=idx)
+        usage = self.unit_usage if self.track_usage else None  # counted by the kernel
+        # the winners of V_1 x (Eqs. 4-5) and the backbone at them (Eqs. 7-8)
+        y, _ = routed_unit_mlp(x, self.V1, self.ks[0], hidden.weight, hidden.bias, out.weight,
+                               out.bias, usage=usage, winners=False)
+        if usage is not None:
+            self.examples_seen += x.shape[0]
         return y
 
     @torch.no_grad()
@@ -262,7 +265,7 @@ class COMET(RouterLayer):
             hidden.append(x)
         return self.backbone[-1](x), hidden  # output a_L, not masked
 
-    def _check(self, x) -> torch.Tensor:
+    def _check(self, x, finite: bool = True) -> torch.Tensor:
         weight = self.backbone[0].weight
         if not isinstance(x, torch.Tensor):
             raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
@@ -272,7 +275,8 @@ class COMET(RouterLayer):
         if x.dtype != weight.dtype:
             raise ValueError(f"x must have dtype {weight.dtype} (the parameters'), "
                              f"got {x.dtype}")
-        check_finite_tensor(x, "x")
+        if finite:
+            check_finite_tensor(x, "x")
         return x
 
     # -- sizes and costs --------------------------------------------------------------------

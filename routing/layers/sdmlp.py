@@ -256,13 +256,16 @@ class SDMLP(RouterLayer):
         the floating-point sums, and the same gradients (none through I, the clamp's at
         a* = 0 included)."""
         xh = self.normalise_inputs(x)
+        usage = self.unit_usage if self.track_usage else None  # counted by the kernel
         try:  # the winners of a = X_a x̂, minus I (a constant) of Eq. 4, and the decoder
-            y, idx = routed_unit_mlp(xh, None, self.current_k, self.encoder, None,
-                                     self.decoder, subtract_next=True, open_at_zero=True)
+            y, _ = routed_unit_mlp(xh, None, self.current_k, self.encoder, None, self.decoder,
+                                   subtract_next=True, open_at_zero=True, usage=usage,
+                                   winners=False)
         except ValueError:
             raise ValueError("SDMLP activations must be finite: x or the encoder has NaN or "
                              "infinite entries") from None
-        self.record_usage(indices=idx)
+        if usage is not None:
+            self.examples_seen += x.shape[0]
         return y
 
     # -- training hooks ---------------------------------------------------------------------
