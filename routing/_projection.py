@@ -40,14 +40,14 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["BLOCK", "CANDIDATE_GROUPS", "FEW", "LANES", "compress_in_range", "count_in_range",
-           "kth_largest_of_few", "max_below", "min_max", "pack_groups", "project_block",
-           "project_candidates", "project_reference", "row_axpy", "row_dot", "sign_block",
-           "top_of_few"]
+           "kth_largest_of_few", "max_below", "min_max", "pack_groups", "packed_rows",
+           "project_block", "project_candidates", "project_reference", "row_axpy", "row_dot",
+           "sign_block", "top_of_few"]
 
 LANES = 16  # directions per group: one AVX-512 register of float32
 BLOCK = 8  # points per block: independent accumulators that hide the FMA latency
@@ -76,6 +76,19 @@ def pack_groups(directions: np.ndarray, dtype) -> np.ndarray:
     padded[:, :n_rows] = directions
     grouped = padded.reshape(n_tables, n_groups, LANES, dim).transpose(0, 1, 3, 2)
     return np.ascontiguousarray(grouped.reshape(n_tables * n_groups, dim, LANES))
+
+
+@njit(cache=True)
+def packed_rows(M):
+    """:func:`pack_groups`' layout of one matrix, inside Numba functions: M (R, dim) ->
+    (ceil(R / LANES), dim, LANES), zero past row R (a loop in the kernel costs less than a
+    call of ``pack_groups`` and its numpy transposes)."""
+    R, d = M.shape
+    out = np.zeros((-(-R // LANES), d, LANES), M.dtype)
+    for r in range(R):
+        for c in range(d):
+            out[r // LANES, c, r % LANES] = M[r, c]
+    return out
 
 
 def project_reference(X: np.ndarray, directions: np.ndarray) -> np.ndarray:

@@ -22,7 +22,8 @@ import numpy as np
 import torch
 from numba import njit
 
-from routing._projection import FEW, LANES, compress_in_range, count_in_range, min_max
+from routing._projection import (BLOCK, FEW, LANES, compress_in_range, count_in_range, min_max,
+                                 packed_rows, project_block)
 from routing._select import bracket_quantiles, kth_largest, kth_largest_guessed, mean_std
 
 __all__ = ["pkm_forward", "pkm_select"]
@@ -487,9 +488,10 @@ def _full_grads(dy, values, r, n, t_rows, u, col, du_a, du_b, dvalues):
 
 @njit(cache=True, fastmath=_REASSOC)
 def _fused_backward(dy, x, wq_t, keys_t, values, code, score, qs, shift, relu,
-                    dx, dwq, dkeys_t, dvalues, full, t_rows, tied, u):
-    """Gradients of the fused PKM (dx only if dx has rows; keys and their gradient
-    transposed, (2, d_key / 2, n_keys)) from the forward's code, score and qs:
+                    dx, dwq, dkeys, dvalues, full, t_rows, tied, u):
+    """Gradients of the fused PKM (dx only if dx has rows; keys transposed, (2, d_key / 2,
+    n_keys), and their gradient dkeys in the keys' own layout, (2, n_keys, d_key / 2)) from
+    the forward's code, score and qs:
     dgate = values[slot] · dy, dvalues[slot] += gate · dy, the sub-key scores' gradient du
     through ReLU (0 at 0, as torch) or the softmax, then dq = Σ_j du_j key_j,
     dkeys_j += du_j q_half, dwq += dq ⊗ x and dx = wqᵀ dq. ``full`` (see the forward):
@@ -502,7 +504,7 @@ def _fused_backward(dy, x, wq_t, keys_t, values, code, score, qs, shift, relu,
     mask = (1 << shift) - 1
     zero = x.dtype.type(0)
     dwq[:] = 0
-    dkeys_t[:] = 0
+    dkeys_t = np.zeros(keys_t.shape, x.dtype)  # accumulated along the keys, then transposed
     dvalues[:] = 0
     du_a, du_b = np.zeros((COPIES, n), x.dtype), np.zeros((COPIES, n), x.dtype)
     du, col = np.empty(n, x.dtype), np.empty(n, x.dtype)
@@ -542,11 +544,53 @@ def _fused_backward(dy, x, wq_t, keys_t, values, code, score, qs, shift, relu,
                     dx[r, i] = acc
                 else:
                     dx[r, i] = dq[i]
+    for half in range(2):
+        for j in range(n):
+            for c in range(h):
+                dkeys[half, j, c] = dkeys_t[half, c, j]
 
 
-def _transposed(keys: torch.Tensor) -> np.ndarray:
-    """The sub-keys (2, n_keys, d_key / 2) as a C-contiguous (2, d_key / 2, n_keys) array."""
-    return np.ascontiguousarray(keys.detach().numpy().transpose(0, 2, 1))
+@njit(cache=True)
+def _queries(x, query, keys, qs, u, keys_t, wq_t):
+    """qs[r] = query x[r] (x[r] itself when query is empty), the sub-key scores u[half, r] =
+    keys[half] qs[r, half·h:(half + 1)·h], and the transposes keys_t (2, h, n_keys) and
+    wq_t (d_in, d_key) (if query is not empty) that the backward reads. Both products go
+    BLOCK rows at a time through ``project_block`` (per-row loops ran scalar here, about
+    0.07 ms at d_in = d_key = 8, n_keys = 16, B = 1024; two batched torch matmuls took as
+    long with their Python and the conversions around them)."""
+    B, d_in = x.shape
+    _, n, h = keys.shape
+    project = query.shape[0] > 0
+    for half in range(2):
+        for j in range(n):
+            for c in range(h):
+                keys_t[half, c, j] = keys[half, j, c]
+    for c in range(query.shape[0]):
+        for i in range(d_in):
+            wq_t[i, c] = query[c, i]
+    groups_q = packed_rows(query)
+    groups_a, groups_b = packed_rows(keys[0]), packed_rows(keys[1])
+    z_q = np.zeros((BLOCK, groups_q.shape[0] * LANES), x.dtype)
+    z_u = np.zeros((BLOCK, groups_a.shape[0] * LANES), x.dtype)
+    halves = np.empty((2, B, h), x.dtype)  # qs split into its halves, each contiguous
+    for first in range(0, B, BLOCK):
+        last = min(first + BLOCK, B)
+        for g in range(groups_q.shape[0]):
+            project_block(x, first, groups_q, g, z_q, g * LANES)
+        for r in range(first, last):
+            for half in range(2):
+                for c in range(h):
+                    q = z_q[r - first, half * h + c] if project else x[r, half * h + c]
+                    qs[r, half * h + c] = q
+                    halves[half, r, c] = q
+        for half in range(2):
+            groups = groups_a if half == 0 else groups_b
+            for g in range(groups.shape[0]):
+                project_block(halves[half], first, groups, g, z_u, g * LANES)
+            for r in range(first, last):
+                ur, zr = u[half, r], z_u[r - first]
+                for j in range(n):
+                    ur[j] = zr[j]
 
 
 class _FusedPKM(torch.autograd.Function):
@@ -555,24 +599,26 @@ class _FusedPKM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, query, keys, values, state):
         y, kernel_state = state
-        ctx.save_for_backward(x, query, keys, values)  # their versions are checked on use
+        # their versions are checked on use; the backward reads the arrays in kernel_state
+        ctx.save_for_backward(x, query, keys, values)
         ctx.kernel_state = kernel_state
         return torch.from_numpy(y)
 
     @staticmethod
     def backward(ctx, dy):
-        x, query, keys, values = ctx.saved_tensors
-        code, score, qs, shift, relu, wq_t, keys_t, full, t_rows, tied, u = ctx.kernel_state
-        xa, va, dya = (t.detach().contiguous().numpy() for t in (x, values, dy))
+        _, query, keys, _ = ctx.saved_tensors  # their versions are checked here
+        (code, score, qs, shift, relu, wq_t, keys_t, full, t_rows, tied, u, xa,
+         va) = ctx.kernel_state
+        dya = dy.detach().contiguous().numpy()
         need_dx = ctx.needs_input_grad[0]
-        dx = torch.empty(xa.shape if need_dx else (0, 0), dtype=x.dtype)
-        dwq = torch.empty(wq_t.shape[::-1], dtype=x.dtype)
-        dkeys_t, dvalues = (torch.empty(a.shape, dtype=x.dtype) for a in (keys_t, va))
-        _fused_backward(dya, xa, wq_t, keys_t, va, code, score, qs, shift, relu,
-                        dx.numpy(), dwq.numpy(), dkeys_t.numpy(), dvalues.numpy(), full,
-                        t_rows, tied, u)
-        return (dx if need_dx else None, dwq if query is not None else None,
-                dkeys_t.transpose(1, 2), dvalues, None)
+        dx = np.empty(xa.shape if need_dx else (0, 0), xa.dtype)
+        dwq, dkeys = np.empty(wq_t.shape[::-1], xa.dtype), np.empty(keys.shape, xa.dtype)
+        dvalues = np.empty(va.shape, xa.dtype)
+        _fused_backward(dya, xa, wq_t, keys_t, va, code, score, qs, shift, relu, dx, dwq,
+                        dkeys, dvalues, full, t_rows, tied, u)
+        return (torch.from_numpy(dx) if need_dx else None,
+                torch.from_numpy(dwq) if query is not None else None, torch.from_numpy(dkeys),
+                torch.from_numpy(dvalues), None)
 
 
 # sub-key indices share an int32 code (pos_b << shift | pos_a): up to 2^15 keys per half
@@ -618,24 +664,23 @@ def pkm_forward(x: torch.Tensor, query: torch.Tensor | None, keys: torch.Tensor,
         raise ValueError(f"shapes do not fit: x {tuple(x.shape)}, query "
                          f"{None if query is None else tuple(query.shape)}, keys "
                          f"{tuple(keys.shape)}, values {tuple(values.shape)}")
-    xa, va = (t.detach().contiguous().numpy() for t in (x, values))
-    ka = _transposed(keys)
-    wq_t = (np.ascontiguousarray(query.detach().numpy().T) if query is not None
-            else np.empty((0, 0), xa.dtype))
+    xa = x.detach().contiguous().numpy()
+    va = values.detach().contiguous().numpy()
+    ka = keys.detach().numpy()
+    qa = query.detach().numpy() if query is not None else xa[:0]
     shift = (n - 1).bit_length()
     k_half = min(k, n)
     quantiles = bracket_quantiles(k_half * k_half, k)
-    # the queries and sub-key scores as two batched matmuls outside autograd (4x faster than
-    # per-example loops); u (2, B, n_keys): u[0] the a half, u[1] the b half
-    with torch.no_grad():
-        q = (x @ query.T if query is not None else x).detach()              # (B, d_key)
-        u = torch.bmm(q.reshape(B, 2, h).transpose(0, 1), keys.detach().transpose(1, 2))
-    qs, u = q.contiguous().numpy(), u.numpy()
     # torch's allocator: a fresh numpy array of a megabyte is mapped anew, and its page
     # faults took 0.4 ms per array and step
     code = torch.empty(B * k + LANES, dtype=torch.int32).numpy()
-    score, y = (torch.empty(shape, dtype=x.dtype).numpy()
-                for shape in (B * k + LANES, (B, va.shape[1])))
+    score, y, qs, u = (torch.empty(shape, dtype=x.dtype).numpy()
+                       for shape in (B * k + LANES, (B, va.shape[1]), (B, 2 * h), (2, B, n)))
+    keys_t = np.empty((2, h, n), xa.dtype)
+    wq_t = np.empty((d_in, 2 * h) if query is not None else (0, 0), xa.dtype)
+    # the queries q (B, d_key) and sub-key scores u (2, B, n_keys): u[0] the a half, u[1]
+    # the b half
+    _queries(xa, qa, ka, qs, u, keys_t, wq_t)
     relu = activation == "relu"
     # every sum a candidate and at least one in 16 a winner: the value sum and the backward
     # run as one mask over all slots, in vector operations (5x fewer instructions than the
@@ -646,7 +691,7 @@ def pkm_forward(x: torch.Tensor, query: torch.Tensor | None, keys: torch.Tensor,
                           tied):
         return None
     code, score = code[:B * k].reshape(B, k), score[:B * k].reshape(B, k)
-    kernel_state = code, score, qs, shift, relu, wq_t, ka, full, t_rows, tied, u
+    kernel_state = code, score, qs, shift, relu, wq_t, keys_t, full, t_rows, tied, u, xa, va
     y = _FusedPKM.apply(x, query, keys, values, (y, kernel_state))
 
     def slot():

@@ -30,7 +30,7 @@ from numba import njit
 
 from lipschitz.validation import check_finite_tensor
 from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, max_below,
-                                 min_max, project_block, row_axpy, row_dot)
+                                 min_max, packed_rows, project_block, row_axpy, row_dot)
 from routing._select import bracket_quantiles, kth_largest_guessed, mean_std, select_winners
 from routing.layers._expert_kernel import _arrays
 
@@ -39,18 +39,6 @@ __all__ = ["kwta_scores", "normalised_rows", "project_nonnegative_unit_rows", "r
 
 # reassociation lets LLVM vectorise the dot products over d_in (see ``_expert_kernel``)
 _REASSOC = {"reassoc", "contract"}
-
-
-@njit(cache=True)
-def _grouped(M):
-    """M (R, d) in ``pack_groups``' layout (ceil(R / LANES), d, LANES), zero past row R (a
-    loop here costs less than the numpy transposes and the call of ``pack_groups``)."""
-    R, d = M.shape
-    out = np.zeros((-(-R // LANES), d, LANES), M.dtype)
-    for r in range(R):
-        for c in range(d):
-            out[r // LANES, c, r % LANES] = M[r, c]
-    return out
 
 
 @njit(cache=True)
@@ -73,7 +61,7 @@ def _kwta_block_rows(X, V, n, k, quantiles, idx, vals, nxt, with_next, A, bias, 
     infinite. quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of ``bracket_quantiles`` for the
     bracket guesses."""
     B = X.shape[0]
-    groups, groups_a = _grouped(V), _grouped(A)
+    groups, groups_a = packed_rows(V), packed_rows(A)
     width = groups.shape[0] * LANES  # >= n; the zero directions past n are never read
     z = np.zeros((BLOCK, width), X.dtype)
     z_a = np.zeros((BLOCK, groups_a.shape[0] * LANES), X.dtype)
