@@ -20,7 +20,7 @@ from routing._projection import (FEW, compress_in_range, count_in_range, kth_lar
                                  min_max)
 
 __all__ = ["bracket_margins", "bracket_quantiles", "kth_largest", "kth_largest_bracketed",
-           "kth_largest_guessed", "mean_std", "select_winners"]
+           "kth_largest_guessed", "mean_std", "select_winners", "write_winners"]
 
 
 def bracket_margins(k: int) -> tuple[float, float]:
@@ -187,9 +187,17 @@ def select_winners(v, n, k, t, index, out_v, out_j):
     >= t (k, or more with ties at t).
     """
     n_at_least = count_in_range(v, n, t, None)
+    write_winners(v, n, k, t, n_at_least, index, out_v, out_j)
+    return n_at_least
+
+
+@njit(cache=True, inline="always")
+def write_winners(v, n, k, t, n_at_least, index, out_v, out_j):
+    """:func:`select_winners` given the number of values >= t, n_at_least (for callers
+    that counted them already)."""
     if n_at_least == k:
         compress_in_range(v, n, t, None, index, out_v, out_j)
-        return n_at_least
+        return
     n_equal = k - (n_at_least - _count_equal(v, n, t))
     out = 0
     seen_equal = 0
@@ -200,7 +208,6 @@ def select_winners(v, n, k, t, index, out_v, out_j):
         out_v[out] = x
         out += (x > t) | (is_equal & (seen_equal < n_equal))
         seen_equal += is_equal
-    return n_at_least
 
 
 @njit(cache=True)

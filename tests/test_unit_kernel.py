@@ -287,6 +287,9 @@ def test_routed_unit_mlp_gradients_equal_the_dense_formulas(open_at_zero, d_out)
     ref = _dense_masked(x, idx, W, bias, U, None, open_at_zero) + c
     pre = (x @ W.T + bias).gather(1, idx.long())
     assert bool((pre == 0).any()) and bool((pre < 0).any())  # both kinds of blocked unit
+    ordered = (x @ V.T).sort(1, descending=True).values
+    tied = ordered[:, k - 1] == ordered[:, k]  # rows the kernel lists, the others it masks
+    assert bool(tied.any()) and bool((~tied).any())
     torch.testing.assert_close(y, ref, rtol=1e-12, atol=1e-12)
     dy = torch.randn(y.shape, generator=gen, dtype=torch.float64)
     params = (x, W, bias, U, c)
