@@ -51,15 +51,16 @@ def _kwta_block_rows(X, V, n, k, quantiles, idx, vals, nxt, with_next, A, bias, 
     (alike); ``with_next``: the (k+1)-th largest score into nxt (-inf when k = n); usage[j]
     += 1 for every winner j if usage is not empty.
 
-    Unless y is empty, the one-hidden-layer MLP of ``_unit_row`` on each row's winners in
-    the same pass: output 0 plus out_bias[0] (if not empty) into y[:, 0] and the winners
-    whose ReLU passes gradient into ``active`` (``_Active``), from the pre-activations A x +
-    bias (A: a second (n, d) matrix, projected in the same blocks; empty: V itself; bias
-    empty: zero) minus max(nxt, 0) if ``subtract_next`` (SDMLP's inhibition). Unless xp is
-    empty, X with zero columns appended into xp (B, a multiple of LANES: the rows the
-    backward's vector updates read). False (rows left unfinished) if a score is NaN or
-    infinite. quantiles: (z_lo, z_in_lo, z_in_hi, z_hi) of ``bracket_quantiles`` for the
-    bracket guesses."""
+    Unless y is empty, the one-hidden-layer MLP on each row's winners in the same pass
+    (``_unit_row_masked`` under the mask scores >= the k-th, or ``_unit_row`` on the list
+    of winners when a tie at the k-th makes the list necessary): output 0 plus out_bias[0]
+    (if not empty) into y[:, 0] and the winners whose ReLU passes gradient into ``active``
+    (``_Active``), from the pre-activations A x + bias (A: a second (n, d) matrix, projected
+    in the same blocks; empty: V itself; bias empty: zero) minus max(nxt, 0) if
+    ``subtract_next`` (SDMLP's inhibition). Unless xp is empty, X with zero columns
+    appended into xp (B, a multiple of LANES: the rows the backward's vector updates read).
+    False (rows left unfinished) if a score is NaN or infinite. quantiles: (z_lo, z_in_lo,
+    z_in_hi, z_hi) of ``bracket_quantiles`` for the bracket guesses."""
     B = X.shape[0]
     groups, groups_a = packed_rows(V), packed_rows(A)
     width = groups.shape[0] * LANES  # >= n; the zero directions past n are never read
@@ -107,13 +108,13 @@ def _kwta_block_rows(X, V, n, k, quantiles, idx, vals, nxt, with_next, A, bias, 
             if y.shape[0] > 0:  # while the row's scores are in cache
                 offset = -max(nxt[r], zero) if subtract_next else zero
                 scores = z_a[r - first] if groups_a.shape[0] > 0 else v
-                lane = active.pre[pos:pos + k + LANES], active.units[pos:pos + k + LANES]
+                room = active.pre[pos:pos + k + LANES], active.units[pos:pos + k + LANES]
                 if n_at_least == k:  # the winners are the scores >= t: no list needed
                     y[r, 0] = _unit_row_masked(scores, v, t, n, b, offset, u0, pre) + c
-                    pos += compress_in_range(pre, n, lowest, None, units, lane[0], lane[1])
+                    pos += compress_in_range(pre, n, lowest, None, units, room[0], room[1])
                 else:
                     y[r, 0] = _unit_row(scores, out_j, k, b, offset, u0, pre) + c
-                    pos += compress_in_range(pre, k, lowest, None, out_j, lane[0], lane[1])
+                    pos += compress_in_range(pre, k, lowest, None, out_j, room[0], room[1])
                 active.ends[r] = pos
             if xp.shape[0] > 0:
                 for q in range(xp.shape[1]):
@@ -324,7 +325,7 @@ def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor | None, k: int, W: torch.Te
     xp = np.empty((B, -(-d // LANES) * LANES), xa.dtype)  # x padded, for the backward
     ba = none if bias is None else bias.detach().numpy()
     ca = none if out_bias is None else out_bias.detach().numpy()
-    counts = usage.numpy() if usage is not None else none.astype(np.float64)
+    counts = usage.detach().numpy() if usage is not None else none.astype(np.float64)
     # V None: the routing scores are the MLP's own (no second matrix)
     if B and not _kwta_block_rows(xa, (W if V is None else V).detach().numpy(), n, k,
                                   bracket_quantiles(n, k), idx, none, nxt, subtract_next,
