@@ -360,9 +360,8 @@ class _RoutedUnitMLP(torch.autograd.Function):
         _, W = ctx.saved_tensors
         xp, active, ua = ctx.kept
         needs = ctx.needs_input_grad
-        dx, dW, dbias, dU, dout = _gradients(xp, W, active, ua, dy, needs[0])
-        return (dx, dW, dbias if needs[2] else None, dU, dout if needs[4] else None, None,
-                None)
+        dx, dW, dbias, dU, dout = _gradients(xp, W, active, ua, dy, needs[0], needs[2])
+        return dx, dW, dbias, dU, dout if needs[4] else None, None, None
 
 
 # The winners whose ReLU passes gradient, row after row: units (int32) and pre (their
@@ -410,8 +409,8 @@ def _forward(x, idx, W, bias, offset, U, given, at_zero, active, y):
 
 @njit(cache=True, fastmath=_REASSOC)
 def _backward(x, active, W, U, dy, extra, want_dx, dx, dW, dbias, dU, dout, dW_out):
-    """Gradients of the unit MLP's y into dx, dW (padded like x and W), dbias, dU and dout
-    (the output bias's: Σ_b dy[b]) from its active winners (``_Active``: the others' ReLU
+    """Gradients of the unit MLP's y into dx, dW (padded like x and W), dbias (unless it is
+    empty: no bias), dU and dout (the output bias's: Σ_b dy[b]) from its active winners (``_Active``: the others' ReLU
     passes no gradient); dW also into dW_out (N, d_in) without the padding, unless dW is
     dW_out (a tensor of a padded array's view would be copied by autograd's accumulation,
     in an operation of its own).
@@ -439,7 +438,8 @@ def _backward(x, active, W, U, dy, extra, want_dx, dx, dW, dbias, dU, dout, dW_o
             dh = dy0 * u0[j]
             if extra.shape[0] > 0:
                 dh += extra[b, j]
-            dbias[j] += dh
+            if dbias.shape[0] > 0:  # the same way for every winner: no misprediction
+                dbias[j] += dh
             row_axpy(dW, j, x, b, dh)
         start = ends[b]
     for o in range(1, U.shape[0]):
@@ -472,10 +472,10 @@ def _padded(t: torch.Tensor) -> np.ndarray:
     return out
 
 
-def _gradients(xp, W, active, ua, dy, want_dx, wp=None):
-    """(dx or None, dW, dbias, dU, dout) of the unit MLP's y, as tensors, from the arrays its
-    forward kept (the padded x, the active winners, U) and dy (B, d_out); W (N, d_in) is
-    padded for dx unless given padded as wp."""
+def _gradients(xp, W, active, ua, dy, want_dx, want_dbias, wp=None):
+    """(dx or None, dW, dbias or None, dU, dout) of the unit MLP's y, as tensors, from the
+    arrays its forward kept (the padded x, the active winners, U) and dy (B, d_out); W
+    (N, d_in) is padded for dx unless given padded as wp."""
     dya = dy.detach().contiguous().numpy()
     n_units, d_out = ua.shape[1], ua.shape[0]
     d = W.shape[1]
@@ -484,12 +484,14 @@ def _gradients(xp, W, active, ua, dy, want_dx, wp=None):
         wp = _padded(W) if want_dx else xp[:0]
     dW = np.empty((n_units, xp.shape[1]), xp.dtype)
     dW_out = dW if d == xp.shape[1] else np.empty((n_units, d), xp.dtype)
-    dbias, dU = np.empty(n_units, xp.dtype), np.empty((d_out, n_units), xp.dtype)
+    dbias = np.empty(n_units if want_dbias else 0, xp.dtype)
+    dU = np.empty((d_out, n_units), xp.dtype)
     dout = np.empty(d_out, xp.dtype)
     extra = dya[:, 1:] @ ua[1:] if d_out > 1 else dW[:0]
     _backward(xp, active, wp, ua, dya, extra, want_dx, dx, dW, dbias, dU, dout, dW_out)
     return (torch.from_numpy(dx[:, :d]) if want_dx else None, torch.from_numpy(dW_out),
-            torch.from_numpy(dbias), torch.from_numpy(dU), torch.from_numpy(dout))
+            torch.from_numpy(dbias) if want_dbias else None, torch.from_numpy(dU),
+            torch.from_numpy(dout))
 
 
 class _UnitMLP(torch.autograd.Function):
@@ -522,9 +524,8 @@ class _UnitMLP(torch.autograd.Function):
         _, _, W = ctx.saved_tensors  # checks that none changed since the forward
         xp, wp, active, ua = ctx.arrays
         needs = ctx.needs_input_grad
-        dx, dW, dbias, dU, dout = _gradients(xp, W, active, ua, dy, needs[0], wp)
-        return (dx, None, dW, dbias if needs[3] else None, None, dU, None, None,
-                dout if needs[8] else None)
+        dx, dW, dbias, dU, dout = _gradients(xp, W, active, ua, dy, needs[0], needs[3], wp)
+        return dx, None, dW, dbias, None, dU, None, None, dout if needs[8] else None
 
 
 def unit_mlp(x: torch.Tensor, idx: torch.Tensor, W: torch.Tensor, bias: torch.Tensor | None,
