@@ -312,6 +312,10 @@ def test_routed_unit_mlp_counts_usage_and_can_leave_out_the_winners(subtract_nex
     assert none is None and torch.equal(y2, y)
     expect = 3 + torch.bincount(idx.long().reshape(-1), minlength=24).double()
     assert torch.equal(usage, expect)
+    x[30, 2] = np.nan  # a failed call counts nothing
+    with pytest.raises(ValueError, match="x must be finite"):
+        routed_unit_mlp(x, route, 6, W, None, U, subtract_next=subtract_next, usage=usage)
+    assert torch.equal(usage, expect)
     for bad in (torch.zeros(23, dtype=torch.float64), torch.zeros(24, dtype=torch.int64),
                 torch.zeros(24, 2, dtype=torch.float64)[:, 0]):
         with pytest.raises(ValueError, match=r"usage must be a contiguous \(24,\)"):

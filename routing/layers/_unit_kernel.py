@@ -325,7 +325,8 @@ def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor | None, k: int, W: torch.Te
     xp = np.empty((B, -(-d // LANES) * LANES), xa.dtype)  # x padded, for the backward
     ba = none if bias is None else bias.detach().numpy()
     ca = none if out_bias is None else out_bias.detach().numpy()
-    counts = usage.detach().numpy() if usage is not None else none.astype(np.float64)
+    # counted apart and added on success: a failed call leaves usage as it was
+    counts = np.zeros(n if usage is not None else 0, np.float64)
     # V None: the routing scores are the MLP's own (no second matrix)
     if B and not _kwta_block_rows(xa, (W if V is None else V).detach().numpy(), n, k,
                                   bracket_quantiles(n, k), idx, none, nxt, subtract_next,
@@ -334,6 +335,9 @@ def routed_unit_mlp(x: torch.Tensor, V: torch.Tensor | None, k: int, W: torch.Te
         check_finite_tensor(x, "x")  # a NaN or infinite x makes its row's scores so
         raise ValueError("the routing scores must be finite; the routing matrix has NaN or "
                          "infinite entries, or they overflow")
+    if usage is not None:
+        usage_array = usage.detach().numpy()
+        usage_array += counts
     if d_out > 1:
         _later_outputs(active, ua, ca, y)
     kept = xp, active, ua  # what the backward reads
