@@ -28,6 +28,13 @@ __all__ = ["AUX_LOSSES", "GATES", "expert_mlp", "moe_forward", "topk_rows", "TOP
 TOPK_ROWS_MAX_K = 16  # beyond FEW scores, insertion into a sorted buffer: O(n·k) per row
 # Reassociation lets LLVM vectorise the sums over the expert's units (without it every dot
 # product is a serial chain: the backward ran 6x slower); no flag assumes finite values.
+# A reassociated sum must sit in a loop that stores nothing: where a loop also writes to an
+# array, LLVM guards the vector loop by a runtime check that the written array does not lie
+# within a few vectors after one it reads, and runs the loop serially when it does. The sum
+# is then taken in another order, so its last bits depended on where the allocator had put
+# the arrays (the same COMET step gave outputs differing by an ulp between calls); written
+# apart, the sum's order depends on its length alone. (The shared kernels of all three
+# router kernel modules use this flag set.)
 _REASSOC = {"reassoc", "contract"}
 
 
@@ -141,9 +148,10 @@ def _backward(W1, W2, starts, XT, gs, H, dYT, T, dgs, dW1, dW2, dXT, zero):
             tg[:] = 0                                    # t = W2_e dy
             for o in range(O):
                 w, dyo = W2[e, g, o], dYT[o, s0:s1]
-                acc = zero
                 for q in range(n):
                     tg[q] += w * dyo[q]
+                acc = zero  # a loop of its own: a sum beside a store (see _REASSOC)
+                for q in range(n):
                     acc += ge[q] * hg[q] * dyo[q]
                 dW2[e, g, o] = acc                       # Σ gate · h ⊗ dy
             for q in range(n):
@@ -163,9 +171,10 @@ def _backward(W1, W2, starts, XT, gs, H, dYT, T, dgs, dW1, dW2, dXT, zero):
             dxj[:] = 0
             for g in range(G):
                 w, tg = W1[e, j, g], T[g, s0:s1]
-                acc = zero
                 for q in range(n):
                     dxj[q] += w * tg[q]                  # dx = W1_e dh
+                acc = zero
+                for q in range(n):
                     acc += xj[q] * tg[q]
                 dW1[e, j, g] = acc                       # Σ x ⊗ dh
 

@@ -25,11 +25,9 @@ from numba import njit
 from routing._projection import (BLOCK, FEW, LANES, compress_in_range, count_in_range, min_max,
                                  packed_rows, project_block)
 from routing._select import bracket_quantiles, kth_largest, kth_largest_guessed, mean_std
+from routing.layers._expert_kernel import _REASSOC
 
 __all__ = ["pkm_forward", "pkm_select"]
-
-# reassociation lets LLVM vectorise the sums over the sub-keys (see ``_expert_kernel``)
-_REASSOC = {"reassoc", "contract"}
 
 # halves up to this many ranks merge by scanning the frontier (vectorisable, no branches to
 # mispredict); longer ones through a max-heap, O(log k_half) per popped slot
@@ -251,9 +249,10 @@ def _gates(scores, k, relu, out):
     top = scores[0]
     for s in range(k):
         top = max(top, scores[s])
-    total = scores.dtype.type(0)
     for s in range(k):
         out[s] = np.exp(scores[s] - top)
+    total = scores.dtype.type(0)  # a loop of its own: a sum beside a store (see _REASSOC)
+    for s in range(k):
         total += out[s]
     for s in range(k):
         out[s] /= total
@@ -440,9 +439,10 @@ def _sparse_grads(dy, values, code, score, r, shift, relu, n, mask, gate, dgate,
             acc = dy[r, 0] * values[slot, 0]
             dvalues[slot, 0] += gate[s] * dy[r, 0]
         else:
-            acc = zero
+            acc = zero  # a loop of its own: a sum beside a store (see _REASSOC)
             for o in range(d_out):
                 acc += dy[r, o] * values[slot, o]
+            for o in range(d_out):
                 dvalues[slot, o] += gate[s] * dy[r, o]
         if relu:  # ReLU'(0) = 0, as torch
             copy = s & (COPIES - 1)
@@ -462,25 +462,29 @@ def _sparse_grads(dy, values, code, score, r, shift, relu, n, mask, gate, dgate,
 
 
 @njit(cache=True, inline="always")
-def _full_grads(dy, values, r, n, t_rows, u, col, du_a, du_b, dvalues):
+def _full_grads(dy, values, r, n, t_rows, u, col, row_d, du_a, du_b, dvalues):
     """Row r's winners as the mask sum >= t over all n_keys² slots (the forward's sums,
     rebuilt bit for bit from u), ReLU and d_out = 1: D = mask · ReLU' · value · dy,
     du_b = D's row sums, du_a its column sums (into copy 0), dvalues += mask · ReLU · dy;
-    vector operations along each row of slots."""
+    vector operations along each row of slots. Scratch: col and row_d, n entries each (a
+    row of D is summed in a loop of its own, apart from the stores; see _REASSOC)."""
     zero = col.dtype.type(0)
     t, dyr = t_rows[r], dy[r, 0]
     for j in range(n):
         col[j] = zero
     for p in range(n):
-        vb_p, row = u[1, r, p], zero
+        vb_p = u[1, r, p]
         for j in range(n):
             v = vb_p + u[0, r, j]
             on = (v >= t) & (v > zero)
             slot = np.uintp(p * n + j)
             d = values[slot, 0] * dyr if on else zero
-            row += d
+            row_d[j] = d
             col[j] += d
             dvalues[slot, 0] += (v if on else zero) * dyr
+        row = zero
+        for j in range(n):
+            row += row_d[j]
         du_b[0, p] = row
     for j in range(n):
         du_a[0, j] = col[j]
@@ -507,12 +511,12 @@ def _fused_backward(dy, x, wq_t, keys_t, values, code, score, qs, shift, relu,
     dkeys_t = np.zeros(keys_t.shape, x.dtype)  # accumulated along the keys, then transposed
     dvalues[:] = 0
     du_a, du_b = np.zeros((COPIES, n), x.dtype), np.zeros((COPIES, n), x.dtype)
-    du, col = np.empty(n, x.dtype), np.empty(n, x.dtype)
+    du, col, row_d = np.empty(n, x.dtype), np.empty(n, x.dtype), np.empty(n, x.dtype)
     dq = np.empty(d_key, x.dtype)
     gate, dgate = np.empty(k, x.dtype), np.empty(k, x.dtype)
     for r in range(B):
         if full and not tied[r]:
-            _full_grads(dy, values, r, n, t_rows, u, col, du_a, du_b, dvalues)
+            _full_grads(dy, values, r, n, t_rows, u, col, row_d, du_a, du_b, dvalues)
         else:
             _sparse_grads(dy, values, code, score, r, shift, relu, n, mask, gate, dgate,
                           du_a, du_b, dvalues)
@@ -526,11 +530,12 @@ def _fused_backward(dy, x, wq_t, keys_t, values, code, score, qs, shift, relu,
                 du[j] = g
             for c in range(h):
                 qc = qs[r, half * h + c]
-                acc = zero
+                acc = zero  # a loop of its own: a sum beside a store (see _REASSOC)
                 for j in range(n):
                     acc += du[j] * keys_t[half, c, j]
-                    dkeys_t[half, c, j] += du[j] * qc
                 dq[half * h + c] = acc
+                for j in range(n):
+                    dkeys_t[half, c, j] += du[j] * qc
         if project:
             for c in range(d_key):
                 for i in range(d_in):

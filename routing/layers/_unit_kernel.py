@@ -32,13 +32,11 @@ from lipschitz.validation import check_finite_tensor
 from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, max_below,
                                  min_max, packed_rows, project_block, row_axpy, row_dot)
 from routing._select import bracket_quantiles, kth_largest_guessed, mean_std, write_winners
-from routing.layers._expert_kernel import _arrays
+from routing.layers._expert_kernel import _REASSOC, _arrays
 
 __all__ = ["kwta_scores", "normalised_rows", "project_nonnegative_unit_rows", "routed_unit_mlp",
            "unit_mlp"]
 
-# reassociation lets LLVM vectorise the dot products over d_in (see ``_expert_kernel``)
-_REASSOC = {"reassoc", "contract"}
 
 
 @njit(cache=True)
@@ -154,15 +152,21 @@ def _unit_row_masked(scores, v, t, n, bias, offset, u0, pre):
     (right when exactly k scores are, no tie at the k-th): pre[j] = scores[j] + bias[j] +
     offset at the winners and -inf elsewhere (no ReLU passes it), and the returned
     Σ_j u0[j] max(pre[j], 0), over all n units in contiguous vector operations. At width
-    256, k = 64 this takes less time than the winners' gathers of ``_unit_row``."""
+    256, k = 64 this takes less time than the winners' gathers of ``_unit_row``.
+
+    The sum has a loop of its own that stores nothing: in one loop with the stores to
+    ``pre``, LLVM guards the vectorised (reassociated) sum by a runtime check that ``pre``
+    does not alias the arrays read, and falls back to a serial sum when ``pre`` happens to
+    lie within a few vectors after one of them. The sum's order, hence its last bits, then
+    depended on where the allocator had put the scratch (``_expert_kernel._REASSOC``)."""
     zero = pre.dtype.type(0)
     blocked = pre.dtype.type(-np.inf)
-    acc = zero
     for j in range(n):
         p = scores[j] + bias[j] + offset
-        p = p if v[j] >= t else blocked
-        pre[j] = p
-        acc += u0[j] * max(p, zero)
+        pre[j] = p if v[j] >= t else blocked
+    acc = zero
+    for j in range(n):
+        acc += u0[j] * max(pre[j], zero)
     return acc
 
 
