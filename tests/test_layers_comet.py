@@ -284,6 +284,39 @@ def test_bad_input_raises_naming_x(x):
         _layer()(x)
 
 
+@pytest.mark.parametrize("widths", [(64, 64, 64), (64,)])  # masked matmuls; the kernel
+def test_routing_overflow_names_x_and_counts_nothing(widths):
+    """A finite x of 3e38 overflows the float32 routing scores V_1 x. It must raise an error
+    naming x and the overflow (``c * m`` once made a masked -inf into inf·0 = NaN, and
+    ``topk_mask`` complained of NaN scores), from every method, and count no usage."""
+    layer = _layer(widths=widths)
+    x = torch.full((4, 6), 3e38)
+    for method in (layer, layer.masks, layer.hidden_activations):
+        with pytest.raises(ValueError, match=r"^x must be small enough.*c_1 = V_1 z_0 "
+                                             r"overflowed"):
+            method(x)
+    assert float(layer.examples_seen) == 0 and float(layer.unit_usage.sum()) == 0
+    ok = layer.masks(x / 1e37)  # the same direction, scaled down: exactly k_ℓ per row
+    assert [int(m.sum(1).min()) for m in ok] == [int(m.sum(1).max()) for m in ok] == list(
+        layer.ks)
+
+
+def test_overflow_in_a_deeper_layer_names_that_layer():
+    layer = _layer()
+    with torch.no_grad():
+        layer.V2.mul_(1e38)  # c_1 finite, c_2 = V_2 z_1 overflows
+    with pytest.raises(ValueError, match=r"c_2 = V_2 z_1 overflowed"):
+        layer(_inputs() * 10)
+
+
+def test_non_finite_routing_weights_are_named():
+    layer = _layer()
+    with torch.no_grad():
+        layer.V1[3, 2] = float("nan")
+    with pytest.raises(ValueError, match=r"^the routing weights V1 must be finite"):
+        layer(_inputs())
+
+
 @pytest.mark.cuda
 def test_cuda_matches_cpu():
     layer = _layer().double()

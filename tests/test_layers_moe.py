@@ -31,7 +31,9 @@ def _topk(**kw):
 
 
 def _pkm(**kw):
-    kw = {"d_in": D_IN, "d_out": D_OUT, "n_keys": 5, "d_key": 4, "k": 3, **kw}
+    # D_IN is odd: these layers project the query (the default, q = x, needs an even d_in)
+    kw = {"d_in": D_IN, "d_out": D_OUT, "n_keys": 5, "d_key": 4, "k": 3, "project_query": True,
+          **kw}
     return PKM(PKMConfig(**kw)).double()
 
 
@@ -243,6 +245,42 @@ def test_entropy_uses_router_logits_before_dropout():
     assert float(trained) == pytest.approx(float(layer.eval()(x)[1]["entropy"]), rel=1e-12)
 
 
+@pytest.mark.parametrize("dtype,big,atol", [(torch.float32, 200.0, 2e-6),
+                                             (torch.float64, 1000.0, 1e-12)])
+def test_entropy_gradient_is_finite_and_equal_on_both_paths_for_a_saturated_router(dtype, big,
+                                                                                   atol):
+    """A saturated router (logit gaps of 200 in float32, 1000 in float64) makes entries of
+    the batch-mean softmax p exactly 0. The torch path (training with expert dropout, CUDA)
+    must then give the fused kernel's finite loss and gradients: d(p log p)/dp = log p + 1,
+    log 0 taken as 0 (``xlogy(p, p)``'s backward is 0/0 there). atol: dx sums big · dlogit
+    terms that cancel."""
+    layer = _sigma(entropy_coef=1.0).to(dtype).eval()
+    with torch.no_grad():
+        layer.router.zero_()
+        layer.router[0, 0], layer.router[3, 0] = big, -big
+        # expert 1 shares the lead, by an x-dependent margin: a nonzero router gradient
+        layer.router[1, 0], layer.router[1, 1] = big, 1.0
+    x = _x(32, dtype=dtype)
+    x[:, 0] = x[:, 0].abs() + 1                                  # logit 0 >= big, 3 <= -big
+    p = torch.softmax(x @ layer.router.T, dim=1).mean(0)
+    assert bool((p == 0).any())  # the regime of the bug
+    xlogy_grad = torch.autograd.grad(torch.special.xlogy(p.requires_grad_(), p).sum(), p)[0]
+    assert not bool(torch.isfinite(xlogy_grad).all())             # what the torch path did
+    grads, losses = [], []
+    for forward in (layer._forward_torch, layer.forward):         # torch path, fused kernel
+        layer.zero_grad()
+        xi = x.clone().requires_grad_()
+        loss = forward(xi)[1]["entropy"]
+        loss.backward()
+        losses.append(loss.detach())
+        grads.append([xi.grad, layer.router.grad])
+    assert all(bool(torch.isfinite(g).all()) for g in grads[0] + grads[1])
+    torch.testing.assert_close(losses[0], losses[1])
+    for got, want in zip(grads[0], grads[1]):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=atol)
+    assert bool(layer.router.grad.ne(0).any())  # not vacuous: the router does get a gradient
+
+
 # -- expert dropout ---------------------------------------------------------------------------
 def test_expert_dropout_only_in_training_mode():
     plain, dropped, x = _sigma().eval(), _sigma(expert_dropout=0.5), _x()
@@ -260,6 +298,30 @@ def test_expert_dropout_matches_loop_reference_with_the_same_mask():
     keep = torch.rand(64, 6, generator=torch.Generator().set_state(state)) >= 0.6
     torch.testing.assert_close(y.detach(), ref_sigma(layer, x, keep))
     assert bool((~keep).sum(1).gt(6 - 2).any())  # some rows had fewer than K survivors
+
+
+def test_usage_with_expert_dropout_counts_only_the_kept_selected_experts():
+    """Eq. 22: a dropped expert that fills a top-K slot (fewer than K survived) has gate 0 and
+    is not selected, so it is not counted. Counted independently twice: from the dropout mask
+    and a loop selection, and from ``route``'s gates (a kept expert's σ gate is > 0)."""
+    layer, x = _sigma(expert_dropout=0.6).train(), _x()
+    state = layer.generator.get_state()
+    layer(x)
+    keep = torch.rand(64, 6, generator=torch.Generator().set_state(state)) >= 0.6
+    expected = torch.zeros(6, dtype=torch.float64)
+    with torch.no_grad():
+        for b in range(64):
+            logit = [float(layer.router[e] @ x[b]) if keep[b, e] else -math.inf
+                     for e in range(6)]
+            for e in _best(logit, 2):
+                expected[e] += float(keep[b, e])
+    assert torch.equal(layer.unit_usage, expected)
+    assert float(layer.examples_seen) == 64
+    assert float(expected.sum()) < 64 * 2  # fillers were drawn, and not counted
+    layer.generator.set_state(state)
+    idx, gate = layer.route(x)  # the same masks again
+    assert bool((gate > 0).eq(keep.gather(1, idx)).all())
+    assert torch.equal(torch.bincount(idx[gate > 0], minlength=6).double(), expected)
 
 
 def test_expert_dropout_is_deterministic_given_the_seed():
@@ -302,6 +364,27 @@ def test_renormalised_top1_gate_gives_the_router_no_task_gradient():
 
 
 # -- usage, state, sizes ----------------------------------------------------------------------
+def test_pkm_default_splits_x_into_two_halves_without_a_projection():
+    """Csordás et al. App. A.3: "we directly divide the input vectors into two sub-keys
+    without an additional projection" -- the default; q = W_q x is the option."""
+    config = PKMConfig(d_in=6, d_out=2, n_keys=4, k=5)
+    assert (config.project_query, config.d_key) == (False, 6)
+    layer = PKM(config).double()
+    assert layer.query is None
+    assert set(dict(layer.named_parameters())) == {"keys", "values"}
+    x = _x(30, d=6)
+    torch.testing.assert_close(layer(x)[0], ref_pkm(layer, x))  # ref_pkm: q = x
+    assert layer.flops_per_example() == 2 * 6 * 4 + layer._rank_a.numel() + 2 * 5 * 2
+    projected = PKMConfig(d_in=5, n_keys=4, k=5, project_query=True, d_key=4)
+    assert PKM(projected).query.shape == (4, 5)
+    assert PKMConfig(d_in=6, project_query=True).d_key == 6  # None means d_in either way
+
+
+def test_pkm_odd_d_in_without_projection_suggests_projecting():
+    with pytest.raises(ValueError, match=r"^d_in must be even .*got 7; set project_query=True"):
+        PKMConfig(d_in=7)
+
+
 @pytest.mark.parametrize("name", LAYERS)
 def test_usage_counts_exactly_k_per_example(name):
     layer = LAYERS[name]().eval()
@@ -318,11 +401,11 @@ def test_usage_counts_exactly_k_per_example(name):
 
 @pytest.mark.parametrize("name", LAYERS)
 def test_usage_is_counted_after_a_dtype_change(name):
-    """``layer.float()`` converts the usage buffer with the parameters (a float32 buffer once
-    met float64 counts in ``index_add_`` and raised)."""
+    """``layer.float()`` leaves the usage buffer float64 (``RouterLayer._apply``), and
+    counting goes on in it (a float32 buffer once met float64 counts in ``index_add_``)."""
     layer = LAYERS[name]().float().eval()
     layer(_x(10, dtype=torch.float32))
-    assert layer.unit_usage.dtype == torch.float32
+    assert layer.unit_usage.dtype == torch.float64
     assert float(layer.unit_usage.sum()) == 10 * layer.config.k
 
 
@@ -389,6 +472,10 @@ def test_sigma_moe_init_follows_section_5():
     (PKMConfig, {"d_in": 8, "activation": "gelu"}, "activation"),
     (PKMConfig, {"d_in": 8, "init": "sigma_moe"}, "init"),
     (PKMConfig, {"d_in": 5, "d_key": 4, "project_query": False}, "d_key"),
+    (PKMConfig, {"d_in": 5}, "d_in"),
+    (PKMConfig, {"d_in": 1}, "d_in"),
+    (PKMConfig, {"d_in": 5, "project_query": True}, "d_key"),  # d_key None: d_in, odd
+    (PKMConfig, {"d_in": 8, "project_query": 0}, "project_query"),
 ])
 def test_bad_config_raises_naming_the_parameter(cls, kw, param):
     with pytest.raises(ValueError, match=rf"^{param} must"):

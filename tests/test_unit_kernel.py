@@ -532,5 +532,5 @@ def test_sdmlp_kernel_path_names_nonfinite_input():
     layer = SDMLP(SDMLPConfig(d_in=4, n_neurons=20, k_target=3, anneal_epochs=0))
     x = torch.randn(5, 4)
     x[2, 1] = np.nan
-    with pytest.raises(ValueError, match="SDMLP activations must be finite"):
+    with pytest.raises(ValueError, match="^x must be finite; it has 1 NaN"):
         layer(x)

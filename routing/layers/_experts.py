@@ -54,7 +54,7 @@ from routing.layers._base import OPTIMIZERS, RouterLayer  # noqa: F401 (re-expor
 from routing.layers._expert_kernel import TOPK_ROWS_MAX_K, expert_mlp, moe_forward, topk_rows
 
 __all__ = ["ExpertBank", "ExpertMoE", "INITS", "OPTIMIZERS", "init_router_",
-           "topk_lowest_index", "check_batch"]
+           "topk_lowest_index"]
 
 INITS = ("sigma_moe", "standard", "switch")
 KERNEL_MAX_WORK = 1 << 17  # multiply-adds per expert up to which the CPU kernel is faster
@@ -111,15 +111,6 @@ def _topk_lowest_index_sort(scores: torch.Tensor, k: int):
     """Reference of ``topk_lowest_index``: a stable descending sort of each row."""
     values, indices = torch.sort(scores, dim=-1, descending=True, stable=True)
     return values[:, :k], indices[:, :k]
-
-
-def check_batch(x: torch.Tensor, d_in: int) -> None:
-    """Raise ValueError unless x is a floating (B, d_in) tensor (B may be 0)."""
-    if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[1] != d_in:
-        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"x must be a tensor of shape (B, {d_in}), got {shape}")
-    if not x.is_floating_point():
-        raise ValueError(f"x must be floating point, got dtype {x.dtype}")
 
 
 def _normal_(t: torch.Tensor, std: float, generator: torch.Generator, truncated: bool) -> None:
@@ -262,6 +253,9 @@ class ExpertMoE(RouterLayer):
         init_router_(self.router, config.init, self.generator)
         self.experts.reset_parameters(config.init, self.generator)
 
+    def _input_like(self) -> torch.Tensor:
+        return self.router
+
     @property
     def activated_units(self) -> int:
         return self.config.k * self.config.expert_size
@@ -273,7 +267,7 @@ class ExpertMoE(RouterLayer):
     def _fused_forward(self, x: torch.Tensor, gate: str, aux: str, coef: float):
         """(y, aux loss) of the whole layer in one autograd node (``moe_forward``), usage
         recorded, where it applies (x and the parameters float32/float64 on the CPU, k <= 16);
-        else None. x must have passed ``check_batch``."""
+        else None. x must have passed ``check_input`` (finite: the kernel does not test it)."""
         c = self.config
         W1, W2 = self.experts.W1, self.experts.W2
         if not (_cpu_kernel_dtype(x, self.router, W1, W2)

@@ -21,8 +21,10 @@ Choices the paper leaves open, made here:
     * k_ℓ = p_k N_ℓ rounded to the nearest integer (halves up), at least 1: the paper writes
       k_ℓ = p_k N_ℓ; the nearest integer keeps the realised fraction closest to p_k (0.1·512
       gives 51, not 52), and k_ℓ ≥ 1 because a layer with no winner outputs zeros.
-    * Eq. 7 drops the bias b_ℓ of Eq. 1; ``bias=True`` keeps it (the usual trainable MLP);
-      ``bias=False`` is Eq. 7 to the letter (used by the §5.1.1 similarity study).
+    * Eq. 7 drops the bias b_ℓ of Eq. 1; ``bias=True`` keeps it (the MLP of Eq. 1, whose
+      parameters θ include b_ℓ in §5.1.1; without biases y(αx) = α y(x), see
+      ``COMETConfig.bias``); ``bias=False`` is Eq. 7 to the letter (used by the §5.1.1
+      similarity study).
     * V_ℓ, W_ℓ and b_ℓ are drawn from U(−N_{ℓ−1}^{−1/2}, N_{ℓ−1}^{−1/2}), the paper's
       distribution for both networks (§4), which is also PyTorch's default nn.Linear
       initialisation; here it is drawn from two torch.Generators (routing, backbone) spawned
@@ -70,13 +72,37 @@ class COMETConfig:
         widths: hidden widths (N_1, …, N_{L−1}), at least one layer, each >= 1.
         d_out: output dimension N_L (>= 1); the output layer is never masked.
         p_k: fraction of winners per hidden layer, in (0, 1]; k_ℓ = round(p_k N_ℓ) >= 1.
-            p_k = 1 is the plain MLP.
-        activation: backbone activation f, one of ``ACTIVATIONS`` ("relu", the paper's MLP
-            default; "tanh", its ViT/MLP-Mixer choice, App. A.3; "identity").
-        bias: backbone biases b_ℓ (Eq. 1); False follows Eq. 7 literally.
-        optimizer: "adam" or "sgd", read by the trainer.
-        lr: learning rate, > 0. 1e-3: the paper's Adam rate for MLP-Mixers (App. A.3) and
-            its higher MLP rate (App. A.2; 1e-4 in A.1 is for 100 epochs of SGD on CIFAR10).
+            p_k = 1 is the plain MLP. Default 0.5, the paper's most used value: its ViT and
+            MLP-Mixer layers (§5.2.2), the GPT-2 runs ("50% sparsity level", App. A.4.2), the
+            activation study ("a sparsity level of 0.5", App. A.6), and the middle of the
+            {0.1, 0.5, 0.9} swept in the MLP experiments (App. A.1, A.2, A.5). (The paper's
+            "sparsity level" is p_k in Fig. 1 and 1 − p_k in §5.1.2; at 0.5 they agree.)
+        activation: backbone activation f, one of ``ACTIVATIONS``: "relu" (default), "tanh"
+            or "identity". ReLU is our choice, not the paper's: it never names the
+            activation of its MLP experiments (App. A.1, A.2, A.5); its ViT/MLP-Mixer and
+            GPT-2 runs use tanh on the backbone (App. A.3, A.4.1); and its activation study
+            (App. A.6: 4-layer MLP, CIFAR10, p_k = 0.5, 3000 neurons a layer) found COMET
+            ahead of the dense MLP with most activations but behind it with the
+            non-monotonic GELU, Mish and SiLU. ReLU is monotonic, and only a one-hidden-layer
+            ReLU network runs the winners-only CPU kernel (``forward``).
+        bias: backbone biases b_ℓ (default True), which Eq. 7 drops from Eq. 1; False follows
+            Eq. 7 literally. Kept because the paper's backbone is the MLP of Eq. 1, with
+            "learnable parameters comprising a weight matrix W_ℓ and bias b_ℓ" (§4) and θ
+            including every b_ℓ (§5.1.1); and because without biases the network is
+            positively homogeneous: the masks depend on x's direction only, y(0) = 0, and a
+            ReLU or identity backbone gives y(αx) = α y(x) for α > 0, so it cannot fit a
+            regression target with f(0) ≠ 0 or one that is not homogeneous.
+        optimizer: "adam" or "sgd", read by the trainer. The paper's MLP experiments use
+            plain SGD (A.1, A.2, A.5; SGD with momentum in A.6); its ViT/MLP-Mixer runs use
+            Adam (A.3) and its GPT-2 runs AdamW (A.4.1). Adam is our default because at our
+            budget SGD at the paper's rates falls far behind (measured on the ``routers``
+            quick preset: polynomial target, 1500 steps of batch 1024, eval MSE / target
+            variance at widths 64/256/1024: Adam lr 1e-3 0.28/0.15/0.078; SGD lr 1e-2, A.5's
+            rate, 0.72/0.52/0.34; SGD lr 1e-1 0.32/0.26/0.18).
+        lr: learning rate, > 0. Default 1e-3 for Adam (above): also the paper's MLP-Mixer
+            Adam rate (A.3) and the rate of its second CIFAR10 MLP runs (A.2, with SGD). The
+            paper's SGD rates are 1e-4 (A.1, 100 epochs of CIFAR10), 1e-3 (A.2, A.6) and 1e-2
+            (A.5, SARCOS regression, 50 epochs).
         seed: non-negative seed of V_ℓ, W_ℓ and b_ℓ.
 
     Raises:
@@ -132,7 +158,8 @@ class COMET(RouterLayer):
     Raises:
         ValueError: if ``config`` is not a ``COMETConfig``.
 
-    Parameters are float32; ``.double()`` converts the routing buffers too.
+    Parameters are float32; ``.double()`` converts the routing buffers too (not the usage
+    counters, which stay float64).
     """
 
     name = "comet"
@@ -182,7 +209,7 @@ class COMET(RouterLayer):
         Raises:
             ValueError: as ``forward``.
         """
-        return self._route(self._check(x))
+        return self._route(self.check_input(x))
 
     def hidden_activations(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Masked backbone activations x_1, …, x_{L−1} (Eq. 8); usage is not counted.
@@ -196,7 +223,7 @@ class COMET(RouterLayer):
         Raises:
             ValueError: as ``forward``.
         """
-        x = self._check(x)
+        x = self.check_input(x)
         return self._backbone(x, self._route(x))[1]
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -214,10 +241,12 @@ class COMET(RouterLayer):
             (y, {}) with y of shape (B, d_out) in the parameters' dtype.
 
         Raises:
-            ValueError: naming ``x`` if it is not a 2-D floating tensor with d_in columns of
-                the parameters' dtype, or has NaN or infinite entries.
+            ValueError: naming ``x`` (``RouterLayer.check_input``) if it is not a 2-D tensor
+                with d_in columns of the parameters' dtype and device, or has NaN or infinite
+                entries; naming ``x`` too if it is finite but so large that the routing scores
+                overflow (``_routing_error``).
         """
-        x = self._check(x, finite=False)
+        x = self.check_input(x, finite=False)
         if self._gather_path(x):  # the kernel tells a non-finite x (its scores are not finite)
             return self._forward_gathered(x), {}
         check_finite_tensor(x, "x")
@@ -242,19 +271,36 @@ class COMET(RouterLayer):
         hidden, out = self.backbone
         usage = self.unit_usage if self.track_usage else None  # counted by the kernel
         # the winners of V_1 x (Eqs. 4-5) and the backbone at them (Eqs. 7-8)
-        y, _ = routed_unit_mlp(x, self.V1, self.ks[0], hidden.weight, hidden.bias, out.weight,
-                               out.bias, usage=usage, winners=False)
+        try:
+            y, _ = routed_unit_mlp(x, self.V1, self.ks[0], hidden.weight, hidden.bias,
+                                   out.weight, out.bias, usage=usage, winners=False)
+        except ValueError:  # name x whether it is not finite or its scores overflowed
+            check_finite_tensor(x, "x")
+            if not bool(torch.isfinite(x @ self.V1.T).all()):
+                raise self._routing_error(1, x) from None
+            raise
         if usage is not None:
             self.examples_seen += x.shape[0]
         return y
 
     @torch.no_grad()
     def _route(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Masks of a checked, finite x (Eqs. 4-6).
+
+        Raises:
+            ValueError: if the routing scores of a layer are not finite (``_routing_error``):
+                ties among ±inf would decide the winners, and inf reaches the next layer.
+        """
         z, masks = x, []
-        for V, k in zip(self.routing_weights, self.ks):
+        for ell, (V, k) in enumerate(zip(self.routing_weights, self.ks), start=1):
             c = z @ V.T  # (B, N_ℓ), Eq. 4
+            try:
+                check_finite_tensor(c, "c")
+            except ValueError:
+                raise self._routing_error(ell, x) from None
             m = _kwta_mask(c, k)  # (B, N_ℓ) bool, Eq. 5
-            z = c * m  # Eq. 6 with g = identity
+            # Eq. 6 with g = identity; not c * m, whose masked-out ±inf would be inf·0 = NaN
+            z = torch.where(m, c, 0)
             masks.append(m)
         return masks
 
@@ -265,19 +311,20 @@ class COMET(RouterLayer):
             hidden.append(x)
         return self.backbone[-1](x), hidden  # output a_L, not masked
 
-    def _check(self, x, finite: bool = True) -> torch.Tensor:
-        weight = self.backbone[0].weight
-        if not isinstance(x, torch.Tensor):
-            raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
-        if x.ndim != 2 or x.shape[1] != self.config.d_in:
-            raise ValueError(f"x must have shape (B, {self.config.d_in}), "
-                             f"got shape {tuple(x.shape)}")
-        if x.dtype != weight.dtype:
-            raise ValueError(f"x must have dtype {weight.dtype} (the parameters'), "
-                             f"got {x.dtype}")
-        if finite:
-            check_finite_tensor(x, "x")
-        return x
+    def _input_like(self) -> torch.Tensor:
+        return self.backbone[0].weight
+
+    def _routing_error(self, ell: int, x: torch.Tensor) -> ValueError:
+        """The error for non-finite routing scores c_ℓ (Eq. 4) of a finite x: overflow, or
+        non-finite routing weights V_ℓ."""
+        V = self.routing_weights[ell - 1]
+        if not bool(torch.isfinite(V).all()):
+            return ValueError(f"the routing weights V{ell} must be finite; they have NaN or "
+                              f"infinite entries")
+        return ValueError(f"x must be small enough for the routing scores: c_{ell} = V_{ell} "
+                          f"z_{ell - 1} overflowed to inf or NaN in {x.dtype} for this x "
+                          f"(finite, max |x| = {float(x.abs().max()):.3g}); scale x down or "
+                          f"use float64")
 
     # -- sizes and costs --------------------------------------------------------------------
     @property

@@ -1,12 +1,17 @@
 """Product-key memory (Lample et al. 2019; Csordás et al. 2023 §3.2, §6.2, App. A.3).
 
-The query q = W_q x (d_key even) is split into halves q_a | q_b, each scored against its own
-table of n_keys sub-keys: u_a = K_a q_a, u_b = K_b q_b. Value slot i of the n_keys² slots has
-score u[i] = u_b[i // n_keys] + u_a[i mod n_keys] (Eq. 8). Taking the top K of each half first
-leaves K² candidate sums that are guaranteed to contain the top K of all n_keys² scores.
-With both halves sorted, the pair of ranks (i, j) (from 0) is beaten by all (i+1)(j+1) - 1
-pairs of lower ranks on both sides, so only the ≈ K ln K pairs with (i+1)(j+1) <= K can be in
-the top K; only those are summed and sorted (K = 32: 119 instead of 1024; 5x faster on CPU).
+The query q is split into halves q_a | q_b, each scored against its own table of n_keys
+sub-keys: u_a = K_a q_a, u_b = K_b q_b. By default q = x (d_in even): Csordás et al. App. A.3
+"directly divide the input vectors into two sub-keys without an additional projection";
+``project_query=True`` restores Lample et al.'s learned projection q = W_q x (any d_in, an
+even d_key).
+
+Value slot i of the n_keys² slots has score u[i] = u_b[i // n_keys] + u_a[i mod n_keys]
+(Eq. 8). Taking the top K of each half first leaves K² candidate sums that are guaranteed to
+contain the top K of all n_keys² scores. With both halves sorted, the pair of ranks (i, j)
+(from 0) is beaten by all (i+1)(j+1) - 1 pairs of lower ranks on both sides, so only the
+≈ K ln K pairs with (i+1)(j+1) <= K can be in the top K; only those are summed and sorted
+(K = 32: 119 instead of 1024; 5x faster on CPU).
 The output is y = Σ_{top K} act(u[i]) · v_i, act = ReLU (the paper's choice, §6.2) or a
 softmax over the K scores (Lample et al.'s original).
 
@@ -24,9 +29,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from lipschitz.validation import check_bool, check_choice, check_int
+from lipschitz.validation import check_bool, check_choice, check_finite_tensor, check_int
 from routing.layers._base import RouterLayer, check_layer_config
-from routing.layers._experts import _cpu_kernel_dtype, check_batch, topk_lowest_index
+from routing.layers._experts import _cpu_kernel_dtype, topk_lowest_index
 from routing.layers._pkm_kernel import MAX_FUSED_KEYS, pkm_forward, pkm_select
 
 __all__ = ["PKMConfig", "PKM"]
@@ -40,34 +45,38 @@ class PKMConfig:
     """Settings of a ``PKM`` layer.
 
     Attributes:
-        d_in, d_out: input and output sizes (>= 1).
+        d_in, d_out: input and output sizes (>= 1); d_in even unless ``project_query``.
         n_keys: sub-keys per half (>= 1); the layer has n_keys² value slots (App. B: 46).
-        d_key: query size, even and >= 2 (each sub-key has d_key / 2 entries).
+        d_key: query size, even and >= 2 (each sub-key has d_key / 2 entries); None (default)
+            means d_in, and without ``project_query`` it must be d_in. Stored resolved.
         k: value slots per example, 1 <= k <= n_keys² (Lample et al. 2019: 32).
         activation: "relu" (§6.2, default) or "softmax" over the k selected scores.
-        project_query: q = W_q x (default; lets d_in be odd and d_key differ from d_in).
-            False uses q = x as App. A.3 does, which needs d_key == d_in.
+        project_query: False (default): q = x, split into two halves "without an additional
+            projection" (App. A.3), which needs an even d_in. True: q = W_q x, Lample et al.'s
+            learned projection, for an odd d_in or a d_key other than d_in.
         init: "dense" (default; Tab. 5's "PKM + init": initialise as the dense block with
-            d_ff = n_keys² that PKM approximates, §5's principle: W_q ~ N(0, 1/d_in), sub-keys
-            ~ N(0, 2/d_key), values ~ N(0, 2/n_keys²)) or "lample" (Lample et al. 2019: W_q
-            ~ U(±1/√d_in), sub-keys ~ U(±1/√(d_key/2)), values ~ N(0, 1/d_out)). With
-            d_out = 1, "lample" starts with outputs of size √k, far off a unit-variance
-            target (400 Adam steps on an 8-d regression: MSE 2.1 vs 0.24 for "dense").
+            d_ff = n_keys² that PKM approximates, §5's principle: sub-keys ~ N(0, 2/d_key),
+            values ~ N(0, 2/n_keys²), and with ``project_query`` W_q ~ N(0, 1/d_in)) or
+            "lample" (Lample et al. 2019: sub-keys ~ U(±1/√(d_key/2)), values
+            ~ N(0, 1/d_out), and with ``project_query`` W_q ~ U(±1/√d_in)). With d_out = 1,
+            "lample" starts with outputs of size √k, far off a unit-variance target (400 Adam
+            steps on an 8-d regression, with projection: MSE 2.1 vs 0.24 for "dense").
         optimizer: "adam" or "sgd".
         lr: learning rate > 0 (1e-3; App. A.3 uses one rate for all parameters).
         seed: >= 0, seeds the initialisation.
 
     Raises:
-        ValueError: naming the parameter and its allowed range.
+        ValueError: naming the parameter and its allowed range (d_in when it is odd without
+            ``project_query``).
     """
 
     d_in: int
     d_out: int = 1
     n_keys: int = 46
-    d_key: int = 8
+    d_key: int | None = None
     k: int = 32
     activation: str = "relu"
-    project_query: bool = True
+    project_query: bool = False
     init: str = "dense"
     optimizer: str = "adam"
     lr: float = 1e-3
@@ -75,14 +84,20 @@ class PKMConfig:
 
     def __post_init__(self):
         check_layer_config(self)
-        check_int(self.n_keys, "n_keys", 1)
+        check_bool(self.project_query, "project_query")
+        if self.d_key is None:
+            if not self.project_query and self.d_in % 2:
+                raise ValueError(f"d_in must be even when project_query is False (x is split "
+                                 f"into two halves, App. A.3), got {self.d_in}; set "
+                                 f"project_query=True (and an even d_key) to project x first")
+            object.__setattr__(self, "d_key", self.d_in)
         if check_int(self.d_key, "d_key", 2) % 2:
             raise ValueError(f"d_key must be an even integer >= 2 (it is split into two "
                              f"halves), got {self.d_key}")
+        check_int(self.n_keys, "n_keys", 1)
         check_int(self.k, "k", 1, self.n_keys ** 2)
         check_choice(self.init, "init", PKM_INITS)
         check_choice(self.activation, "activation", ACTIVATIONS)
-        check_bool(self.project_query, "project_query")
         if not self.project_query and self.d_key != self.d_in:
             raise ValueError(f"d_key must equal d_in = {self.d_in} when project_query is "
                              f"False, got {self.d_key}")
@@ -91,8 +106,10 @@ class PKMConfig:
 class PKM(RouterLayer):
     """Product-key memory: x (B, d_in) -> (y (B, d_out), {}) through k of n_keys² value slots.
 
-    Usage counts the k selected value slots of every example (``n_units`` = n_keys²). No
-    batch norm on the query (App. A.3); initialisation as ``config.init`` says.
+    Usage counts the k selected value slots of every example (``n_units`` = n_keys²), a
+    slot whose ReLU gate is 0 (negative score) included. No batch norm on the query
+    (App. A.3); q = x unless ``config.project_query``; initialisation as ``config.init``
+    says.
 
     Attributes:
         config: the ``PKMConfig``.
@@ -117,6 +134,9 @@ class PKM(RouterLayer):
         possible = (rank_b + 1) * (rank_a + 1) <= config.k
         self.register_buffer("_rank_b", rank_b[possible], persistent=False)   # (M,)
         self.register_buffer("_rank_a", rank_a[possible], persistent=False)
+
+    def _input_like(self) -> torch.Tensor:
+        return self.keys
 
     @torch.no_grad()
     def _reset_parameters(self, g: torch.Generator) -> None:
@@ -145,10 +165,14 @@ class PKM(RouterLayer):
             ReLU of the scores, or their softmax over the k).
 
         Raises:
-            ValueError: if x is not a floating (B, d_in) tensor.
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite.
         """
+        return self._route(self.check_input(x))
+
+    def _route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``route`` of a checked x."""
         c = self.config
-        check_batch(x, c.d_in)
         q = x @ self.query.T if self.query is not None else x              # (B, d_key)
         halves = q.reshape(len(x), 2, c.d_key // 2)                       # (B, 2, d_key/2)
         u = torch.einsum("bhd,hnd->bhn", halves, self.keys)                # (B, 2, n_keys)
@@ -181,7 +205,7 @@ class PKM(RouterLayer):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """y = Σ_{top k slots} gate · value (on the CPU: the fused kernel ``pkm_forward``,
         equal to the torch path up to the order of the sums; elsewhere, or when a sub-key
-        score is not finite, ``route`` and a gathered sum).
+        score is not finite because of overflow, ``route`` and a gathered sum).
 
         Arguments:
             x: (B, d_in), the layer's dtype and device; B may be 0.
@@ -190,10 +214,13 @@ class PKM(RouterLayer):
             (y (B, d_out), {}): PKM has no auxiliary loss.
 
         Raises:
-            ValueError: if x is not a floating (B, d_in) tensor.
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite (tested only when the fused
+                kernel does not run or hands back its non-finite scores, which a non-finite x
+                always makes).
         """
         c = self.config
-        check_batch(x, c.d_in)
+        self.check_input(x, finite=False)
         params = (self.keys, self.values) + ((self.query,) if self.query is not None else ())
         fused = None
         if _cpu_kernel_dtype(x, *params) and c.n_keys <= MAX_FUSED_KEYS:
@@ -203,7 +230,8 @@ class PKM(RouterLayer):
             if self.track_usage:
                 self.record_usage(indices=slots())
             return y, {}
-        idx, gate = self.route(x)                                          # (B, k) each
+        check_finite_tensor(x, "x")  # the kernel was skipped, or it met non-finite scores
+        idx, gate = self._route(x)                                         # (B, k) each
         y = (gate.unsqueeze(2) * self.values[idx]).sum(1)                  # (B, d_out)
         self.record_usage(indices=idx)
         return y, {}

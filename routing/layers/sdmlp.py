@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from lipschitz.validation import check_bool, check_int
+from lipschitz.validation import check_bool, check_finite_tensor, check_int
 from ._base import RouterLayer, check_layer_config
 from ._unit_kernel import normalised_rows, project_nonnegative_unit_rows, routed_unit_mlp
 
@@ -153,10 +153,12 @@ class SDMLP(RouterLayer):
         decoder: (d_out, n_neurons) X_v, U(±1/√n_neurons) (non-negative part only with
             ``nonneg_decoder``).
     Buffers: ``gaba_counts`` (n_neurons,) float64, C_i of Eq. 12 (counted in training mode
-        only, GABA switch on). ``current_k`` is saved in ``state_dict`` as extra state.
+        only, GABA switch on; kept float64 through dtype conversions, as the usage
+        counters). ``current_k`` is saved in ``state_dict`` as extra state.
 
     Raises:
-        ValueError: from the config; ``forward`` when x is not (B, d_in);
+        ValueError: from the config; ``forward``, ``hidden`` and ``normalise_inputs`` naming
+            x when it is not a finite (B, d_in) tensor of the parameters' dtype and device;
             ``set_training_progress`` for a negative epoch.
     """
 
@@ -164,6 +166,7 @@ class SDMLP(RouterLayer):
     #: Gradient-norm clipping the authors' code trains SDM with (plain SGD at lr 0.03 is
     #: unstable while every neuron is still active, early in the k annealing).
     default_grad_clip = 1.0
+    _counter_buffers = RouterLayer._counter_buffers + ("gaba_counts",)
 
     def __init__(self, config: SDMLPConfig):
         super().__init__(config.n_neurons)
@@ -193,9 +196,21 @@ class SDMLP(RouterLayer):
         self._k = int(state["current_k"])
 
     # -- forward ----------------------------------------------------------------------------
+    def _input_like(self) -> torch.Tensor:
+        return self.encoder
+
     def normalise_inputs(self, x: torch.Tensor) -> torch.Tensor:
         """x (B, d_in) -> x̂ (B, input_width), non-negative with ``split_signs`` and of unit
-        norm (a zero row stays zero)."""
+        norm (a zero row stays zero); App. A.1, with the lift of the module docstring.
+
+        Raises:
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite.
+        """
+        return self._normalise(self.check_input(x))
+
+    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
+        """``normalise_inputs`` of a checked x."""
         if (not (x.requires_grad and torch.is_grad_enabled()) and x.device.type == "cpu"
                 and x.dtype in (torch.float32, torch.float64)):  # one pass, not five ops
             return normalised_rows(x, self.config.split_signs, self.config.lift_inputs)
@@ -206,9 +221,18 @@ class SDMLP(RouterLayer):
         return x / x.norm(dim=1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
 
     def hidden(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Post-inhibition activations and who took part: x (B, d_in) ->
-        (a* (B, n_neurons), active (B, n_neurons) bool)."""
-        a = self.normalise_inputs(x) @ self.encoder.T  # (B, N)
+        """Post-inhibition activations and who took part (Eq. 4; Eq. 12 under the GABA
+        switch): x (B, d_in) -> (a* (B, n_neurons), active (B, n_neurons) bool).
+
+        Raises:
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite.
+        """
+        return self._hidden(self.check_input(x))
+
+    def _hidden(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``hidden`` of a checked x."""
+        a = self._normalise(x) @ self.encoder.T  # (B, N)
         k, n = self.current_k, self.config.n_neurons
         if k == n:  # no (k+1)-th neuron: nothing is inhibited, a* = [a]_+
             return a.clamp(min=0), torch.ones_like(a, dtype=torch.bool)
@@ -229,13 +253,19 @@ class SDMLP(RouterLayer):
         return (a - inhibition).clamp(min=0) * active, active
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """x (B, d_in) -> (y (B, d_out), {}); see the class docstring."""
-        if x.ndim != 2 or x.shape[1] != self.config.d_in:
-            raise ValueError(f"x must have shape (B, {self.config.d_in}), "
-                             f"got {tuple(x.shape)}")
+        """x (B, d_in) -> (y (B, d_out), {}); see the class docstring.
+
+        Raises:
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite (on the winners-only kernel path
+                tested only when the kernel meets non-finite activations, which a non-finite
+                x always makes: its normalised row is NaN).
+        """
+        self.check_input(x, finite=False)
         if self._gather_path(x):
             return self._forward_gathered(x), {}
-        h, active = self.hidden(x)  # (B, N) each
+        check_finite_tensor(x, "x")
+        h, active = self._hidden(x)  # (B, N) each
         if self.config.gaba_switch and self.training:
             with torch.no_grad():
                 self.gaba_counts += active.sum(dim=0).to(torch.float64)
@@ -255,14 +285,15 @@ class SDMLP(RouterLayer):
         order, so a near-tie at the k-th may fall the other way), y equal up to the order of
         the floating-point sums, and the same gradients (none through I, the clamp's at
         a* = 0 included)."""
-        xh = self.normalise_inputs(x)
+        xh = self._normalise(x)
         usage = self.unit_usage if self.track_usage else None  # counted by the kernel
         try:  # the winners of a = X_a x̂, minus I (a constant) of Eq. 4, and the decoder
             y, _ = routed_unit_mlp(xh, None, self.current_k, self.encoder, None, self.decoder,
                                    subtract_next=True, open_at_zero=True, usage=usage,
                                    winners=False)
-        except ValueError:
-            raise ValueError("SDMLP activations must be finite: x or the encoder has NaN or "
+        except ValueError:  # x was checked but for finiteness: the kernel's error is about x̂
+            check_finite_tensor(x, "x")
+            raise ValueError("SDMLP activations must be finite: the encoder has NaN or "
                              "infinite entries") from None
         if usage is not None:
             self.examples_seen += x.shape[0]

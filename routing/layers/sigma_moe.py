@@ -18,8 +18,7 @@ import torch
 
 from lipschitz.validation import check_choice, check_int, check_real
 from routing.layers._base import check_layer_config
-from routing.layers._experts import (INITS, ExpertMoE, check_batch,
-                                     topk_lowest_index)
+from routing.layers._experts import INITS, ExpertMoE, topk_lowest_index
 
 __all__ = ["SigmaMoEConfig", "SigmaMoE"]
 
@@ -71,7 +70,9 @@ class SigmaMoEConfig:
 class SigmaMoE(ExpertMoE):
     """σ-MoE layer (Csordás et al. 2023 §5): x (B, d_in) -> (y (B, d_out), {"entropy": γ·L}).
 
-    Usage counts the K selected experts of every example (``n_units`` = n_experts).
+    Usage counts the K selected experts of every example (``n_units`` = n_experts); with
+    expert dropout, only those kept (Eq. 22: a dropped expert that fills a slot because fewer
+    than K survived has gate 0 and is not counted).
     Expert dropout (Eq. 22) is drawn per example and expert, in training mode only, from a
     CPU ``torch.Generator`` seeded with ``config.seed`` (which first draws the
     initialisation), so equal seeds give equal numbers on CPU and CUDA; the generator's state
@@ -88,17 +89,21 @@ class SigmaMoE(ExpertMoE):
     def __init__(self, config: SigmaMoEConfig):
         super().__init__(config)
 
-    def _select(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(idx (B, K) int64, gate (B, K)) from router logits (B, E)."""
+    def _select(self, logits: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(idx (B, K) int64, gate (B, K), kept (B, K) bool or None) from router logits
+        (B, E); kept marks the selected experts that survived expert dropout (None without
+        dropout: all)."""
         if not (self.training and self.config.expert_dropout > 0):
             _, idx = topk_lowest_index(logits, self.config.k)     # σ is monotone
-            return idx, torch.sigmoid(logits.gather(1, idx))
+            return idx, torch.sigmoid(logits.gather(1, idx)), None
         keep = torch.rand(logits.shape, generator=self.generator) >= self.config.expert_dropout
         keep = keep.to(logits.device)                               # (B, E), P(keep) = 1 - δ
         _, idx = topk_lowest_index(logits.masked_fill(~keep, float("-inf")), self.config.k)
+        kept = keep.gather(1, idx)                                  # (B, K)
         # Eq. 22 multiplies the scores by the mask without rescaling: a dropped expert only
         # wins when fewer than K survive, and then it contributes nothing.
-        return idx, torch.sigmoid(logits.gather(1, idx)) * keep.gather(1, idx).to(logits.dtype)
+        return idx, torch.sigmoid(logits.gather(1, idx)) * kept.to(logits.dtype), kept
 
     def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The experts each example uses and their weights (draws expert dropout in training).
@@ -110,10 +115,11 @@ class SigmaMoE(ExpertMoE):
             (idx (B, K) int64, descending score; gate (B, K) = σ(W3 x)[idx], 0 for dropped).
 
         Raises:
-            ValueError: if x is not a floating (B, d_in) tensor.
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite.
         """
-        check_batch(x, self.config.d_in)
-        return self._select(x @ self.router.T)
+        self.check_input(x)
+        return self._select(x @ self.router.T)[:2]
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """y = Σ_{e ∈ top-K} σ(W3 x)[e] · expert_e(x) and the weighted entropy loss (on the
@@ -127,9 +133,11 @@ class SigmaMoE(ExpertMoE):
             in [-entropy_coef·log E, 0] (0 for an empty batch).
 
         Raises:
-            ValueError: if x is not a floating (B, d_in) tensor.
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite (the fused kernel does not test
+                it, so the check always runs).
         """
-        check_batch(x, self.config.d_in)
+        self.check_input(x)
         if not (self.training and self.config.expert_dropout > 0):  # the CPU kernels' path
             fused = self._fused_forward(x, "sigmoid", "entropy", self.config.entropy_coef)
             if fused is not None:
@@ -140,9 +148,19 @@ class SigmaMoE(ExpertMoE):
         """``forward`` in torch operations around the expert bank (any device; expert
         dropout, and the CPU reference of the fused kernel ``moe_forward``)."""
         logits = x @ self.router.T                                    # (B, E)
-        idx, gate = self._select(logits)                              # (B, K) each
+        idx, gate, kept = self._select(logits)                        # (B, K) each
         y = self.experts(x, idx, gate)                                # (B, d_out)
-        self.record_usage(indices=idx)
+        if kept is None:
+            self.record_usage(indices=idx)
+        else:  # only the kept experts are selected (Eq. 22)
+            self.record_usage(weights=torch.zeros_like(logits).scatter_(
+                1, idx, kept.to(logits.dtype)))
         p = torch.softmax(logits, dim=1).sum(0) / max(len(x), 1)      # (E,)
-        neg_entropy = torch.special.xlogy(p, p).sum()
+        # Σ p log p with 0 log 0 = 0, and the gradient log p + 1 with log 0 taken as 0, as the
+        # fused kernel's ``_aux_loss``: xlogy(p, p)'s backward is 0/0 = NaN at p = 0 (a
+        # saturated router's softmax underflows), and p - p.detach() adds exactly 0 to the
+        # value and 1 to the gradient
+        with torch.no_grad():
+            log_p = torch.where(p > 0, p, torch.ones_like(p)).log()
+        neg_entropy = (p * log_p).sum() + (p - p.detach()).sum()
         return y, {"entropy": self.config.entropy_coef * neg_entropy}

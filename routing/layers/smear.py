@@ -112,7 +112,8 @@ class SMEAR(RouterLayer):
         (b1, b2 only when ``config.bias``).
 
     Raises:
-        ValueError: from the config; ``forward`` when x is not (B, d_in).
+        ValueError: from the config; ``forward`` and ``router_probs`` naming x when it is not
+            a finite (B, d_in) tensor of the parameters' dtype and device.
     """
 
     name = "smear"
@@ -135,16 +136,26 @@ class SMEAR(RouterLayer):
         self._act = _ACTIVATIONS[config.activation]
         self._dropout_gen = torch.Generator().manual_seed(config.seed + 1)
 
+    def _input_like(self) -> torch.Tensor:
+        return self.router
+
     def router_probs(self, x: torch.Tensor) -> torch.Tensor:
-        """Router distribution softmax(x W_r): x (B, d_in) -> (B, E), rows summing to 1
-        (before expert dropout)."""
-        return torch.softmax(x @ self.router, dim=1)
+        """Router distribution softmax(x W_r) (§3): x (B, d_in) -> (B, E), rows summing to 1
+        (before expert dropout), in the parameters' dtype.
+
+        Raises:
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite.
+        """
+        return torch.softmax(self.check_input(x) @ self.router, dim=1)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """x (B, d_in) -> (y (B, d_out), {}); see the class docstring."""
-        if x.ndim != 2 or x.shape[1] != self.config.d_in:
-            raise ValueError(f"x must have shape (B, {self.config.d_in}), "
-                             f"got {tuple(x.shape)}")
+        """x (B, d_in) -> (y (B, d_out), {}); see the class docstring.
+
+        Raises:
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite.
+        """
         p = self.router_probs(x)  # (B, E)
         if self.training and self.config.expert_dropout > 0:
             p = self._drop_experts(p)

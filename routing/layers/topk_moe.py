@@ -21,8 +21,7 @@ import torch
 
 from lipschitz.validation import check_bool, check_choice, check_int, check_real
 from routing.layers._base import check_layer_config
-from routing.layers._experts import (INITS, ExpertMoE, check_batch,
-                                     topk_lowest_index)
+from routing.layers._experts import INITS, ExpertMoE, topk_lowest_index
 
 __all__ = ["TopKMoEConfig", "TopKMoE"]
 
@@ -107,9 +106,10 @@ class TopKMoE(ExpertMoE):
             renormalised to sum 1 per row when ``config.renormalize``).
 
         Raises:
-            ValueError: if x is not a floating (B, d_in) tensor.
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite.
         """
-        check_batch(x, self.config.d_in)
+        self.check_input(x)
         logits = x @ self.router.T
         return self._select(logits, torch.softmax(logits, dim=1))
 
@@ -126,9 +126,11 @@ class TopKMoE(ExpertMoE):
             example with probability near 1, and 0 for an empty batch.
 
         Raises:
-            ValueError: if x is not a floating (B, d_in) tensor.
+            ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
+                parameters' dtype and device, or not finite (the fused kernel does not test
+                it, so the check always runs).
         """
-        check_batch(x, self.config.d_in)
+        self.check_input(x)
         if not self.config.renormalize:  # the CPU kernels' path
             fused = self._fused_forward(x, "softmax", "load_balance",
                                         self.config.load_balance_coef)
