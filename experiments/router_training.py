@@ -36,8 +36,10 @@ from routing.layers import RouterLayer
 from routing.layers._base import OPTIMIZERS
 
 __all__ = ["RouterRegressor", "RouterTraining", "RouterFitReport", "train_router",
-           "evaluate_router", "OPTIMIZERS"]
+           "evaluate_router", "OPTIMIZERS", "LAYER_GRAD_CLIP"]
 
+#: ``RouterTraining.grad_clip`` value meaning "the layer's ``default_grad_clip``".
+LAYER_GRAD_CLIP = "layer"
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,13 @@ class RouterTraining:
         lr: learning rate; None takes the layer config's ``lr``.
         optimizer: "adam" or "sgd"; None takes the layer config's ``optimizer``.
         schedule: "cosine" (decay to 0 over ``steps``) or "constant".
-        grad_clip: clip the gradient's global norm to this (> 0); None takes the layer's
+        grad_clip: gradient clipping: a float > 0 clips the gradient's global L2 norm to it;
+            None does not clip; ``LAYER_GRAD_CLIP`` ("layer", the default) takes the layer's
             ``default_grad_clip`` (1.0 for SDMLP, as the authors' code; none for the others).
 
     Raises:
-        ValueError: for values outside the ranges above.
+        ValueError: for values outside the ranges above (for grad_clip: naming it, when it is
+            neither "layer", None nor a finite real > 0).
     """
 
     steps: int = 2_000
@@ -62,7 +66,7 @@ class RouterTraining:
     lr: float | None = None
     optimizer: str | None = None
     schedule: str = "cosine"
-    grad_clip: float | None = None
+    grad_clip: float | str | None = LAYER_GRAD_CLIP
 
     def __post_init__(self):
         check_int(self.steps, "steps", 1)
@@ -71,17 +75,29 @@ class RouterTraining:
             check_real(self.lr, "lr", 0.0, low_open=True)
         if self.optimizer is not None:
             check_choice(self.optimizer, "optimizer", OPTIMIZERS)
-        if self.grad_clip is not None:
+        if isinstance(self.grad_clip, str):
+            if self.grad_clip != LAYER_GRAD_CLIP:
+                raise ValueError(f"grad_clip must be {LAYER_GRAD_CLIP!r} (the layer's default), "
+                                 f"None (no clipping) or a real > 0, got {self.grad_clip!r}")
+        elif self.grad_clip is not None:
             check_real(self.grad_clip, "grad_clip", 0.0, low_open=True)
         if self.schedule not in ("cosine", "constant"):
             raise ValueError(f"schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+
+    def clip_for(self, layer: RouterLayer) -> float | None:
+        """The clip norm to use on ``layer``: ``grad_clip``, or the layer's
+        ``default_grad_clip`` when ``grad_clip`` is ``LAYER_GRAD_CLIP``; None: no clipping."""
+        if isinstance(self.grad_clip, str):  # LAYER_GRAD_CLIP, checked at construction
+            return layer.default_grad_clip
+        return None if self.grad_clip is None else float(self.grad_clip)
 
 
 @dataclass
 class RouterFitReport:
     """What ``train_router`` did: final training MSE (recomputed after training, target
-    units), steps, epochs, optimiser, learning rate, gradient clipping, seconds, and
-    (step, standardised batch MSE) about 100 times."""
+    units), steps, epochs, optimiser, learning rate, ``grad_clip`` (the clip norm actually
+    applied, the layer's default resolved; None when the gradient was not clipped), seconds,
+    and (step, standardised batch MSE) about 100 times."""
 
     train_mse: float
     steps: int
@@ -178,7 +194,7 @@ def train_router(model: RouterRegressor, X, y, training: RouterTraining | None =
     params = [p for p in layer.parameters() if p.requires_grad]
     optimizer = (adam_optimizer(params, lr=lr) if name == "adam"
                  else torch.optim.SGD(params, lr=lr))
-    clip = training.grad_clip or layer.default_grad_clip
+    clip = training.clip_for(layer)
     steps = training.steps
     schedule = None
     if training.schedule == "cosine":
