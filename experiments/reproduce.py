@@ -3,7 +3,9 @@ and gather them in ``report.md``.
 
 Each step writes into its own sub-folder and, last, a ``done.json`` marker holding the step's
 configuration; a rerun skips steps whose marker matches, so an interrupted run resumes without
-losing finished work (``--force`` redoes everything). The scaling experiments also resume
+losing finished work (``--force`` redoes everything). A step whose marker holds another
+configuration (for a scaling experiment: other settings fingerprints, e.g. after a preset
+changed) is redone from scratch. The scaling experiments also resume
 inside a step: their ``results.csv`` keeps every finished row.
 """
 
@@ -28,7 +30,9 @@ def steps(preset: str, device: str = "auto"):
     """The steps of a preset: (name, configuration, function writing into a folder)."""
     from experiments.comet_studies import (preset_similarity, preset_utilisation,
                                            write_similarity, write_utilisation)
+    from experiments.presets import experiment_configs
     from experiments.scale_cli import run_experiment
+    from experiments.sweep import settings_fingerprint
     from experiments.sdm_cli import SdmCurvesConfig, write_sdm_curves
     from proofs_checks.cli import write_checks
 
@@ -51,7 +55,9 @@ def steps(preset: str, device: str = "auto"):
          lambda out: write_utilisation(out, utilisation, progress=True)),
     ]
     for name in EXPERIMENTS:
-        result.append((name, {"experiment": name, "preset": preset},
+        # the settings fingerprints: a preset changed in the code makes the step stale
+        settings = [settings_fingerprint(c) for c in experiment_configs(name, preset)]
+        result.append((name, {"experiment": name, "preset": preset, "settings": settings},
                        lambda out, name=name: run_experiment(name, preset, out, device=device,
                                                              progress=True)[0]))
     return result
@@ -76,15 +82,18 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
         folder = out / name
         marker = folder / "done.json"
         record = {"config": json.loads(json.dumps(config))}
+        stale = False
         if not force and marker.exists():
             previous = json.loads(marker.read_text())
             if previous.get("config") == record["config"]:
                 echo(f"[{name}] already done, skipping (use --force to redo)")
                 written[name] = previous["files"]
                 continue
-        echo(f"[{name}] running")
+            stale = True
+        echo(f"[{name}] running" + (" (done under another configuration: redone)"
+                                    if stale else ""))
         start = time.perf_counter()
-        if force and (folder / "results.csv").exists():
+        if (force or stale) and (folder / "results.csv").exists():
             (folder / "results.csv").unlink()
         files = [str(pathlib.Path(p).relative_to(out)) for p in run(folder)]
         record.update(files=files, seconds=round(time.perf_counter() - start, 2))
@@ -103,8 +112,9 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) 
              "regenerated from scratch; Bricken et al. 2023, Fig. 7 (SDM weightings); COMET "
              "§5.1 (routing similarity and utilisation); the other papers' routers on the "
              "same targets (experiment `routers`).", ""]
-    claims = [pd.read_csv(out / f) for files in written.values() for f in files
-              if f.endswith("claims.csv") and (out / f).stat().st_size > 1]
+    claims = [_read_claims(out / f) for files in written.values() for f in files
+              if f.endswith("claims.csv")]
+    claims = [table for table in claims if len(table)]
     if claims:
         table = pd.concat(claims)
         lines += ["## Claims of §5.2 and what this run says", "",
@@ -142,6 +152,17 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) 
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def _read_claims(path: pathlib.Path) -> pd.DataFrame:
+    """A ``claims.csv``; empty for an experiment without claims, including the header-less
+    single newline that sparselab wrote for those before the header was always written."""
+    from experiments.report import CLAIM_COLUMNS
+
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame(columns=CLAIM_COLUMNS)
 
 
 @click.command()

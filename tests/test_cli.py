@@ -60,6 +60,43 @@ def test_reproduce_resumes_without_redoing_finished_steps(tmp_path, monkeypatch)
     assert calls == ["quick", "quick"]
 
 
+def test_reproduce_redoes_a_step_done_under_another_configuration(tmp_path, monkeypatch):
+    # a step whose marker holds other settings (a preset changed in the code) is redone from
+    # scratch: its results.csv, made under the old settings, is removed first
+    from experiments import reproduce
+
+    settings, seen = {"value": "a"}, []
+
+    def fake_steps(preset, device="auto"):
+        def run(out):
+            seen.append((out / "results.csv").exists())
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "results.csv").write_text(settings["value"])
+            return [out / "results.csv"]
+        return [("scale", {"preset": preset, "settings": [settings["value"]]}, run)]
+
+    monkeypatch.setattr(reproduce, "steps", fake_steps)
+    monkeypatch.setattr(reproduce, "write_report", lambda *args: None)
+    run_reproduce("tiny", tmp_path, echo=lambda s: None)
+    run_reproduce("tiny", tmp_path, echo=lambda s: None)  # same settings: skipped
+    assert seen == [False]
+    settings["value"] = "b"
+    messages = []
+    run_reproduce("tiny", tmp_path, echo=messages.append)
+    assert seen == [False, False] and "another configuration" in messages[0]
+    assert (tmp_path / "scale" / "results.csv").read_text() == "b"
+
+
+def test_reproduce_steps_record_the_scaling_experiments_settings():
+    from experiments.presets import experiment_configs
+    from experiments.reproduce import steps
+    from experiments.sweep import settings_fingerprint
+
+    configs = {name: config for name, config, _ in steps("tiny")}
+    assert configs["routers"]["settings"] == [settings_fingerprint(c)
+                                              for c in experiment_configs("routers", "tiny")]
+
+
 def test_comet_similarity_command_writes_a_positive_rank_correlation(tmp_path):
     result = CliRunner().invoke(main, ["comet", "similarity", "--preset", "tiny",
                                        "--out", str(tmp_path)])
@@ -73,3 +110,66 @@ def test_comet_similarity_command_writes_a_positive_rank_correlation(tmp_path):
 def test_comet_command_rejects_an_unknown_study(tmp_path):
     result = CliRunner().invoke(main, ["comet", "overlap", "--out", str(tmp_path)])
     assert result.exit_code != 0 and "similarity" in result.output
+
+
+def _scale_configs(n_train):
+    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    models = (ModelSpec("dense", width=8, label="dense"),
+              ModelSpec("dsm", width=16, k=4, label="DSM"))
+    return [ExperimentConfig(name="routers", preset="tiny", target=TargetSpec("polynomial"),
+                             models=models, seeds=(0,), n_train=n_train, n_eval=200,
+                             panels={"a": {"x": "activated_units", "models": ["dense", "DSM"]}})]
+
+
+def test_scale_refuses_other_settings_resumes_the_same_and_force_starts_over(tmp_path,
+                                                                              monkeypatch):
+    from experiments import scale_cli
+    from experiments.sweep import settings_fingerprint
+
+    n_train = {"value": 300}
+    monkeypatch.setattr(scale_cli, "experiment_configs",
+                        lambda name, preset: _scale_configs(n_train["value"]))
+    args = ["scale", "--experiment", "routers", "--preset", "tiny", "--out", str(tmp_path),
+            "--device", "cpu"]
+    runner = CliRunner()
+    assert runner.invoke(main, args).exit_code == 0
+    results = tmp_path / "results.csv"
+    first = results.read_bytes()
+
+    assert runner.invoke(main, args).exit_code == 0  # same settings: resumed, nothing rerun
+    assert results.read_bytes() == first
+
+    n_train["value"] = 500
+    refused = runner.invoke(main, args)
+    assert refused.exit_code != 0
+    assert "n_train 300 there, 500 now" in refused.output and "--force" in refused.output
+    assert results.read_bytes() == first  # nothing reused, nothing added
+    assert '"n_train": 300' in (tmp_path / "config.json").read_text()  # still the rows'
+
+    forced = runner.invoke(main, args + ["--force"])
+    assert forced.exit_code == 0, forced.output
+    table = pd.read_csv(results, dtype={"settings": str})
+    assert len(table) == 2
+    assert set(table["settings"]) == {settings_fingerprint(_scale_configs(500)[0])}
+
+
+def test_scale_writes_config_json_before_the_first_row(tmp_path, monkeypatch):
+    """An interrupted sweep leaves a config.json that describes its rows, so that a later
+    run under other settings can say which differ."""
+    import json
+
+    from experiments import scale_cli
+
+    seen = []
+
+    def interrupted(configs, out, **kwargs):
+        seen.append(json.loads((out / "config.json").read_text())["configs"][0]["n_train"])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scale_cli, "experiment_configs", lambda name, preset: _scale_configs(321))
+    monkeypatch.setattr(scale_cli, "run_sweep", interrupted)
+    try:
+        scale_cli.run_experiment("routers", "tiny", tmp_path, device="cpu", progress=False)
+    except KeyboardInterrupt:
+        pass
+    assert seen == [321]

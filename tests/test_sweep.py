@@ -78,3 +78,101 @@ def test_rows_of_removed_models_are_left_out(tmp_path):
     frame = run_sweep(fewer, tmp_path, device="cpu", progress=False)
     assert set(frame["model_key"]) == {configs[0].models[0].key()}
     assert len(pd.read_csv(tmp_path / "results.csv")) == len(configs[0].seeds) * len(configs[0].models)
+
+
+# -- settings fingerprints: a folder resumes only under the settings its rows were made with
+
+def _small_config(**changes):
+    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    models = (ModelSpec("dense", width=8, label="dense"),
+              ModelSpec("dsm", width=16, k=4, label="DSM"))
+    config = ExperimentConfig(name="fig4", preset="tiny", target=TargetSpec("polynomial"),
+                              models=models, seeds=(0, 1), n_train=300, n_eval=200)
+    return config.with_(**changes)
+
+
+def _write_config_json(out, configs):
+    import json
+    (out / "config.json").write_text(json.dumps({"configs": [c.to_dict() for c in configs]}))
+
+
+def test_settings_fingerprint_is_stable_and_covers_every_setting():
+    import json
+    import subprocess
+    import sys
+
+    from experiments.specs import TargetSpec
+    from experiments.sweep import settings_fingerprint
+
+    config = _small_config()
+    here = settings_fingerprint(config)
+    # another process with another hash seed: the fingerprint is no Python hash()
+    code = ("import sys; sys.path.insert(0, 'tests'); from test_sweep import _small_config; "
+            "from experiments.sweep import settings_fingerprint; "
+            "print(settings_fingerprint(_small_config()))")
+    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={**__import__("os").environ, "PYTHONHASHSEED": "123"})
+    assert there.stdout.strip() == here and len(here) == 12
+    # read back from config.json, ints where floats were: the same fingerprint
+    assert settings_fingerprint(json.loads(json.dumps(config.to_dict()))) == here
+    assert settings_fingerprint(config.with_(noise_std=0)) == here
+    # what the row key already holds, or what changes no number: the same fingerprint
+    for same in (dict(preset="quick"), dict(seeds=(5,)), dict(models=config.models[:1]),
+                 dict(panels={"a": {}})):
+        assert settings_fingerprint(config.with_(**same)) == here, same
+    for changed in (dict(n_train=301), dict(n_eval=201), dict(noise_std=0.1),
+                    dict(sgd_steps=7), dict(sgd_lr=0.5), dict(sgd_batch=3), dict(ridge=1.0),
+                    dict(target=TargetSpec("polynomial", seed=1))):
+        assert settings_fingerprint(config.with_(**changed)) != here, changed
+
+
+@pytest.mark.parametrize("setting, value", [("n_train", 400), ("sgd_steps", 7)])
+def test_resuming_under_changed_settings_is_refused_and_names_them(tmp_path, setting, value):
+    config = _small_config()
+    first = run_sweep([config], tmp_path, device="cpu", progress=False)
+    _write_config_json(tmp_path, [config])
+    before = (tmp_path / "results.csv").read_bytes()
+    changed = config.with_(**{setting: value})
+    with pytest.raises(ValueError) as error:
+        run_sweep([changed], tmp_path, device="cpu", progress=False)
+    message = str(error.value)
+    old = getattr(config, setting)
+    assert str(tmp_path / "results.csv") in message
+    assert f"{setting} {old} there, {value} now" in message
+    assert "--out" in message and "--force" in message
+    assert (tmp_path / "results.csv").read_bytes() == before  # nothing reused or added
+    assert len(first) == 4
+
+
+def test_same_settings_resume_without_rerunning_and_force_starts_over(tmp_path):
+    from experiments.sweep import settings_fingerprint
+
+    config = _small_config()
+    first = run_sweep([config], tmp_path, device="cpu", progress=False)
+    new_rows = []
+    again = run_sweep([config], tmp_path, device="cpu", progress=False, on_row=new_rows.append)
+    assert new_rows == [] and len(again) == len(first) == 4
+    assert set(again["settings"]) == {settings_fingerprint(config)}
+
+    changed = config.with_(n_train=400)
+    forced = run_sweep([changed], tmp_path, device="cpu", progress=False, force=True,
+                       on_row=new_rows.append)
+    on_disk = pd.read_csv(tmp_path / "results.csv", dtype={"settings": str})
+    assert len(new_rows) == 4 and len(on_disk) == 4  # every row anew, the old ones gone
+    assert set(on_disk["settings"]) == set(forced["settings"]) == {settings_fingerprint(changed)}
+    # more training data: different numbers from the first run
+    assert not np.allclose(forced["eval_mse"], first["eval_mse"])
+
+
+def test_rows_written_before_settings_were_recorded_are_refused(tmp_path):
+    config = _small_config()
+    run_sweep([config], tmp_path, device="cpu", progress=False)
+    path = tmp_path / "results.csv"
+    pd.read_csv(path).drop(columns=["settings"]).to_csv(path, index=False)
+    _write_config_json(tmp_path, [config.with_(n_train=999)])
+    with pytest.raises(ValueError, match="before rows recorded their settings") as error:
+        run_sweep([config], tmp_path, device="cpu", progress=False)
+    assert "n_train 999 there, 300 now" in str(error.value)
+    # rows of another experiment in the same file are not this sweep's concern
+    other = config.with_(name="fig2")
+    assert len(run_sweep([other], tmp_path, device="cpu", progress=False)) == 4
