@@ -11,33 +11,75 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
 from experiments.scaling import fit_power_law  # noqa: E402
 
-X_LABELS = {"activated_units": "activated units", "size": "width (dense) / buckets (LSH)",
+X_LABELS = {"activated_units": "activated units", "size": "total width / buckets",
             "buckets": "non-empty buckets", "width": "total width",
             "flops_paper": "FLOPs per example (paper's convention)"}
+#: Model kinds whose ``size`` is their number of buckets (``with_size``); every other model's
+#: is its total width.
+BUCKET_KINDS = ("lsh", "lsh_table")
+#: Height (inches) of one row of a legend of fontsize 7 in two columns, below its panel.
+LEGEND_ROW_INCHES = 0.19
 
 
 def with_size(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add column ``size``: the width of dense models and the buckets of LSH models."""
+    """Add column ``size``: the buckets of LSH models and the total width of the others."""
     size = frame["buckets"].where(frame["buckets"].notna(), frame["width"])
     return frame.assign(size=size.astype(float))
 
 
+def axis_label(frame: pd.DataFrame, x: str, labels: list[str]) -> str:
+    """The x-axis label of a panel plotting ``labels`` against ``x``: for ``size`` it names
+    which models are plotted by buckets and which by total width (DSM and the routers at
+    their total width, dense at its width)."""
+    if x != "size":
+        return X_LABELS.get(x, x)
+    rows = frame[frame["model_label"].isin(labels)]
+    by_buckets = list(pd.unique(rows.loc[rows["model"].isin(BUCKET_KINDS), "model_label"])) \
+        if "model" in rows else []
+    by_width = [label for label in pd.unique(rows["model_label"]) if label not in by_buckets]
+    if not by_buckets:
+        return "total width"
+    if not by_width:
+        return "buckets"
+    buckets = ", ".join(by_buckets)
+    width = ", ".join(by_width) if len(by_width) <= 2 else f"all but {buckets}"
+    return f"total width ({width}) / buckets ({buckets})"
+
+
+def _log_x_ticks(ax, values) -> None:
+    """Label only major ticks; over less than two decades (where matplotlib would label the
+    minor ticks too, and 3×10¹ runs into 4×10¹), put them at the plotted x values."""
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    values = np.unique(np.asarray(values, dtype=float))
+    values = values[values > 0]
+    if len(values) < 2 or np.log10(values[-1] / values[0]) >= 2:
+        return
+    step = int(np.ceil(len(values) / 6))  # at most 6 labels: they stay apart on a panel
+    ax.xaxis.set_major_locator(FixedLocator(values[::step]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
 def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = "",
                theory_alpha: float | None = None, fit_mask=None,
-               colors: dict[str, str] | None = None) -> None:
+               colors: dict[str, str] | None = None, legend_ax=None) -> None:
     """Draw one panel: a line (mean of log MSE over seeds) and min–max band per label; the
     fitted exponent in the legend uses the rows where ``fit_mask(rows)`` holds (all if None),
     and those points are drawn filled, the others hollow. ``colors`` maps labels to colours
-    (so that a model keeps its colour across panels)."""
+    (so that a model keeps its colour across panels). The legend goes into ``legend_ax`` (an
+    empty axes below the panel) or, without one, to the right of the panel: never over data.
+    """
+    xs = []
     for label in labels:
         rows = frame[frame["model_label"] == label].dropna(subset=[x])
         if rows.empty:
             continue
         stats = rows.groupby(x)["eval_mse"].agg(
             mean=lambda v: float(np.exp(np.mean(np.log(v)))), low="min", high="max")
+        xs += list(stats.index)
         fit_rows = rows if fit_mask is None else rows[fit_mask(rows)]
         text = label
         if fit_rows[x].nunique() >= 2:
@@ -53,27 +95,46 @@ def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = 
         ax.plot([], [], " ", label=f"theory: α = 2/k = {theory_alpha:.2f}")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(X_LABELS.get(x, x))
+    _log_x_ticks(ax, xs)
+    ax.set_xlabel(axis_label(frame, x, labels))
     ax.set_ylabel("eval MSE")
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    if legend_ax is None:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    else:
+        legend_ax.axis("off")
+        legend_ax.legend(*ax.get_legend_handles_labels(), fontsize=7, ncol=2,
+                         loc="upper center", borderaxespad=0)
+
+
+def experiment_figure(panels: list[tuple[str, dict, pd.DataFrame]], suptitle: str,
+                      fit_mask=None) -> plt.Figure:
+    """One figure with a panel per (name, spec, rows), each panel's legend in an axes of its
+    own below it. Returns the figure (the caller saves and closes it)."""
+    entries = max(len(spec["models"]) + ("theory_alpha" in spec) for _, spec, _ in panels)
+    legend_height = LEGEND_ROW_INCHES * np.ceil(entries / 2) + 0.1
+    fig, axes = plt.subplots(2, len(panels), figsize=(5.2 * len(panels), 4.0 + legend_height),
+                             squeeze=False, constrained_layout=True,
+                             gridspec_kw={"height_ratios": [4.0, legend_height]})
+    labels = list(dict.fromkeys(label for _, spec, _ in panels for label in spec["models"]))
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = {label: cycle[i % len(cycle)] for i, label in enumerate(labels)}
+    for ax, legend_ax, (name, spec, rows) in zip(axes[0], axes[1], panels):
+        plot_panel(ax, with_size(rows), spec["x"], spec["models"],
+                   title=f"({name}) {spec.get('title', '')}",
+                   theory_alpha=spec.get("theory_alpha"), fit_mask=fit_mask, colors=colors,
+                   legend_ax=legend_ax)
+    fig.suptitle(suptitle, fontsize=10)
+    return fig
 
 
 def plot_experiment(frame: pd.DataFrame, panels: list[tuple[str, dict, pd.DataFrame]],
                     path_stem: pathlib.Path, suptitle: str,
                     fit_mask=None) -> list[pathlib.Path]:
-    """One figure with a panel per (name, spec, rows); written as PNG and SVG."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0), squeeze=False,
-                             constrained_layout=True)
-    labels = list(dict.fromkeys(label for _, spec, _ in panels for label in spec["models"]))
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colors = {label: cycle[i % len(cycle)] for i, label in enumerate(labels)}
-    for ax, (name, spec, rows) in zip(axes[0], panels):
-        plot_panel(ax, with_size(rows), spec["x"], spec["models"],
-                   title=f"({name}) {spec.get('title', '')}",
-                   theory_alpha=spec.get("theory_alpha"), fit_mask=fit_mask, colors=colors)
-    fig.suptitle(suptitle, fontsize=10)
+    """``experiment_figure`` written as PNG and SVG (``frame`` is unused: each panel brings
+    its rows). Returns the two paths."""
+    fig = experiment_figure(panels, suptitle, fit_mask=fit_mask)
     paths = [path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")]
     for path in paths:
         fig.savefig(path, dpi=110)

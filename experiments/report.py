@@ -5,7 +5,7 @@ the set-up is never tuned until a claim passes."""
 from __future__ import annotations
 
 import pathlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
@@ -48,6 +48,9 @@ class Claim:
     claim: str
     verdict: str
     evidence: str
+
+
+CLAIM_COLUMNS = [f.name for f in fields(Claim)]
 
 
 def mean_mse(frame: pd.DataFrame, label: str, x: str) -> pd.Series:
@@ -165,11 +168,32 @@ def _fmt(value: float) -> str:
     return "" if pd.isna(value) else f"{value:.3g}"
 
 
+def mixed_size_labels(frame: pd.DataFrame, x: str) -> list[str]:
+    """Model labels of ``frame`` (with column ``size``, see ``with_size``) that have rows of
+    different sizes at one value of ``x`` in one target: a pivot by ``x`` would average
+    different models together (the LSH models: one activated bucket at every bucket count)."""
+    if "size" not in frame:
+        return []
+    keys = ["target", "model_label", x] if "target" in frame else ["model_label", x]
+    sizes = frame.dropna(subset=[x]).groupby(keys, sort=False)["size"].nunique()
+    return list(pd.unique(sizes[sizes > 1].index.get_level_values("model_label")))
+
+
 def summary_table(frame: pd.DataFrame, index: str, columns: str) -> pd.DataFrame:
-    """Geometric-mean eval MSE over seeds (with the seed count) in a pivot table."""
+    """Geometric-mean eval MSE over seeds (with the seed count) in a pivot table.
+
+    Raises:
+        ValueError: a cell would average models of different sizes (``mixed_size_labels``
+            names them; leave them out or pivot them by ``size``).
+    """
+    x = columns if index == "model_label" else index
+    mixed = mixed_size_labels(frame, x) if {"model_label", x} <= {index, columns} else []
+    if mixed:
+        raise ValueError(f"models {mixed} have several sizes at one {x}: a pivot by {x} "
+                         f"would average them; pivot them by size")
     stats = frame.groupby([index, columns])["eval_mse"].agg(
         lambda v: f"{np.exp(np.mean(np.log(v))):.3g} (±{np.std(v):.1g}, n={len(v)})")
-    table = stats.unstack(columns)
+    table = stats.unstack(columns).fillna("")  # a blank cell: no such model in the run
     if index == "model_label":  # keep the experiment's model order (k=8, 16, …, not lexical)
         table = table.reindex([label for label in pd.unique(frame[index]) if label in table.index])
     return table
@@ -195,9 +219,19 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
         x = configs[0].panels.get("a", {}).get("x", "activated_units")
         x = x if x in frame else "activated_units"
         for target, rows in frame.groupby("target", sort=False):
-            table = summary_table(rows, "model_label", x)
+            # Models whose x does not tell their sizes apart (LSH: one activated bucket at every
+            # bucket count) are tabled by size instead, beside dense (its width), as in the
+            # plots' LSH panels; a pivot never averages different model sizes together.
+            by_size = mixed_size_labels(rows, x)
+            table = summary_table(rows[~rows["model_label"].isin(by_size)], "model_label", x)
             lines += [f"Eval MSE by model and {x}, target {target}:", "", table.to_markdown(),
                       ""]
+            if by_size and x != "size":
+                sized = rows[rows["model_label"].isin(["dense", *by_size])]
+                lines += [f"Eval MSE by model and size (buckets for {', '.join(by_size)}, "
+                          f"width for dense), target {target}:", "",
+                          summary_table(sized, "model_label", "size").rename(
+                              columns=lambda v: f"{v:g}").to_markdown(), ""]
     laws = []
     for config in configs:
         for spec in config.panels.values():
@@ -223,14 +257,40 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
                   "of units (experts, neurons or PKM values) no evaluation input activates; "
                   "usage_cv = coefficient of variation of per-unit usage (0 = balanced):", "",
                   table.to_markdown(index=False, floatfmt=".3g"), ""]
-    lines += ["Claims:", "", "| claim | verdict | evidence |", "| --- | --- | --- |"]
-    lines += [f"| {c.claim} | **{c.verdict}** | {c.evidence} |" for c in claims]
-    return "\n".join(lines) + "\n"
+    lines += _cost_formula_lines(frame)
+    if claims:
+        lines += ["Claims:", "", "| claim | verdict | evidence |", "| --- | --- | --- |"]
+        lines += [f"| {c.claim} | **{c.verdict}** | {c.evidence} |" for c in claims]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _cost_formula_lines(frame: pd.DataFrame) -> list[str]:
+    """A table of counted FLOPs beside the model's own paper's cost formula (SMEAR §3), for
+    the models that report one (``flops_cost_formula``); none when no model does."""
+    if "flops_cost_formula" not in frame:
+        return []
+    rows = frame.dropna(subset=["flops_cost_formula"])
+    if rows.empty:
+        return []
+    # FLOPs do not depend on the target or the seed: one row per model and size
+    table = rows.groupby(["model_label", "activated_units", "width"], sort=False).agg(
+        flops_true=("flops_true", "first"),
+        flops_cost_formula=("flops_cost_formula", "first")).reset_index()
+    table = table.astype({c: "int64" for c in table.columns if c != "model_label"})
+    table["counted / formula"] = (table["flops_true"] / table["flops_cost_formula"]).round(3)
+    table = table.rename(columns={"flops_true": "counted FLOPs (flops_true)",
+                                  "flops_cost_formula": "paper's formula (flops_cost_formula)",
+                                  "width": "total width"})
+    return ["FLOPs per example: counted (multiply-adds × 2 of the layer, routing and merge "
+            "included) beside the model's own paper's cost formula (SMEAR: Muqeeth et al. "
+            "2024, §3, which charges the merge one FLOP per weight per expert):", "",
+            table.to_markdown(index=False), ""]
 
 
 def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: pd.DataFrame,
                              out: pathlib.Path) -> tuple[list[pathlib.Path], list[Claim]]:
-    """Plots (PNG and SVG), ``table.md`` and ``claims.csv`` for one experiment."""
+    """Plots (PNG and SVG), ``table.md`` and ``claims.csv`` (columns ``CLAIM_COLUMNS``, the
+    header even when the experiment tests no claim) for one experiment."""
     out = pathlib.Path(out)
     claims = claims_for(name, frame, configs)
     paths = []
@@ -247,5 +307,7 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
     table = out / "table.md"
     table.write_text(experiment_markdown(name, frame, configs, claims))
     claims_path = out / "claims.csv"
-    pd.DataFrame([c.__dict__ for c in claims]).to_csv(claims_path, index=False)
+    # the header always, so that an experiment without claims still gives a valid CSV
+    pd.DataFrame([c.__dict__ for c in claims], columns=CLAIM_COLUMNS).to_csv(claims_path,
+                                                                             index=False)
     return paths + [table, claims_path], claims

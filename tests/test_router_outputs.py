@@ -1,0 +1,159 @@
+"""What a router experiment writes: the cost-formula column, table.md's pivots and FLOPs table,
+claims.csv without claims, the report reading it, and the plots' axis labels and legends."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.plots import axis_label, experiment_figure, with_size
+from experiments.presets import ROUTER_LABELS, experiment_configs
+from experiments.report import (
+    CLAIM_COLUMNS,
+    experiment_markdown,
+    summary_table,
+    write_experiment_outputs,
+)
+from experiments.reproduce import write_report
+from experiments.router_layers import build_router
+from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.sweep import run_sweep
+
+
+def _synthetic_routers(preset="quick", seeds=(0,)):
+    """A results frame shaped like the routers experiment's (every model of the preset), with
+    eval MSE falling with the model's size: numbers need not be real here. (One seed: no
+    bootstrap intervals to compute, so the report and plots are quick.)"""
+    configs = experiment_configs("routers", preset)
+    rows = []
+    for config in configs:
+        for spec in config.models:
+            for seed in seeds:
+                if spec.kind == "lsh":
+                    size, units, width, buckets = 2 ** spec.n_bits, 1, np.nan, 2 ** spec.n_bits
+                else:
+                    size, units, width, buckets = spec.width, spec.k or spec.width, spec.width, np.nan
+                rows.append({"experiment": "routers", "target": config.target.label(),
+                             "model": spec.kind, "model_label": spec.display(), "width": width,
+                             "k": spec.k, "buckets": buckets, "activated_units": units,
+                             "flops_paper": 18 * units, "flops_true": 20 * units,
+                             "flops_cost_formula": 9 * units if spec.kind == "smear" else np.nan,
+                             "fit": "exact", "eval_mse": (1 + 0.01 * seed) / size,
+                             "seed": seed, "dead_fraction": np.nan, "usage_cv": np.nan})
+    return configs, pd.DataFrame(rows)
+
+
+def test_cost_formula_column_is_smears_section3_formula_and_empty_otherwise(tmp_path):
+    models = (ModelSpec("smear", width=64, k=16, n_experts=4, label="SMEAR"),
+              ModelSpec("comet", width=64, k=16, label="COMET"),
+              ModelSpec("dsm", width=64, k=16, label="DSM"))
+    config = ExperimentConfig(name="routers", preset="tiny", target=TargetSpec("polynomial"),
+                              models=models, seeds=(0,), n_train=256, n_eval=128,
+                              sgd_steps=4, sgd_batch=64)
+    frame = run_sweep([config], tmp_path, device="cpu", progress=False).set_index("model")
+    layer = build_router(models[0], dim=8, seed=0)
+    assert frame.loc["smear", "flops_cost_formula"] == layer.cost()["paper_formula"]
+    # the formula is not the counted FLOPs (it charges the merge half): both are reported
+    assert frame.loc["smear", "flops_true"] == layer.cost()["total"] != layer.cost()["paper_formula"]
+    assert frame.loc[["comet", "dsm"], "flops_cost_formula"].isna().all()
+    on_disk = pd.read_csv(tmp_path / "results.csv").set_index("model")
+    assert on_disk.loc["smear", "flops_cost_formula"] == layer.cost()["paper_formula"]
+
+    text = experiment_markdown("routers", frame.reset_index(), [config], [])
+    flops = text.split("FLOPs per example:")[1]
+    line = next(l for l in flops.splitlines() if l.startswith("| SMEAR"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1:5] == ["16", "64", str(layer.cost()["total"]),
+                          str(layer.cost()["paper_formula"])]
+
+
+def test_no_claims_gives_a_csv_with_its_header_and_no_claims_section(tmp_path):
+    configs, frame = _synthetic_routers("tiny")
+    _, claims = write_experiment_outputs("routers", configs, frame, tmp_path)
+    assert claims == []
+    read = pd.read_csv(tmp_path / "claims.csv")
+    assert list(read.columns) == CLAIM_COLUMNS and read.empty
+    text = (tmp_path / "table.md").read_text()
+    assert "Claims" not in text and text.endswith("|\n")
+
+
+def test_fig4_claims_are_still_written_with_their_section(tmp_path):
+    rows = []
+    for units, dense, dsm in [(8, 1.0, 0.5), (32, 0.8, 0.4)]:
+        for seed in (0, 1):
+            rows += [{"experiment": "fig4", "target": "t", "model": "dense",
+                      "model_label": "dense", "width": units, "buckets": np.nan,
+                      "activated_units": units, "eval_mse": dense, "seed": seed},
+                     {"experiment": "fig4", "target": "t", "model": "dsm", "model_label": "DSM",
+                      "width": 128, "buckets": np.nan, "activated_units": units,
+                      "eval_mse": dsm, "seed": seed}]
+    config = experiment_configs("fig4", "tiny")[0]
+    write_experiment_outputs("fig4", [config], pd.DataFrame(rows), tmp_path)
+    read = pd.read_csv(tmp_path / "claims.csv")
+    assert read.loc[0, "verdict"] == "supported" and list(read.columns) == CLAIM_COLUMNS
+    assert "Claims:" in (tmp_path / "table.md").read_text()
+
+
+def test_report_reads_claims_files_without_claims(tmp_path):
+    for step, body in [("routers", "experiment,claim,verdict,evidence\n"), ("old", "\n"),
+                       ("fig4", "experiment,claim,verdict,evidence\nfig4,DSM wins,supported,x\n")]:
+        (tmp_path / step).mkdir()
+        (tmp_path / step / "claims.csv").write_text(body)
+    written = {step: [f"{step}/claims.csv"] for step in ("routers", "old")}
+    text = write_report(tmp_path, "tiny", written).read_text()
+    assert "Claims of §5.2" not in text  # no claim anywhere: no claims section
+    written["fig4"] = ["fig4/claims.csv"]
+    text = write_report(tmp_path, "tiny", written).read_text()
+    assert "| fig4         | DSM wins | supported |" in text
+
+
+def test_activated_units_pivot_never_averages_lsh_sizes_together():
+    configs, frame = _synthetic_routers("quick")
+    text = experiment_markdown("routers", frame, configs, [])
+    target = configs[0].target.label()
+    section = text.split(f"activated_units, target {target}:")[1].split("\n\n")[1]
+    header = [c.strip() for c in section.splitlines()[0].strip("|").split("|")]
+    assert header == ["model_label", "16", "64", "256"]  # no "1" column of LSH alone
+    assert "| LSH" not in section
+    # LSH by its bucket counts beside dense by width: one bucket count per cell (n = 1 seed,
+    # not n = 3 bucket counts averaged)
+    sized = text.split(f"size (buckets for LSH, width for dense), target {target}:")[1]
+    lsh = next(l for l in sized.splitlines() if l.startswith("| LSH"))
+    cells = [c.strip() for c in lsh.strip("|").split("|")][1:]
+    assert [c for c in cells if c] == [f"{1 / b:.3g} (±0, n=1)" for b in (64, 256, 1024)]
+    with pytest.raises(ValueError, match="several sizes"):
+        summary_table(with_size(frame), "model_label", "activated_units")
+
+
+def test_panel_x_labels_describe_every_plotted_model():
+    configs, frame = _synthetic_routers("tiny")
+    frame = with_size(frame)
+    panel_b = configs[0].panels["b"]["models"]
+    assert axis_label(frame, "size", panel_b) == "total width (all but LSH) / buckets (LSH)"
+    assert axis_label(frame, "size", ["dense", "LSH"]) == "total width (dense) / buckets (LSH)"
+    assert axis_label(frame, "size", ["DSM", *ROUTER_LABELS.values()]) == "total width"
+    assert axis_label(frame, "activated_units", panel_b) == "activated units"
+
+
+def test_legends_leave_the_data_alone_and_tick_labels_do_not_overlap():
+    configs, frame = _synthetic_routers("quick")
+    rows = frame[frame["target"] == configs[0].target.label()]
+    panels = [(name, spec, rows) for name, spec in configs[0].panels.items()]
+    fig = experiment_figure(panels, "routers")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    data_axes = [ax for ax in fig.axes if ax.get_xlabel()]
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert len(data_axes) == len(legends) == 2
+    assert data_axes[1].get_xlabel() == "total width (all but LSH) / buckets (LSH)"
+    for ax in data_axes:
+        box = ax.get_window_extent(renderer)
+        for legend in legends:
+            assert not legend.get_window_extent(renderer).overlaps(box)
+        # the labels drawn inside the axis' span (matplotlib keeps off-range ticks, unseen)
+        boxes = sorted((t.get_window_extent(renderer) for t in ax.get_xticklabels(which="both")
+                        if t.get_visible() and t.get_text()), key=lambda b: b.x0)
+        shown = [b for b in boxes if box.x0 - 1 <= (b.x0 + b.x1) / 2 <= box.x1 + 1]
+        assert len(shown) >= 2
+        assert all(a.x1 <= b.x0 for a, b in zip(shown, shown[1:]))
+    plt.close(fig)
