@@ -1,5 +1,5 @@
-"""Timing helpers shared by the benchmarks: interleaved repetitions, a thread limit and fixed
-malloc thresholds.
+"""Timing helpers shared by the benchmarks: interleaved repetitions, a thread limit, fixed
+malloc thresholds and a description of the machine.
 
 Interleaving (every function once per round, rounds repeated) makes machine load hit every
 timed function alike, so ratios measured in one run stay meaningful on a shared machine.
@@ -10,13 +10,16 @@ steady state, as the steps of a training loop run, rather than right after anoth
 from __future__ import annotations
 
 import contextlib
+import os
+import pathlib
+import platform
 import time
 
 import numba
 import numpy as np
 import torch
 
-__all__ = ["steady_malloc", "time_interleaved", "thread_limit"]
+__all__ = ["machine", "steady_malloc", "time_interleaved", "thread_limit"]
 
 
 def time_interleaved(fns: dict, repeats: int, sync=lambda: None, burst: int = 1) -> dict:
@@ -118,3 +121,30 @@ def steady_malloc(nbytes: int = 32 << 20):
     finally:
         mallopt(m_mmap_threshold, 128 << 10)
         mallopt(m_trim_threshold, 128 << 10)
+
+
+def machine(cpuinfo: pathlib.Path = pathlib.Path("/proc/cpuinfo")) -> dict:
+    """The machine the timings come from (the same code ran 3x apart on two VMs' CPUs).
+
+    Arguments:
+        cpuinfo: Linux's CPU description, read for its first "model name" line.
+
+    Returns:
+        {"platform": platform.platform(), "cpu_model": that model name, or
+        platform.processor() where the file or line is missing (None if that is empty too),
+        "n_cpus": os.cpu_count(), "n_cpus_usable": the CPUs this process may run on
+        (os.sched_getaffinity where the OS has it, else n_cpus)}.
+    """
+    model = None
+    try:
+        for line in pathlib.Path(cpuinfo).read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                model = value.strip()
+                break
+    except OSError:
+        pass
+    usable = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+              else os.cpu_count())
+    return {"platform": platform.platform(), "cpu_model": model or platform.processor() or None,
+            "n_cpus": os.cpu_count(), "n_cpus_usable": usable}

@@ -34,7 +34,7 @@ from experiments.router_layers import build_router
 from experiments.specs import ModelSpec
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _timing import steady_malloc, thread_limit, time_interleaved  # noqa: E402
+from _timing import machine, steady_malloc, thread_limit, time_interleaved  # noqa: E402
 
 DIM, BATCH = 8, 1024
 # the routers whose sparse path touches only each example's selected experts, slots or units
@@ -117,13 +117,16 @@ def step_rates(device: str, repeats: int) -> dict:
 def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     with thread_limit(threads), steady_malloc() as steady:
+        cuda = torch.cuda.is_available()
         result = {"setup": {"dim": DIM, "batch": BATCH, "activated": ACTIVATED,
                             "total_width": [4 * a for a in ACTIVATED], "threads": threads,
-                            "torch": torch.__version__, "malloc_thresholds_fixed": steady},
+                            "torch": torch.__version__, "malloc_thresholds_fixed": steady,
+                            **machine(), "cuda_available": cuda,
+                            "cuda_device": torch.cuda.get_device_name() if cuda else None},
                   "cpu": step_rates("cpu", 2 if quick else ROUNDS)}
-        if torch.cuda.is_available():
+        if cuda:
             result["cuda"] = step_rates("cuda", 17)
-            result["cuda_device"] = torch.cuda.get_device_name()
+            result["cuda_device"] = result["setup"]["cuda_device"]
     _print(result)
     (out / "routers.json").write_text(json.dumps(result, indent=2))
     return result
@@ -131,6 +134,8 @@ def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
 
 def _print(result):
     s = result["setup"]
+    print(f"  {s['cpu_model']} ({s['n_cpus_usable']} of {s['n_cpus']} CPUs usable); CUDA: "
+          f"{s['cuda_device'] or 'not available'}")
     print(f"  one training step, dim {s['dim']}, batch {s['batch']}, total width 4a, "
           f"{s['threads']} thread(s); speed = dense step time / router step time:")
     for where in ("cpu", "cuda"):

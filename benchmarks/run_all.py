@@ -2,7 +2,9 @@
 
 Each benchmark module defines ``main(out: pathlib.Path) -> dict``: it measures its targets and
 its baselines in the same run, prints a short table, writes ``out/<name>.json`` and returns the
-same dictionary. Speeds are reported as ratios against a baseline measured in that run.
+same dictionary. Speeds are reported as ratios against a baseline measured in that run;
+``summary.json`` also records the machine (platform, CPU model, CPU counts: ``_timing.machine``),
+since absolute times differ severalfold between machines.
 
 Usage: ``python benchmarks/run_all.py [--out DIR] [--only NAME ...]``.
 """
@@ -13,9 +15,11 @@ import argparse
 import importlib.util
 import json
 import pathlib
-import platform
 import sys
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _timing import machine  # noqa: E402 (the benchmarks' folder)
 
 
 def _load(path: pathlib.Path):
@@ -28,7 +32,7 @@ def _load(path: pathlib.Path):
 def run(out: pathlib.Path, only: list[str] | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     here = pathlib.Path(__file__).resolve().parent
-    results = {"machine": platform.platform(), "python": sys.version.split()[0], "benchmarks": {}}
+    results = {"machine": machine(), "python": sys.version.split()[0], "benchmarks": {}}
     for path in sorted(here.glob("bench_*.py")):
         name = path.stem.removeprefix("bench_")
         if only and name not in only:

@@ -91,3 +91,45 @@ def test_steady_malloc_spares_a_dense_step_its_page_faults():
     assert fixed == "True"
     # measured over 30 steps: 9-26 faults per step inside, 290-870 after (256 pages a block)
     assert float(after) >= 128 and float(steady) <= float(after) / 2, run.stdout
+
+
+def test_machine_names_the_cpu_model_and_counts(tmp_path):
+    import os
+    import platform
+
+    from _timing import machine
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\n"
+                       "model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz\n\n"
+                       "processor\t: 1\nmodel name\t: something else\n")
+    info = machine(cpuinfo)
+    assert info["cpu_model"] == "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz"
+    assert info["n_cpus"] == os.cpu_count() and 1 <= info["n_cpus_usable"] <= info["n_cpus"]
+    assert info["platform"] == platform.platform()
+    # no /proc/cpuinfo (macOS, Windows): platform.processor(), or None when that is empty
+    assert machine(tmp_path / "missing")["cpu_model"] == (platform.processor() or None)
+
+
+def test_router_bench_records_the_machine_and_cuda(tmp_path, monkeypatch):
+    import json
+
+    import torch
+
+    import bench_routers
+    monkeypatch.setattr(bench_routers, "step_rates", lambda device, repeats: {})
+    bench_routers.main(tmp_path, quick=True)
+    setup = json.loads((tmp_path / "routers.json").read_text())["setup"]
+    assert setup["cuda_available"] == torch.cuda.is_available()
+    assert (setup["cuda_device"] is None) == (not torch.cuda.is_available())
+    assert {"cpu_model", "n_cpus", "n_cpus_usable", "platform"} <= set(setup)
+
+
+def test_run_all_summary_records_the_machine(tmp_path):
+    import json
+
+    import run_all
+    from _timing import machine
+    run_all.run(tmp_path, only=["no such benchmark"])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["machine"] == machine() and summary["benchmarks"] == {}
