@@ -183,6 +183,8 @@ ROUTERS_ACTIVATED = {"tiny": (4, 16), "quick": (16, 64, 256), "paper": (64, 256,
 ROUTERS_EXPERTS = {"tiny": 4, "quick": 16, "paper": 64}
 ROUTER_LABELS = {"comet": "COMET", "sigma_moe": "σ-MoE", "topk_moe": "top-k MoE",
                  "pkm": "PKM", "smear": "SMEAR", "sdmlp": "SDMLP"}
+#: Label of the dense baseline trained end to end beside the routers (``DenseMLP``).
+TRAINED_DENSE_LABEL = "dense MLP, trained"
 
 
 def routers(preset: str) -> list[ExperimentConfig]:
@@ -192,10 +194,14 @@ def routers(preset: str) -> list[ExperimentConfig]:
     Sparse models have total width 4a: DSM (k = a), COMET (one hidden layer, p_k = 1/4),
     σ-MoE and top-k MoE (n_experts experts of 4a/n_experts units, a/expert size of them per
     example), SMEAR (4 experts of a units merged into one), PKM (n_keys = 2√a, top a values),
-    SDMLP (4a neurons, k = a). Dense has width a; the LSH model has 4a buckets (panel b, by
-    size). The frozen-feature baselines (dense, DSM, LSH) get their exact least-squares top
-    layer (``fit="exact"``); the routers learn their routing and are trained end to end with
-    their own optimiser for ``sgd_steps`` steps (``experiments.router_training``).
+    SDMLP (4a neurons, k = a). Two dense baselines of width a: Baykal et al.'s (§5: a frozen
+    random bottom layer, "dense") and ``DenseMLP`` trained end to end like the routers
+    ("dense MLP, trained"; COMET §5.2.1's smaller model). The LSH model has 4a buckets (panel
+    b, by size). The frozen-feature models (dense, DSM, LSH) get their exact least-squares
+    top layer (``fit="exact"``); the routers and the trained dense MLP learn their routing or
+    features and are trained end to end with their own optimiser for ``sgd_steps`` steps
+    (``experiments.router_training``), so a router is compared with dense both ways: against
+    the paper's frozen features, and against a network that learns its features too.
     """
     _check_preset(preset)
     experts = ROUTERS_EXPERTS[preset]
@@ -203,13 +209,14 @@ def routers(preset: str) -> list[ExperimentConfig]:
     for a in ROUTERS_ACTIVATED[preset]:
         w = 4 * a
         models += [ModelSpec("dense", width=a, label="dense"),
+                   ModelSpec("dense_mlp", width=a, label=TRAINED_DENSE_LABEL),
                    ModelSpec("dsm", width=w, k=a, label="DSM"),
                    ModelSpec("lsh", n_bits=int(np.log2(w)), label="LSH")]
         for kind, label in ROUTER_LABELS.items():
             n_experts = {"sigma_moe": min(experts, w), "topk_moe": min(experts, w),
                          "smear": 4}.get(kind)
             models.append(ModelSpec(kind, width=w, k=a, n_experts=n_experts, label=label))
-    labels = ["dense", "DSM", *ROUTER_LABELS.values()]
+    labels = ["dense", TRAINED_DENSE_LABEL, "DSM", *ROUTER_LABELS.values()]
     sizes = _sizes(preset)
     if preset == "quick":
         sizes.update(n_train=16_384, n_eval=4_096, seeds=(0, 1), sgd_steps=1_500)
@@ -220,7 +227,8 @@ def routers(preset: str) -> list[ExperimentConfig]:
         name="routers", preset=preset, target=TargetSpec(family=family), models=tuple(models),
         panels={"a": {"x": "activated_units", "models": labels,
                       "title": "routers at equal activated units"},
-                "b": {"x": "size", "models": ["dense", "DSM", "LSH", *ROUTER_LABELS.values()],
+                "b": {"x": "size", "models": ["dense", TRAINED_DENSE_LABEL, "DSM", "LSH",
+                                             *ROUTER_LABELS.values()],
                       "title": "by total width / buckets"}},
         **sizes) for family in ("polynomial", "hypercube")]
 

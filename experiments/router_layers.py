@@ -11,6 +11,7 @@ smear      ``n_experts`` experts of k units merged into one per example (Muqeeth
 pkm        n_keys = √width sub-keys per half, the top k of the width = n_keys² values (§3.2)
 sdmlp      ``width`` neurons, k_target = k, k annealed from width over the first half of the
            training epochs (Bricken et al. 2023, Eq. 4)
+dense_mlp  ``width`` = k hidden units, all active: the dense baseline (``DenseMLP``)
 =========  ==================================================================================
 
 Everything else is each layer's paper default (see its config class).
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from experiments.specs import ModelSpec
+from experiments.specs import TRAINED_KINDS, ModelSpec
 from lipschitz.validation import check_int, check_seed
 from routing.layers import (
     COMET,
@@ -28,6 +29,8 @@ from routing.layers import (
     SDMLP,
     SMEAR,
     COMETConfig,
+    DenseMLP,
+    DenseMLPConfig,
     PKMConfig,
     RouterLayer,
     SDMLPConfig,
@@ -45,7 +48,7 @@ def build_router(spec: ModelSpec, dim: int, seed: int, epochs: int = 1) -> Route
     """The router layer of ``spec`` for inputs of dimension ``dim`` and a scalar output.
 
     Arguments:
-        spec: a ``ModelSpec`` whose kind is one of ``experiments.specs.ROUTER_KINDS``.
+        spec: a ``ModelSpec`` whose kind is one of ``experiments.specs.TRAINED_KINDS``.
         dim: input dimension, >= 1.
         seed: seed of the layer's initialisation (and frozen parts), >= 0.
         epochs: passes over the training data the layer will get (SDMLP anneals k over the
@@ -77,4 +80,6 @@ def build_router(spec: ModelSpec, dim: int, seed: int, epochs: int = 1) -> Route
     if spec.kind == "sdmlp":
         return SDMLP(SDMLPConfig(d_in=dim, d_out=1, n_neurons=w, k_target=k,
                                  anneal_epochs=max(1, epochs // 2), seed=seed))
-    raise ValueError(f"spec.kind must be a router kind, got {spec.kind!r}")
+    if spec.kind == "dense_mlp":
+        return DenseMLP(DenseMLPConfig(d_in=dim, width=w, d_out=1, seed=seed))
+    raise ValueError(f"spec.kind must be one of {TRAINED_KINDS}, got {spec.kind!r}")

@@ -23,7 +23,10 @@ from lipschitz.validation import check_int, check_real
 TARGET_FAMILIES = ("polynomial", "hypercube", "mlp")
 #: The routers of issue 7 (``routing.layers``), trained end to end (``experiments.router_training``).
 ROUTER_KINDS = ("comet", "sigma_moe", "topk_moe", "pkm", "smear", "sdmlp")
-MODEL_KINDS = ("dense", "dsm", "random_hash", "lsh", "lsh_table") + ROUTER_KINDS
+#: The ``routing.layers`` layers a sweep trains end to end: the routers and their dense
+#: baseline ``DenseMLP`` (every unit active; k, if given, must equal the width).
+TRAINED_KINDS = ROUTER_KINDS + ("dense_mlp",)
+MODEL_KINDS = ("dense", "dsm", "random_hash", "lsh", "lsh_table") + TRAINED_KINDS
 #: Routers whose units are experts of width // n_experts hidden units each.
 EXPERT_KINDS = ("sigma_moe", "topk_moe", "smear")
 FITS = ("exact", "sgd")
@@ -82,9 +85,11 @@ class ModelSpec:
     Attributes:
         kind: "dense", "dsm", "random_hash", "lsh" (the torch LSH model with hyperplane
             hashing, Baykal et al. §2.2) or "lsh_table" (``routing.LSHTable`` with Euclidean
-            LSH, the learner of Theorem 4.1; its "buckets" are the non-empty ones).
-        width: total width of the bottom layer (dense, dsm, random_hash).
-        k: activated units (dsm, random_hash).
+            LSH, the learner of Theorem 4.1; its "buckets" are the non-empty ones), a router
+            of ``ROUTER_KINDS``, or "dense_mlp" (``routing.layers.DenseMLP``, the dense
+            baseline the routers are trained beside: every unit active, trained end to end).
+        width: total width of the bottom layer (dense, dsm, random_hash, dense_mlp).
+        k: activated units (dsm, random_hash, the routers; dense_mlp: None or the width).
         n_bits: hyperplane bits per table (lsh); buckets = n_tables · 2^n_bits.
         n_tables: hash tables (lsh, lsh_table).
         n_hashes, bucket_width: Euclidean LSH parameters (lsh_table).
@@ -113,8 +118,12 @@ class ModelSpec:
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:
             raise ValueError(f"model kind must be one of {MODEL_KINDS}, got {self.kind!r}")
-        if self.kind in ("dense", "dsm", "random_hash") + ROUTER_KINDS:
+        if self.kind in ("dense", "dsm", "random_hash") + TRAINED_KINDS:
             check_int(self.width, "width", low=1)
+        if self.kind == "dense_mlp":
+            if self.k is None:
+                object.__setattr__(self, "k", self.width)
+            check_int(self.k, "k", low=self.width, high=self.width)  # every unit is active
         if self.kind in ("dsm", "random_hash") + ROUTER_KINDS:
             check_int(self.k, "k", low=1, high=self.width)
         if self.kind in EXPERT_KINDS:
@@ -204,10 +213,11 @@ class ExperimentConfig:
 
 def fit_of(spec: ModelSpec, config: ExperimentConfig) -> str:
     """The fit a model of a sweep gets: the LSH table is always exact (bucket means), the
-    routers always "sgd" (they learn their routing: no closed form), others the config's."""
+    routers and their trained dense baseline always "sgd" (they learn their routing or
+    features: no closed form), others the config's."""
     if spec.kind == "lsh_table":
         return "exact"
-    if spec.kind in ROUTER_KINDS:
+    if spec.kind in TRAINED_KINDS:
         return "sgd"
     return config.fit
 

@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from experiments.specs import ROUTER_KINDS, ExperimentConfig, ModelSpec, data_seeds, fit_of
+from experiments.specs import TRAINED_KINDS, ExperimentConfig, ModelSpec, data_seeds, fit_of
 from lipschitz import make_dataset
 
 COLUMNS = ["experiment", "target", "model", "model_label", "model_key", "width", "k", "buckets",
@@ -85,7 +85,7 @@ def run_model(spec: ModelSpec, config: ExperimentConfig, data, seed: int,
     start = time.perf_counter()
     if spec.kind == "lsh_table":
         row = _run_lsh_table(spec, data, seed)
-    elif spec.kind in ROUTER_KINDS:
+    elif spec.kind in TRAINED_KINDS:
         row = _run_router(spec, config, data, seed, device)
     else:
         if spec.kind in ("dense", "dsm", "random_hash") and config.fit == "exact":

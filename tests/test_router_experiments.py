@@ -20,6 +20,8 @@ N_EXPERTS = {"sigma_moe": 4, "topk_moe": 4, "smear": 4}
 
 
 def _spec(kind, width=64, k=16):
+    if kind == "dense_mlp":  # the dense baseline at the routers' k activated units
+        return ModelSpec(kind, width=k)
     return ModelSpec(kind, width=width, k=k, n_experts=N_EXPERTS.get(kind))
 
 
@@ -53,7 +55,7 @@ def test_router_specs_reject_inconsistent_shapes(kwargs, name):
         ModelSpec(**kwargs)
 
 
-@pytest.mark.parametrize("kind", ["topk_moe", "comet"])
+@pytest.mark.parametrize("kind", ["topk_moe", "comet", "dense_mlp"])
 def test_training_lowers_the_error_well_below_the_variance(kind):
     X, y = _data()
     model = RouterRegressor(build_router(_spec(kind), 8, seed=0))
@@ -149,8 +151,12 @@ def test_router_sweep_rows_and_resume(tmp_path):
 def test_routers_preset_matches_activated_units_across_models():
     for config in experiment_configs("routers", "quick"):
         kinds = {m.kind for m in config.models}
-        assert set(ROUTER_LABELS) <= kinds and {"dense", "dsm", "lsh"} <= kinds
+        assert set(ROUTER_LABELS) <= kinds and {"dense", "dense_mlp", "dsm", "lsh"} <= kinds
         for a in (16, 64, 256):
-            sparse = [m for m in config.models if m.k == a]
+            sparse = [m for m in config.models if m.k == a and m.kind != "dense_mlp"]
             assert {m.width for m in sparse} == {4 * a}
             assert len(sparse) == 1 + len(ROUTER_LABELS)  # DSM and every router
+            # both dense baselines have the routers' a activated units as their width
+            dense = [m for m in config.models if m.kind in ("dense", "dense_mlp")
+                     and m.width == a]
+            assert sorted(m.kind for m in dense) == ["dense", "dense_mlp"]

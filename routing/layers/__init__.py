@@ -11,11 +11,14 @@ registered buffers (``RouterLayer``):
 * ``PKM``: product-key memory (Csordás et al. §3.2; Lample et al. 2019);
 * ``SMEAR``: router probabilities merge the experts' parameters (Muqeeth et al. 2024 §3);
 * ``SDMLP``: Top-K with subtraction of the (k+1)-th activation, k annealing, normalised
-  non-negative weights (Bricken et al. 2023 §4).
+  non-negative weights (Bricken et al. 2023 §4);
+* ``DenseMLP``: the dense baseline, every hidden unit active (COMET §5.2.1's "smaller model"
+  at matched activated units).
 """
 
 from routing.layers._base import RouterLayer
 from routing.layers.comet import COMET, COMETConfig
+from routing.layers.dense import DenseMLP, DenseMLPConfig
 from routing.layers.pkm import PKM, PKMConfig
 from routing.layers.sdmlp import SDMLP, SDMLPConfig
 from routing.layers.sigma_moe import SigmaMoE, SigmaMoEConfig
@@ -23,4 +26,5 @@ from routing.layers.smear import SMEAR, SMEARConfig
 from routing.layers.topk_moe import TopKMoE, TopKMoEConfig
 
 __all__ = ["RouterLayer", "COMET", "COMETConfig", "SigmaMoE", "SigmaMoEConfig", "TopKMoE",
-           "TopKMoEConfig", "PKM", "PKMConfig", "SMEAR", "SMEARConfig", "SDMLP", "SDMLPConfig"]
+           "TopKMoEConfig", "PKM", "PKMConfig", "SMEAR", "SMEARConfig", "SDMLP", "SDMLPConfig",
+           "DenseMLP", "DenseMLPConfig"]
