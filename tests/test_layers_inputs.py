@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from routing.layers import (COMET, PKM, SDMLP, SMEAR, COMETConfig, PKMConfig, SDMLPConfig,
-                            SigmaMoE, SigmaMoEConfig, SMEARConfig, TopKMoE, TopKMoEConfig)
+from routing.layers import (COMET, PKM, SDMLP, SMEAR, COMETConfig, DenseMLP, DenseMLPConfig,
+                            PKMConfig, SDMLPConfig, SigmaMoE, SigmaMoEConfig, SMEARConfig,
+                            TopKMoE, TopKMoEConfig)
+from routing.layers._unit_kernel import normalised_rows
 
 D_IN = 6
 
@@ -93,6 +95,59 @@ def test_a_finite_x_whose_sum_overflows_is_not_rejected(name):
     x = torch.full((64, D_IN), 3e38)
     assert not np.isfinite(float(x.sum()))
     assert layer.check_input(x) is x
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_a_huge_finite_x_gives_a_finite_output_or_an_error_naming_x(name):
+    # products of x ~ 3e38 overflow float32; what leaves the layer is never NaN or inf
+    layer = FACTORIES[name]()
+    x = torch.full((5, D_IN), 3e38)
+    try:
+        y, _ = layer(x)
+    except ValueError as error:
+        assert str(error).startswith("x must be small enough"), error
+    else:
+        assert bool(torch.isfinite(y).all())
+
+
+@pytest.mark.parametrize("name", [*FACTORIES, "dense"])
+def test_a_non_finite_parameter_is_named_when_the_output_is_not_finite(name):
+    layer = (DenseMLP(DenseMLPConfig(d_in=D_IN, width=8)) if name == "dense"
+             else FACTORIES[name]())
+    # the parameter every path reads: the one the input is checked against
+    param = layer._input_like()
+    pname = next(n for n, p in layer.named_parameters() if p is param)
+    with torch.no_grad():
+        param.fill_(float("nan"))
+    with pytest.raises(ValueError, match=rf"^the layer's parameter {pname} must be finite"):
+        layer(_x())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("split, lift", [(False, False), (True, False), (True, True)])
+def test_sdmlp_normalisation_gives_unit_rows_at_any_finite_scale(dtype, split, lift):
+    # rows of 3e38 overflowed the sum of squares (a row of zeros came out) and rows of 1e-30
+    # underflowed it (a row of 8e7 came out); both paths now give x̂ / ‖x̂‖ as float64 does
+    huge = torch.finfo(dtype).max / 4
+    rows = torch.tensor([[huge, -huge, 1.0, 0.0, 2.0, -3.0], [1e-30, -2e-30, 0, 0, 1e-30, 0],
+                         [0.5, -0.25, 1.0, 0.0, 2.0, -3.0], [0.0] * D_IN], dtype=dtype)
+    reference = rows.double() / rows.double().abs().amax(dim=1, keepdim=True).clamp_min(1e-300)
+    if split:
+        reference = torch.cat([reference.clamp(min=0), (-reference).clamp(min=0)], dim=1)
+    if lift:  # the lifted 1, scaled alike: it vanishes beside a huge row, dominates a tiny one
+        scale = rows.double().abs().amax(dim=1, keepdim=True)
+        reference = torch.cat([reference, 1.0 / scale.clamp_min(1e-300)], dim=1)
+        reference[3] = torch.tensor([0.0] * (2 * D_IN) + [1.0])  # a zero row: just the lift
+    reference = reference / reference.norm(dim=1, keepdim=True).clamp_min(1e-300)
+    layer = SDMLP(SDMLPConfig(d_in=D_IN, n_neurons=8, k_target=2, split_signs=split,
+                              lift_inputs=lift)).to(dtype)
+    tolerance = dict(rtol=1e-6 if dtype == torch.float32 else 1e-14, atol=1e-7)
+    kernel = normalised_rows(rows, split, lift)
+    torch.testing.assert_close(kernel.double(), reference, **tolerance)
+    torch_path = layer.normalise_inputs(rows.clone().requires_grad_(True))  # autograd: torch
+    torch.testing.assert_close(torch_path.detach().double(), reference, **tolerance)
+    norms = kernel.double().norm(dim=1)
+    torch.testing.assert_close(norms[:3], torch.ones(3, dtype=torch.float64), **tolerance)
 
 
 @pytest.mark.parametrize("name", FACTORIES)

@@ -31,7 +31,10 @@ so counts are exact up to 2^53.
 
 Every public method that takes a batch x checks it with ``RouterLayer.check_input``: a
 ``torch.Tensor`` of shape (B, d_in) with the parameters' dtype and device and finite entries,
-else a ValueError naming ``x``.
+else a ValueError naming ``x``. Every ``forward`` checks its output too
+(``RouterLayer.check_output``): a finite x can still overflow a layer's products, and a
+diverged parameter makes NaN; either is a ValueError naming x or the parameter, never a NaN
+handed on.
 """
 
 from __future__ import annotations
@@ -150,6 +153,35 @@ class RouterLayer(nn.Module, abc.ABC):
         if finite:
             check_finite_tensor(x, "x")
         return x
+
+    def check_output(self, y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Return y after checking that it is finite: a finite x can still make a layer's
+        products overflow (x of order 1e38 in float32), and NaN must not leave the layer
+        silently. About 1 us on a (1024, 1) y (one sum; ``check_finite_tensor``).
+
+        Arguments:
+            y: the layer's output (B, d_out); x: the checked input it came from.
+
+        Returns:
+            y itself.
+
+        Raises:
+            ValueError: naming x, with its largest magnitude and dtype, when y has NaN or
+                infinite entries and the parameters are finite; naming the parameters when
+                one of them is not finite (e.g. after a diverged training step).
+        """
+        try:
+            check_finite_tensor(y, "y")
+        except ValueError:
+            for name, p in self.named_parameters():
+                if not bool(torch.isfinite(p).all()):
+                    raise ValueError(f"the layer's parameter {name} must be finite; it has "
+                                     f"NaN or infinite entries") from None
+            raise ValueError(f"x must be small enough for the layer's products not to "
+                             f"overflow in {x.dtype}: the output is not finite for this x "
+                             f"(finite, max |x| = {float(x.detach().abs().max()):.3g}); scale "
+                             f"x down or use float64") from None
+        return y
 
     # -- usage ------------------------------------------------------------------------------
     @torch.no_grad()

@@ -577,9 +577,14 @@ def unit_mlp(x: torch.Tensor, idx: torch.Tensor, W: torch.Tensor, bias: torch.Te
 @njit(cache=True)
 def _normalised_rows(x, split, lift, out):
     """out[b] = x̂_b / ‖x̂_b‖ (0 for a zero row), x̂_b = ([x_b]_+, [−x_b]_+) if split else x_b,
-    followed by a 1 if lift."""
+    followed by a 1 if lift. A row whose sum of squares overflows (entries near the largest
+    float's square root, 1.8e19 in float32) or underflows to where the squares lose their
+    digits is divided by its largest magnitude first: x̂ / ‖x̂‖ does not change, and the
+    norm no longer comes out inf (a row of zeros) or 0 (a row blown up by 1 / tiny)."""
     B, d = x.shape
     tiny = np.finfo(x.dtype).tiny
+    small = tiny / np.finfo(x.dtype).eps  # below it a sum of squares has lost digits
+    inf = x.dtype.type(np.inf)
     zero = x.dtype.type(0)
     for b in range(B):
         for j in range(d):
@@ -595,6 +600,15 @@ def _normalised_rows(x, split, lift, out):
         total = x.dtype.type(0)
         for j in range(width):
             total += out[b, j] * out[b, j]
+        if not (small <= total < inf):
+            largest = zero
+            for j in range(width):
+                largest = max(largest, abs(out[b, j]))
+            if largest > zero:
+                total = zero
+                for j in range(width):
+                    out[b, j] /= largest
+                    total += out[b, j] * out[b, j]
         norm = max(np.sqrt(total), tiny)
         for j in range(width):
             out[b, j] /= norm
@@ -605,7 +619,8 @@ def normalised_rows(x: torch.Tensor, split_signs: bool, lift: bool) -> torch.Ten
     batch, without autograd: x (B, d) -> x̂ / ‖x̂‖ (a zero row stays zero), x̂ = ([x]_+, [−x]_+)
     with ``split_signs``, then (x̂, 1) with ``lift``; the norm floored at the dtype's tiny, as
     ``SDMLP.normalise_inputs``'s torch operations (equal up to the order of the sum of
-    squares).
+    squares). Rows whose sum of squares would overflow or underflow are scaled by their
+    largest magnitude first, so every nonzero finite row comes out of unit norm.
 
     Arguments:
         x: (B, d) float32 or float64 CPU tensor.

@@ -248,13 +248,13 @@ class COMET(RouterLayer):
         """
         x = self.check_input(x, finite=False)
         if self._gather_path(x):  # the kernel tells a non-finite x (its scores are not finite)
-            return self._forward_gathered(x), {}
+            return self.check_output(self._forward_gathered(x), x), {}
         check_finite_tensor(x, "x")
         masks = self._route(x)
         y, _ = self._backbone(x, masks)
         for ell, m in enumerate(masks):
             self.record_usage(weights=m, offset=self.offsets[ell], count_examples=ell == 0)
-        return y, {}
+        return self.check_output(y, x), {}
 
     def _gather_path(self, x: torch.Tensor) -> bool:
         """Whether ``forward`` runs the winners-only CPU kernels: one hidden ReLU layer,

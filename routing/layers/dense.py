@@ -110,7 +110,7 @@ class DenseMLP(RouterLayer):
             with torch.no_grad():
                 self.unit_usage += x.shape[0]  # every unit takes part in every example
                 self.examples_seen += x.shape[0]
-        return self.out(torch.relu(self.hidden(x))), {}
+        return self.check_output(self.out(torch.relu(self.hidden(x))), x), {}
 
     @property
     def activated_units(self) -> int:

@@ -229,12 +229,12 @@ class PKM(RouterLayer):
             y, slots = fused
             if self.track_usage:
                 self.record_usage(indices=slots())
-            return y, {}
+            return self.check_output(y, x), {}
         check_finite_tensor(x, "x")  # the kernel was skipped, or it met non-finite scores
         idx, gate = self._route(x)                                         # (B, k) each
         y = (gate.unsqueeze(2) * self.values[idx]).sum(1)                  # (B, d_out)
         self.record_usage(indices=idx)
-        return y, {}
+        return self.check_output(y, x), {}
 
     @property
     def activated_units(self) -> int:

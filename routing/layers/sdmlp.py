@@ -218,6 +218,9 @@ class SDMLP(RouterLayer):
             x = torch.cat([x.clamp(min=0), (-x).clamp(min=0)], dim=1)
         if self.config.lift_inputs:
             x = torch.cat([x, torch.ones_like(x[:, :1])], dim=1)
+        # divided by the largest magnitude first, as the kernel does where it matters: the
+        # sum of squares of a finite row then neither overflows nor underflows
+        x = x / x.detach().abs().amax(dim=1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
         return x / x.norm(dim=1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
 
     def hidden(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -263,14 +266,14 @@ class SDMLP(RouterLayer):
         """
         self.check_input(x, finite=False)
         if self._gather_path(x):
-            return self._forward_gathered(x), {}
+            return self.check_output(self._forward_gathered(x), x), {}
         check_finite_tensor(x, "x")
         h, active = self._hidden(x)  # (B, N) each
         if self.config.gaba_switch and self.training:
             with torch.no_grad():
                 self.gaba_counts += active.sum(dim=0).to(torch.float64)
         self.record_usage(weights=active)
-        return h @ self.decoder.T, {}  # (B, d_out)
+        return self.check_output(h @ self.decoder.T, x), {}  # (B, d_out)
 
     def _gather_path(self, x: torch.Tensor) -> bool:
         """Whether ``forward`` runs the winners-only CPU kernels: float32/float64 on the CPU,
@@ -293,8 +296,8 @@ class SDMLP(RouterLayer):
                                    winners=False)
         except ValueError:  # x was checked but for finiteness: the kernel's error is about x̂
             check_finite_tensor(x, "x")
-            raise ValueError("SDMLP activations must be finite: the encoder has NaN or "
-                             "infinite entries") from None
+            raise ValueError("the layer's parameter encoder must be finite; it has NaN or "
+                             "infinite entries (the activations are not finite)") from None
         if usage is not None:
             self.examples_seen += x.shape[0]
         return y

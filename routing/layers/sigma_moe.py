@@ -141,7 +141,7 @@ class SigmaMoE(ExpertMoE):
         if not (self.training and self.config.expert_dropout > 0):  # the CPU kernels' path
             fused = self._fused_forward(x, "sigmoid", "entropy", self.config.entropy_coef)
             if fused is not None:
-                return fused[0], {"entropy": fused[1]}
+                return self.check_output(fused[0], x), {"entropy": fused[1]}
         return self._forward_torch(x)
 
     def _forward_torch(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -163,4 +163,4 @@ class SigmaMoE(ExpertMoE):
         with torch.no_grad():
             log_p = torch.where(p > 0, p, torch.ones_like(p)).log()
         neg_entropy = (p * log_p).sum() + (p - p.detach()).sum()
-        return y, {"entropy": self.config.entropy_coef * neg_entropy}
+        return self.check_output(y, x), {"entropy": self.config.entropy_coef * neg_entropy}

@@ -166,16 +166,17 @@ class SMEAR(RouterLayer):
         y = _mix_linear(p, self._act(h), self.w2)  # (B, d_out)
         if self.b2 is not None:
             y = y + p @ self.b2
-        return y, {}
+        return self.check_output(y, x), {}
 
     def _drop_experts(self, p: torch.Tensor) -> torch.Tensor:
         # Sampled on the CPU generator so that a seed gives the same masks on every device.
         keep = torch.rand(p.shape, generator=self._dropout_gen) >= self.config.expert_dropout
         p = p * keep.to(device=p.device, dtype=p.dtype)
         total = p.sum(dim=1, keepdim=True)  # (B, 1)
-        # An example that lost every expert gets the uniform average instead of 0/0.
+        # An example that lost every expert gets the uniform average instead of 0/0 (and only
+        # such an example: a NaN from the router stays NaN, for ``check_output`` to report).
         uniform = torch.full_like(p, 1.0 / p.shape[1])
-        return torch.where(total > 0, p / total.clamp_min(torch.finfo(p.dtype).tiny), uniform)
+        return torch.where(total == 0, uniform, p / total.clamp_min(torch.finfo(p.dtype).tiny))
 
     # -- sizes and costs ----------------------------------------------------------------
     def expert_params(self) -> int:

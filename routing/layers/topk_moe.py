@@ -135,7 +135,7 @@ class TopKMoE(ExpertMoE):
             fused = self._fused_forward(x, "softmax", "load_balance",
                                         self.config.load_balance_coef)
             if fused is not None:
-                return fused[0], {"load_balance": fused[1]}
+                return self.check_output(fused[0], x), {"load_balance": fused[1]}
         return self._forward_torch(x)
 
     def _forward_torch(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -149,4 +149,4 @@ class TopKMoE(ExpertMoE):
         E, n = self.config.n_experts, max(len(x), 1)
         f = torch.bincount(idx.reshape(-1), minlength=E).to(probs.dtype) / (n * self.config.k)
         balance = E * (f * probs.sum(0) / n).sum()
-        return y, {"load_balance": self.config.load_balance_coef * balance}
+        return self.check_output(y, x), {"load_balance": self.config.load_balance_coef * balance}
