@@ -77,7 +77,8 @@ def _compare(name, text, better: pd.Series, worse: pd.Series, against=None) -> C
 
 
 def claims_for(name: str, frame: pd.DataFrame, configs: list[ExperimentConfig]) -> list[Claim]:
-    """The §5.2 claims that experiment ``name`` tests, judged on ``frame``."""
+    """The claims that experiment ``name`` tests (Baykal et al. §5.2; for ``routers``, each
+    router against the trained dense MLP), judged on ``frame``."""
     frame = with_size(frame)
     dense_units = mean_mse(frame, "dense", "activated_units")
     dense_size = mean_mse(frame, "dense", "size")
@@ -135,6 +136,8 @@ def claims_for(name: str, frame: pd.DataFrame, configs: list[ExperimentConfig]) 
                             verdict if pairs else "not tested",
                             "; ".join(f"width {w:g}: best DSM {b:.3g} vs dense {d:.3g}"
                                       for w, b, d in pairs)))
+    elif name == "routers":
+        claims += _router_claims(name, frame)
     elif name == "subspace":
         for config in configs:
             k = config.target.subspace_k
@@ -153,6 +156,26 @@ def claims_for(name: str, frame: pd.DataFrame, configs: list[ExperimentConfig]) 
                 f"fitted α = {r.alpha:.2f} [{r.alpha_low:.2f}, {r.alpha_high:.2f}] vs 2/k = "
                 f"{2 / k:.2f}, on the {int(r.n_points)} bucket counts T with "
                 f"n_train ≥ k·T·ln T"))
+    return claims
+
+
+def _router_claims(name: str, frame: pd.DataFrame) -> list[Claim]:
+    """Each router against the dense MLP trained alike (``DenseMLP``, width a) at equal
+    activated units a, per target: the comparison the router papers make against their
+    dense baselines (COMET §5.2.1: the "smaller model" of p_k·N neurons; Csordás et al. §6;
+    Baykal et al. §5.2 make it for DSM), here with both sides learning their features."""
+    from experiments.presets import ROUTER_LABELS, TRAINED_DENSE_LABEL
+
+    claims = []
+    for target, rows in frame.groupby("target", sort=False):
+        dense = mean_mse(rows, TRAINED_DENSE_LABEL, "activated_units")
+        for label in ROUTER_LABELS.values():
+            router = mean_mse(rows, label, "activated_units")
+            if len(router):
+                claims.append(_compare(
+                    name, f"{label} beats the dense MLP trained alike at equal activated "
+                    f"units, {target} (the router papers' dense comparison; COMET §5.2.1)",
+                    router, dense))
     return claims
 
 

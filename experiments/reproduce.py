@@ -106,7 +106,8 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
 
 def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) -> pathlib.Path:
     """``report.md``: every figure and table of the run, the paper's numbers beside ours, and
-    a summary of the §5.2 claims with our verdicts."""
+    a summary of the claims (Baykal et al. §5.2; the routers against dense) with our
+    verdicts."""
     lines = [f"# sparselab reproduce — preset `{preset}`", "",
              "Baykal et al. 2022, *A Theoretical View on Sparsely Activated Networks*, §5, "
              "regenerated from scratch; Bricken et al. 2023, Fig. 7 (SDM weightings); COMET "
@@ -117,7 +118,7 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) 
     claims = [table for table in claims if len(table)]
     if claims:
         table = pd.concat(claims)
-        lines += ["## Claims of §5.2 and what this run says", "",
+        lines += ["## Claims and what this run says", "",
                   table[["experiment", "claim", "verdict"]].to_markdown(index=False), ""]
     for name, files in written.items():
         lines += [f"## {name}", ""]

@@ -69,12 +69,37 @@ def test_cost_formula_column_is_smears_section3_formula_and_empty_otherwise(tmp_
 
 def test_no_claims_gives_a_csv_with_its_header_and_no_claims_section(tmp_path):
     configs, frame = _synthetic_routers("tiny")
+    frame = frame[~frame["model_label"].isin(ROUTER_LABELS.values())]  # no router: no claim
     _, claims = write_experiment_outputs("routers", configs, frame, tmp_path)
     assert claims == []
     read = pd.read_csv(tmp_path / "claims.csv")
     assert list(read.columns) == CLAIM_COLUMNS and read.empty
     text = (tmp_path / "table.md").read_text()
     assert "Claims" not in text and text.endswith("|\n")
+
+
+def test_router_claims_judge_each_router_against_the_trained_dense_mlp_per_target():
+    from experiments.presets import TRAINED_DENSE_LABEL
+    from experiments.report import claims_for
+
+    configs, frame = _synthetic_routers("quick")  # MSE 1/size: every router (4a) wins
+    targets = list(pd.unique(frame["target"]))
+    first = frame["target"] == targets[0]
+    sdmlp = frame["model_label"] == "SDMLP"
+    frame.loc[first & sdmlp, "eval_mse"] = 10.0  # SDMLP loses everywhere on one target
+    pkm = (frame["model_label"] == "PKM") & (frame["activated_units"] == 16)
+    frame.loc[first & pkm, "eval_mse"] = 10.0  # PKM loses at a = 16 only
+    claims = {(c.claim.split(" beats")[0], c.claim.split("units, ")[1].split(" (")[0]): c
+              for c in claims_for("routers", frame, configs)}
+    assert len(claims) == len(ROUTER_LABELS) * len(targets)
+    assert claims[("SDMLP", targets[0])].verdict == "not supported"
+    assert claims[("SDMLP", targets[1])].verdict == "supported"
+    assert claims[("PKM", targets[0])].verdict == "mixed"
+    assert claims[("PKM", targets[0])].evidence.startswith("2/3 lower")
+    assert claims[("COMET", targets[0])].verdict == "supported"
+    # against the trained dense MLP, not the frozen-feature dense model
+    frame.loc[frame["model_label"] == TRAINED_DENSE_LABEL, "eval_mse"] = 1e-9
+    assert {c.verdict for c in claims_for("routers", frame, configs)} == {"not supported"}
 
 
 def test_fig4_claims_are_still_written_with_their_section(tmp_path):
@@ -101,7 +126,7 @@ def test_report_reads_claims_files_without_claims(tmp_path):
         (tmp_path / step / "claims.csv").write_text(body)
     written = {step: [f"{step}/claims.csv"] for step in ("routers", "old")}
     text = write_report(tmp_path, "tiny", written).read_text()
-    assert "Claims of §5.2" not in text  # no claim anywhere: no claims section
+    assert "## Claims" not in text  # no claim anywhere: no claims section
     written["fig4"] = ["fig4/claims.csv"]
     text = write_report(tmp_path, "tiny", written).read_text()
     assert "| fig4         | DSM wins | supported |" in text
