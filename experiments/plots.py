@@ -129,11 +129,10 @@ def experiment_figure(panels: list[tuple[str, dict, pd.DataFrame]], suptitle: st
     return fig
 
 
-def plot_experiment(frame: pd.DataFrame, panels: list[tuple[str, dict, pd.DataFrame]],
-                    path_stem: pathlib.Path, suptitle: str,
-                    fit_mask=None) -> list[pathlib.Path]:
-    """``experiment_figure`` written as PNG and SVG (``frame`` is unused: each panel brings
-    its rows). Returns the two paths."""
+def plot_experiment(panels: list[tuple[str, dict, pd.DataFrame]], path_stem: pathlib.Path,
+                    suptitle: str, fit_mask=None) -> list[pathlib.Path]:
+    """``experiment_figure`` (each panel brings its rows) written as PNG and SVG. Returns the
+    two paths."""
     fig = experiment_figure(panels, suptitle, fit_mask=fit_mask)
     paths = [path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")]
     for path in paths:

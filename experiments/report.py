@@ -325,7 +325,7 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
         if config.target.subspace_k is not None:  # fit within the theorem's sample regime
             k, n_train = config.target.subspace_k, config.n_train
             mask = lambda r, k=k, n=n_train: in_sample_regime(r["buckets"], k, n)  # noqa: E731
-        paths += plot_experiment(rows, panels, stem, f"{name}: {config.target.label()}",
+        paths += plot_experiment(panels, stem, f"{name}: {config.target.label()}",
                                  fit_mask=mask)
     table = out / "table.md"
     table.write_text(experiment_markdown(name, frame, configs, claims))
