@@ -1,14 +1,30 @@
-"""The check framework: a claim becomes a measurement with a verdict.
+"""The check framework: a claim becomes a measurement with a verdict that could have failed.
 
 A check draws the random objects a theorem quantifies over, measures the quantity, compares it
-with the bound and returns a ``CheckResult``. Probabilistic claims ("with probability ≥ 0.9")
-are decided over repeated independent draws by the exact (Clopper–Pearson) interval of the
-success rate: *holds* when its lower end (95 %) is ≥ the claimed probability, *refuted* when
-its upper end is below it, *inconclusive* otherwise — then ``draws_needed`` says how many more
-draws would decide if the observed rate persisted.
+with the bound by a decision rule fixed in code, and returns a ``CheckResult``. Probabilistic
+claims ("with probability ≥ 0.9") are decided over repeated independent draws by the exact
+(Clopper–Pearson) interval of the success rate: *holds* when its lower end (95 %) is ≥ the
+claimed probability, *refuted* when its upper end is below it, *inconclusive* otherwise — then
+``draws_needed`` says how many more draws would decide if the observed rate persisted.
 
-Every check is a subclass of ``Check`` with a parameter dataclass (``Params``, with ``quick``
-and ``full`` presets) registered by name with ``@register``.
+**Power.** Every check ships planted violations (``Check.planted_violations``): the same check
+built around an object that breaks the claim by the smallest amount the claim rules out (a
+hasher whose buckets grow as ε^0.5, an exponent off by one power, …). ``Check.run`` runs the
+check's own decision (``Check.decide``) on ``n_power`` independent draws of each planted
+violation; the *power* is the smallest fraction of them refuted, over the planted violations,
+with its Clopper–Pearson interval. A check whose power is below ``POWER_WANTED`` (0.9) reports
+*underpowered* whatever its data said — it could not have failed — and keeps the verdict of its
+data as ``raw_verdict``. A claim true by algebra that holds (and whose planted non-identities
+are refuted) reports *exact identity*.
+
+**Pre-registration.** A check's deciding settings are its frozen ``Params`` dataclass (the
+``quick`` and ``full`` presets are code), its class attribute ``rule`` (the decision rule in
+words) and its planted violations; all three are written into the result (``preregistered``)
+before anything is measured, so nothing in them can depend on the run that decides.
+
+Every check is a subclass of ``Check`` registered by name with ``@register``. The protocol is
+``../shared/VERDICTS.md``'s: holds / refuted / inconclusive / underpowered / out of reach /
+exact identity.
 """
 
 from __future__ import annotations
@@ -18,8 +34,8 @@ import enum
 import math
 import pathlib
 import time
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 from scipy import stats
@@ -30,21 +46,40 @@ __all__ = [
     "Verdict", "ProbabilityDecision", "decide_probability", "decide_probability_bounds",
     "quantile_upper_bound", "draws_to_decide",
     "combine_verdicts", "CheckResult", "Check", "CheckParams", "register", "REGISTRY",
-    "child_seeds", "to_jsonable", "CONFIDENCE",
+    "child_seeds", "to_jsonable", "CONFIDENCE", "POWER_WANTED", "POWER_RUNS", "Planted",
+    "PowerEstimate", "measure_power", "final_verdict", "clopper_pearson",
 ]
 
 #: Confidence level of every Clopper–Pearson decision.
 CONFIDENCE = 0.95
 #: Never propose more draws than this in ``draws_needed``.
 MAX_DRAWS = 10**7
+#: The power a check needs before its verdict may be *holds* (VERDICTS.md).
+POWER_WANTED = 0.9
+#: Planted runs per planted violation when a check's ``Params`` has no ``n_power`` field.
+POWER_RUNS = 10
 
 
 class Verdict(str, enum.Enum):
-    """Outcome of a check: the claim holds, is refuted, or the data cannot decide."""
+    """Outcome of a check (``../shared/VERDICTS.md``).
+
+    * holds: the validation data agree with the claim by the pre-registered rule, and the
+      power on the planted violations is ≥ 0.9;
+    * refuted: the validation data contradict the claim by the rule (and power ≥ 0.9);
+    * inconclusive: neither (``draws_needed`` or the details say what would decide);
+    * underpowered: power < 0.9 — the procedure could not have told, whatever the data;
+    * out of reach: the settings the claim needs exceed the preset (the details say what
+      would be needed);
+    * exact identity: a claim true by algebra, checked to rounding on random instances, with
+      its planted non-identities refuted.
+    """
 
     HOLDS = "holds"
     REFUTED = "refuted"
     INCONCLUSIVE = "inconclusive"
+    UNDERPOWERED = "underpowered"
+    OUT_OF_REACH = "out of reach"
+    EXACT_IDENTITY = "exact identity"
 
     def __str__(self) -> str:
         return self.value
@@ -53,6 +88,26 @@ class Verdict(str, enum.Enum):
 def _cp_interval(successes: int, trials: int, confidence: float) -> tuple[float, float]:
     ci = stats.binomtest(successes, trials).proportion_ci(confidence, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def clopper_pearson(successes: int, trials: int,
+                    confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The exact (Clopper–Pearson) interval of a binomial proportion.
+
+    Arguments:
+        successes, trials: counts, 0 ≤ successes ≤ trials, trials ≥ 1.
+        confidence: coverage, in (0, 1).
+
+    Returns:
+        (low, high), floats in [0, 1].
+
+    Raises:
+        ValueError: counts out of range or ``confidence`` outside (0, 1).
+    """
+    trials = check_int(trials, "trials", low=1)
+    successes = check_int(successes, "successes", low=0, high=trials)
+    confidence = check_real(confidence, "confidence", 0.0, 1.0, low_open=True, high_open=True)
+    return _cp_interval(successes, trials, confidence)
 
 
 def _cp_beta(successes: np.ndarray, trials: np.ndarray, confidence: float):
@@ -232,19 +287,119 @@ def quantile_upper_bound(values, probability: float,
 
 
 def combine_verdicts(verdicts) -> Verdict:
-    """Refuted if any part is refuted, holds if every part holds, inconclusive otherwise.
+    """The verdict of a claim made of parts that must all hold.
+
+    Refuted if any part is refuted; holds if every part holds (exact identity if every part
+    is one); out of reach if every part that does not hold is out of reach; underpowered if
+    every part that does not hold is underpowered; inconclusive otherwise.
 
     Raises:
-        ValueError: an empty list.
+        ValueError: an empty list or an unknown verdict.
     """
     verdicts = [Verdict(v) for v in verdicts]
     if not verdicts:
         raise ValueError("verdicts must not be empty")
     if Verdict.REFUTED in verdicts:
         return Verdict.REFUTED
-    if all(v == Verdict.HOLDS for v in verdicts):
+    if all(v == Verdict.EXACT_IDENTITY for v in verdicts):
+        return Verdict.EXACT_IDENTITY
+    if all(v in (Verdict.HOLDS, Verdict.EXACT_IDENTITY) for v in verdicts):
         return Verdict.HOLDS
+    rest = {v for v in verdicts if v not in (Verdict.HOLDS, Verdict.EXACT_IDENTITY)}
+    if rest == {Verdict.OUT_OF_REACH}:
+        return Verdict.OUT_OF_REACH
+    if rest == {Verdict.UNDERPOWERED}:
+        return Verdict.UNDERPOWERED
     return Verdict.INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A planted violation: the check rebuilt around an object that breaks its claim.
+
+    Attributes:
+        name: short identifier (e.g. "diameter_eps^0.5").
+        description: what is planted and by how much it breaks the claim, in words (e.g.
+            "hasher whose bucket diameter grows as ε^0.5 instead of ε").
+        build: () -> a ``Check`` of the same claim, same ``Params``, with the planted object
+            in place (through real objects — a hasher, a family, a model — never by patching
+            the comparison). Its ``decide(seed)`` must come out *refuted* for the check to
+            have power.
+    """
+
+    name: str
+    description: str
+    build: Callable[[], "Check"]
+
+
+@dataclass(frozen=True)
+class PowerEstimate:
+    """How often the check's own decision refutes one planted violation.
+
+    Attributes:
+        planted: the ``Planted.name``. description: its ``description``.
+        refuted, runs: refuted decisions out of independent planted runs (fresh seeds).
+        power: refuted / runs.
+        ci_low, ci_high: Clopper–Pearson interval (95 %) of the power.
+        verdicts: the raw verdict of each run.
+    """
+
+    planted: str
+    description: str
+    refuted: int
+    runs: int
+    power: float
+    ci_low: float
+    ci_high: float
+    verdicts: tuple[str, ...]
+
+
+def measure_power(planted: Planted, seeds) -> PowerEstimate:
+    """Run ``planted.build().decide(s)`` for every seed and count the refutations.
+
+    Arguments:
+        planted: the planted violation.
+        seeds: non-empty iterable of non-negative int seeds (independent of the real run's).
+
+    Returns:
+        ``PowerEstimate``.
+
+    Raises:
+        ValueError: no seeds; whatever the planted check raises.
+    """
+    seeds = [check_seed(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds must not be empty")
+    check = planted.build()
+    verdicts = tuple(check.decide(s).verdict.value for s in seeds)
+    refuted = sum(v == Verdict.REFUTED.value for v in verdicts)
+    low, high = _cp_interval(refuted, len(seeds), CONFIDENCE)
+    return PowerEstimate(planted.name, planted.description, refuted, len(seeds),
+                         refuted / len(seeds), low, high, verdicts)
+
+
+def final_verdict(raw: Verdict, power: float | None, identity: bool = False) -> Verdict:
+    """The verdict a check prints from the verdict of its data and its measured power.
+
+    * ``power`` None (not measured) or < ``POWER_WANTED``: *underpowered* — unless the data
+      were *out of reach*, which stays (nothing was measured that power could qualify);
+    * otherwise the raw verdict, with *holds* printed as *exact identity* for an ``identity``
+      claim (true by algebra).
+
+    Raises:
+        ValueError: an unknown verdict or a power outside [0, 1].
+    """
+    raw = Verdict(raw)
+    if raw == Verdict.OUT_OF_REACH:
+        return raw
+    if power is None:
+        return Verdict.UNDERPOWERED
+    power = check_real(power, "power", 0.0, 1.0)
+    if power < POWER_WANTED:
+        return Verdict.UNDERPOWERED
+    if identity and raw in (Verdict.HOLDS, Verdict.EXACT_IDENTITY):
+        return Verdict.EXACT_IDENTITY
+    return raw
 
 
 def child_seeds(seed: int, n: int, *salt: int) -> list[int]:
@@ -304,6 +459,15 @@ class CheckResult:
         seconds: wall-clock time of ``run``.
         draws_needed: for an inconclusive probabilistic claim, how many more draws would
             decide at the observed rate (None when not applicable or not feasible).
+        measured_interval: (low, high) interval of ``measured`` (its kind in
+            ``measured_text`` or the details), or None for an exact quantity.
+        raw_verdict: what the data said by the rule, before power was considered.
+        power: the smallest power over the planted violations (None: not measured).
+        power_interval: its Clopper–Pearson interval (95 %).
+        power_details: one ``PowerEstimate`` (as a dict) per planted violation.
+        preregistered: the deciding settings fixed in code before the run: ``params``,
+            ``rule``, ``planted`` (name → description), ``n_power``, ``power_wanted``.
+        settings: the pre-registered settings in one line.
     """
 
     name: str
@@ -320,6 +484,13 @@ class CheckResult:
     plots: list[str] = field(default_factory=list)
     seconds: float = 0.0
     draws_needed: int | None = None
+    measured_interval: tuple[float, float] | None = None
+    raw_verdict: Verdict | None = None
+    power: float | None = None
+    power_interval: tuple[float, float] | None = None
+    power_details: list[dict[str, Any]] = field(default_factory=list)
+    preregistered: dict[str, Any] = field(default_factory=dict)
+    settings: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dictionary of every field."""
@@ -327,10 +498,11 @@ class CheckResult:
 
 
 class CheckParams:
-    """Mixin for the parameter dataclass of a check: presets by name.
+    """Mixin for the parameter dataclass of a check: presets by name, settings in one line.
 
     Subclasses are frozen dataclasses whose defaults are the quick preset; ``full()`` returns
-    the full preset (override it).
+    the full preset (override it). A field ``n_power`` sets the planted runs per planted
+    violation (default ``POWER_RUNS``).
     """
 
     @classmethod
@@ -354,13 +526,26 @@ class CheckParams:
             raise ValueError(f"preset must be 'quick' or 'full', got {name!r}")
         return getattr(cls, name)()
 
+    def summary(self) -> str:
+        """The settings in one line: ``field=value`` for every field, floats to 4 digits."""
+        def fmt(v):
+            if isinstance(v, float):
+                return f"{v:.4g}"
+            if isinstance(v, (tuple, list)):
+                return "(" + ",".join(fmt(x) for x in v) + ")"
+            return str(v)
+        return "; ".join(f"{f.name}={fmt(getattr(self, f.name))}" for f in fields(self))
+
 
 class Check(abc.ABC):
-    """A claim of a paper as an executable measurement.
+    """A claim of a paper as an executable measurement with a verdict that could have failed.
 
-    Subclasses set the class attributes ``name``, ``claim``, ``source`` and ``Params`` (a
-    ``CheckParams`` dataclass) and implement ``_run(seed, out)`` returning a ``CheckResult``
-    (``run`` adds the timing). ``__init__`` only stores the parameters.
+    Subclasses set the class attributes ``name``, ``claim``, ``source``, ``Params`` (a
+    ``CheckParams`` dataclass) and ``rule`` (the decision rule in words), implement
+    ``_run(seed, out)`` returning a ``CheckResult`` with the verdict of the data, and
+    ``planted_violations()`` returning the planted violations its power is measured on.
+    ``identity = True`` marks a claim true by algebra (its holding verdict prints as *exact
+    identity*). ``__init__`` only stores the parameters.
 
     Arguments:
         params: an instance of ``Params`` (default: ``Params()``, the quick preset).
@@ -373,6 +558,8 @@ class Check(abc.ABC):
     claim: ClassVar[str]
     source: ClassVar[str]
     Params: ClassVar[type]
+    rule: ClassVar[str] = ""
+    identity: ClassVar[bool] = False
 
     def __init__(self, params=None):
         params = self.Params() if params is None else params
@@ -385,42 +572,97 @@ class Check(abc.ABC):
         """The check with the ``quick`` or ``full`` parameters."""
         return cls(cls.Params.preset(name))
 
-    def run(self, seed: int = 0, out: str | pathlib.Path | None = None) -> CheckResult:
-        """Run the check.
+    def planted_violations(self) -> list[Planted]:
+        """The planted violations the power is measured on (override; default none, so a
+        check that ships none reports *underpowered*)."""
+        return []
+
+    @property
+    def n_power(self) -> int:
+        """Planted runs per planted violation: ``params.n_power`` or ``POWER_RUNS``."""
+        return int(getattr(self.params, "n_power", POWER_RUNS))
+
+    def preregistration(self) -> dict[str, Any]:
+        """The deciding settings, fixed in code before any run: params, rule, planted
+        violations (name → description), planted runs and the power wanted."""
+        return to_jsonable({
+            "params": asdict(self.params), "rule": self.rule,
+            "planted": {p.name: p.description for p in self.planted_violations()},
+            "n_power": self.n_power, "power_wanted": POWER_WANTED,
+            "confidence": CONFIDENCE,
+        })
+
+    def decide(self, seed: int = 0) -> CheckResult:
+        """The check's measurement and decision alone (no power, no plots): ``verdict`` is
+        what the data say by the rule. Power is measured by calling this on planted checks.
+
+        Raises:
+            ValueError: a negative seed or invalid parameters.
+        """
+        return self._run(check_seed(seed), None)
+
+    def run(self, seed: int = 0, out: str | pathlib.Path | None = None,
+            power: bool = True) -> CheckResult:
+        """Run the check and measure its power on the planted violations.
 
         Arguments:
-            seed: non-negative integer; the same seed gives the same numbers.
+            seed: non-negative integer; the same seed gives the same numbers. The planted
+                runs use seeds derived from it (``child_seeds(seed, n_power, 7919, i)``),
+                disjoint from the real run's.
             out: folder for plots (created if needed); None writes nothing.
+            power: measure the power (False: the verdict is *underpowered* unless out of
+                reach; for quick looks at the data, whose verdict stays in ``raw_verdict``).
 
         Returns:
-            ``CheckResult`` (``seconds`` filled in).
+            ``CheckResult`` with ``verdict`` (``final_verdict`` of the raw verdict and the
+            power), ``raw_verdict``, ``power``, ``power_interval``, ``power_details``,
+            ``preregistered``, ``settings`` and ``seconds`` filled in.
 
         Raises:
             ValueError: a negative seed or invalid parameters.
         """
         seed = check_seed(seed)
+        preregistered = self.preregistration()
         if out is not None:
             out = pathlib.Path(out)
             out.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         result = self._run(seed, out)
+        estimates = []
+        if power:
+            planted = self.planted_violations()
+            for i, p in enumerate(planted):
+                estimates.append(measure_power(p, child_seeds(seed, self.n_power, 7919, i)))
+        worst = min(estimates, key=lambda e: (e.power, e.ci_low), default=None)
+        verdict = final_verdict(result.verdict, None if worst is None else worst.power,
+                                identity=self.identity)
         seconds = time.perf_counter() - start
-        return CheckResult(**{**{f.name: getattr(result, f.name) for f in fields(result)},
-                              "seconds": round(seconds, 3)})
+        return replace(
+            result, verdict=verdict, raw_verdict=result.verdict,
+            power=None if worst is None else worst.power,
+            power_interval=None if worst is None else (worst.ci_low, worst.ci_high),
+            power_details=[to_jsonable(e) for e in estimates], preregistered=preregistered,
+            settings=self.params.summary() if hasattr(self.params, "summary") else "",
+            seconds=round(seconds, 3))
 
     @abc.abstractmethod
     def _run(self, seed: int, out: pathlib.Path | None) -> CheckResult: ...
 
     def result(self, *, seed: int, measured: float, bound: float, measured_text: str,
                bound_text: str, verdict: Verdict, details: dict, plots=(),
-               draws_needed: int | None = None) -> CheckResult:
-        """Build this check's ``CheckResult`` (name, claim, source and params filled in)."""
+               draws_needed: int | None = None,
+               measured_interval: tuple[float, float] | None = None) -> CheckResult:
+        """Build this check's ``CheckResult`` (name, claim, source and params filled in);
+        ``verdict`` is the verdict of the data by the rule."""
         return CheckResult(
             name=self.name, claim=self.claim, source=self.source, measured=float(measured),
             bound=float(bound), measured_text=measured_text, bound_text=bound_text,
             verdict=Verdict(verdict), details=to_jsonable(details),
             params=to_jsonable(asdict(self.params)), seed=seed,
             plots=[str(p) for p in plots], draws_needed=draws_needed,
+            measured_interval=None if measured_interval is None else
+            (float(measured_interval[0]), float(measured_interval[1])),
+            raw_verdict=Verdict(verdict),
         )
 
 
@@ -437,7 +679,10 @@ def register(cls: type[Check]) -> type[Check]:
     for attr in ("name", "claim", "source", "Params"):
         if not hasattr(cls, attr):
             raise ValueError(f"check class {cls.__name__} must define {attr!r}")
-    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+    old = REGISTRY.get(cls.name)
+    # the same class loaded again (a user's module file imported twice) replaces itself
+    if old is not None and old is not cls and (old.__module__, old.__qualname__) != (
+            cls.__module__, cls.__qualname__):
         raise ValueError(f"a check named {cls.name!r} is already registered")
     REGISTRY[cls.name] = cls
     return cls

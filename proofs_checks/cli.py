@@ -1,11 +1,18 @@
 """``sparselab check``: run the registered checks, print a table, write JSON and plots.
 
 ``run_checks(preset, out)`` is the function behind it (``sparselab reproduce`` can call it);
-``check_command`` is the click command to register as ``sparselab check``.
+``check_command`` is the click command to register as ``sparselab check``. For every check
+the table gives the claim and its source, the pre-registered settings in one line, the
+measured value with its interval, the bound, the power on the planted violations (with its
+Clopper–Pearson interval) and the verdict; ``--json`` carries the same fields
+(``preregistered``, ``power``, ``power_interval``, ``verdict``, ``raw_verdict``, ``details``).
+``--module PATH`` imports a user's Python file whose ``@register``-ed checks then run with the
+same machinery.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import pathlib
 import sys
@@ -16,18 +23,20 @@ from typing import Callable, Iterable
 import click
 from tqdm.auto import tqdm
 
-from proofs_checks._framework import CheckResult, Verdict, to_jsonable
+from proofs_checks._framework import REGISTRY, CheckResult, Verdict, to_jsonable
 from proofs_checks.registry import all_checks
 
-__all__ = ["run_checks", "write_checks", "format_table", "check_command", "PRESETS"]
+__all__ = ["run_checks", "write_checks", "format_table", "check_command", "PRESETS",
+           "load_check_module"]
 
 PRESETS = ("quick", "full")
 
 
 def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] | None = None,
                seed: int = 0, progress: bool = True,
-               echo: Callable[[str], None] | None = None) -> list[CheckResult]:
-    """Run the registered checks with a preset's parameters.
+               echo: Callable[[str], None] | None = None,
+               power: bool = True) -> list[CheckResult]:
+    """Run the registered checks with a preset's parameters, each with its power measured.
 
     Arguments:
         preset: "quick" (every check in minutes on 2 CPU cores) or "full" (enough draws to
@@ -38,6 +47,8 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
         seed: the seed of every check (same seed, same numbers).
         progress: show a tqdm progress bar on stderr.
         echo: called with one line per finished check (e.g. ``click.echo``), or None.
+        power: measure each check's power on its planted violations (False: every verdict
+            that is not *out of reach* is *underpowered*; for quick looks only).
 
     Returns:
         One ``CheckResult`` per check, in run order.
@@ -60,10 +71,12 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
     start = time.perf_counter()
     for name in bar:
         bar.set_postfix_str(name)
-        result = checks[name].preset(preset).run(seed, None if out is None else out / name)
+        result = checks[name].preset(preset).run(seed, None if out is None else out / name,
+                                                 power=power)
         results.append(result)
         if echo is not None:
-            echo(f"[{result.verdict.value:>12}] {name} ({result.seconds:.1f} s)")
+            echo(f"[{result.verdict.value:>14}] {name} ({result.seconds:.1f} s, "
+                 f"power {_power_text(result)})")
     bar.close()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -90,33 +103,90 @@ def write_checks(out: str | pathlib.Path, preset: str = "quick", seed: int = 0,
         pathlib.Path(p) for r in results for p in r.plots]
 
 
-def format_table(results: list[CheckResult], width: int = 44) -> str:
-    """A plain-text table with columns check, claim, measured, bound, verdict (wrapped)."""
-    header = ("check", "claim", "measured", "bound", "verdict")
-    rows = [(r.name, f"{r.claim} [{r.source}]", r.measured_text, r.bound_text,
-             r.verdict.value + ("" if r.draws_needed is None or r.verdict != Verdict.INCONCLUSIVE
-                                else f" (+{r.draws_needed} draws)")) for r in results]
-    widths = [max(len(header[0]), *(len(r[0]) for r in rows)) if rows else 5, width, width,
-              30, 14]
+def _power_text(r: CheckResult) -> str:
+    if r.power is None:
+        return "not measured"
+    lo, hi = r.power_interval
+    return f"{r.power:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def _verdict_text(r: CheckResult) -> str:
+    text = r.verdict.value
+    if r.raw_verdict is not None and r.raw_verdict != r.verdict and \
+            r.verdict == Verdict.UNDERPOWERED:
+        text += f" (data: {r.raw_verdict.value})"
+    if r.draws_needed is not None and Verdict.INCONCLUSIVE in (r.verdict, r.raw_verdict):
+        text += f" (+{r.draws_needed} draws)"
+    return text
+
+
+def format_table(results: list[CheckResult], width: int = 100) -> str:
+    """The checks as text, one block per check: its name and verdict, then claim [source],
+    the pre-registered settings (one line), measured [interval], bound, power [Clopper–Pearson
+    interval over the planted runs] and the planted violations, each wrapped to ``width``
+    characters."""
     lines = []
-
-    def emit(cells):
-        wrapped = [textwrap.wrap(c, w) or [""] for c, w in zip(cells, widths)]
-        for i in range(max(len(w) for w in wrapped)):
-            lines.append(" | ".join((w[i] if i < len(w) else "").ljust(n)
-                                    for w, n in zip(wrapped, widths)).rstrip())
-
-    emit(header)
-    lines.append("-+-".join("-" * n for n in widths))
-    for row in rows:
-        emit(row)
+    for r in results:
+        lines.append(f"== {r.name}: {_verdict_text(r)} ==")
+        measured = r.measured_text
+        if r.measured_interval is not None:
+            lo, hi = r.measured_interval
+            measured += f" (interval [{lo:.4g}, {hi:.4g}])"
+        planted = ", ".join(f"{e['planted']} {e['refuted']}/{e['runs']}"
+                            for e in r.power_details) or "none"
+        for label, text in (("claim", f"{r.claim} [{r.source}]"),
+                            ("settings", r.settings or "-"), ("measured", measured),
+                            ("bound", r.bound_text), ("power", _power_text(r)),
+                            ("planted", f"refuted/runs: {planted}")):
+            wrapped = textwrap.wrap(text, width - 10) or [""]
+            lines.append(f"{label:<9} {wrapped[0]}")
+            lines += [" " * 10 + w for w in wrapped[1:]]
         lines.append("")
     return "\n".join(lines)
+
+
+def load_check_module(path: str | pathlib.Path) -> list[str]:
+    """Import a Python file of one's own checks and return the names it registered.
+
+    The file defines ``Check`` subclasses decorated with ``proofs_checks.register`` (claim,
+    source, ``Params``, ``rule``, ``_run`` and ``planted_violations``); importing it registers
+    them, and ``run_checks`` then runs them with the same power, interval and verdict
+    machinery as the built-in checks.
+
+    Arguments:
+        path: a ``.py`` file.
+
+    Returns:
+        The names of the checks the file registered (or re-registered), in registration order.
+
+    Raises:
+        ValueError: the path is not a readable ``.py`` file, or importing it registered no
+            check; whatever the module raises on import.
+    """
+    path = pathlib.Path(path)
+    if path.suffix != ".py" or not path.is_file():
+        raise ValueError(f"module must be an existing .py file, got {str(path)!r}")
+    all_checks()  # the built-in checks first, so a user's check cannot shadow one silently
+    before = dict(REGISTRY)
+    name = f"sparselab_user_checks_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    added = [n for n, cls in REGISTRY.items() if before.get(n) is not cls]
+    if not added:
+        raise ValueError(f"module {str(path)!r} registered no check (decorate a Check "
+                         f"subclass with proofs_checks.register)")
+    return added
 
 
 @click.command()
 @click.option("--only", multiple=True, metavar="NAME",
               help="Run only this check (repeatable). Default: all.")
+@click.option("--module", "modules", multiple=True, metavar="PATH",
+              type=click.Path(dir_okay=False, path_type=pathlib.Path),
+              help="A .py file of one's own registered checks (repeatable); without --only, "
+                   "only its checks run.")
 @click.option("--preset", type=click.Choice(PRESETS), default="quick", show_default=True,
               help="quick: minutes on 2 CPU cores; full: enough draws to decide every claim.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=pathlib.Path),
@@ -125,13 +195,21 @@ def format_table(results: list[CheckResult], width: int = 44) -> str:
               help="Folder for plots (one sub-folder per check) and results.json.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of every check (same seed, same numbers).")
-def check_command(only: tuple[str, ...], preset: str, json_path: pathlib.Path | None,
-                  out: pathlib.Path | None, seed: int) -> None:
-    """Run the theorems of Baykal et al. 2022 (§3–§4) as executable checks.
+def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], preset: str,
+                  json_path: pathlib.Path | None, out: pathlib.Path | None, seed: int) -> None:
+    """Run the theorems of Baykal et al. 2022 (§3–§4, App. B) as executable checks.
 
-    Prints a table (check, claim, measured, bound, verdict) and exits with status 1 when a
-    check is refuted.
+    Each check's power is measured on planted violations; a check with power < 0.9 says
+    "underpowered". Prints a table (claim, settings, measured, bound, power, verdict) and
+    exits with status 1 when a check is refuted.
     """
+    added = []
+    for path in modules:
+        try:
+            added += load_check_module(path)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--module")
+    only = only or tuple(added)
     known = all_checks()
     unknown = [n for n in only if n not in known]
     if unknown:
@@ -142,7 +220,10 @@ def check_command(only: tuple[str, ...], preset: str, json_path: pathlib.Path | 
     counts = {v.value: sum(r.verdict == v for r in results) for v in Verdict}
     click.echo(", ".join(f"{n} {k}" for k, n in counts.items()))
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise click.ClickException(f"cannot write --json {str(json_path)!r}: {err}")
         json_path.write_text(json.dumps(to_jsonable(
             {"preset": preset, "seed": seed, "results": [r.to_dict() for r in results]}),
             indent=1, ensure_ascii=False))

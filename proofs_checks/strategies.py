@@ -11,6 +11,12 @@ For users' own property tests of claims about sparse networks::
 Every strategy draws small, valid constructor arguments (including a seed) and builds the
 object, so shrinking gives small dimensions and seeds.
 
+The public types are also registered with hypothesis (``register_type_strategies``, run on
+import and by hypothesis's plugin entry point, so no import is needed once sparselab is
+installed): ``st.from_type(RandomPolynomial)``, ``RandomHypercubeFunction``, ``RandomMLP``,
+``Target``, ``UniformCube``, ``UniformSubspace``, ``CurvedManifold``, ``EuclideanLSH``,
+``HyperplaneLSH``, ``CrossPolytopeLSH`` and ``UniformHash`` draw the same small valid objects.
+
 Source: the objects of Baykal et al. 2022, §2.2 (Euclidean LSH), §4 (inputs on a
 k-dimensional subspace), §5.1 (targets).
 """
@@ -24,14 +30,18 @@ import numpy as np
 from hypothesis import strategies as st
 
 from lipschitz import (
-    RandomHypercubeFunction, RandomMLP, RandomPolynomial, Target, UniformCube, UniformSubspace,
-    make_dataset, rescale,
+    CurvedManifold, RandomHypercubeFunction, RandomMLP, RandomPolynomial, Target, UniformCube,
+    UniformSubspace, make_dataset, rescale,
 )
 from lipschitz.mlp import ACTIVATIONS
+from routing.cross_polytope_lsh import CrossPolytopeLSH
 from routing.euclidean_lsh import EuclideanLSH
+from routing.hyperplane_lsh import HyperplaneLSH
+from routing.uniform_hash import UniformHash
 
 __all__ = ["lipschitz_targets", "subspaces", "euclidean_lsh_params", "euclidean_lshs",
-           "datasets", "Dataset", "FAMILIES"]
+           "datasets", "Dataset", "FAMILIES", "curved_manifolds", "hyperplane_lshs",
+           "cross_polytope_lshs", "uniform_hashes", "register_type_strategies", "TYPE_STRATEGIES"]
 
 #: Target families drawn by ``lipschitz_targets``.
 FAMILIES = ("polynomial", "hypercube", "mlp")
@@ -163,3 +173,68 @@ def datasets(max_inputs: int = 8, max_samples: int = 200,
         return Dataset(X, y, target, distribution, seed, std)
 
     return draw()
+
+
+def curved_manifolds(dim=None, k=None) -> st.SearchStrategy[CurvedManifold]:
+    """``CurvedManifold(dim, k, curvature, seed)``: dim 2..12, k 1..dim // 2, curvature in
+    [0, 2] (Baykal et al. 2022, Theorem B.1's bounded-curvature manifold).
+
+    Arguments:
+        dim, k: ints, strategies of ints, or None (drawn).
+    """
+    dims = st.integers(2, 12) if dim is None else _as_strategy(dim)
+
+    @st.composite
+    def draw(draw_):
+        d = draw_(dims)
+        kk = draw_(st.integers(1, max(1, d // 2)) if k is None else _as_strategy(k))
+        return CurvedManifold(d, kk, draw_(st.floats(0.0, 2.0)), seed=draw_(_seeds))
+
+    return draw()
+
+
+def hyperplane_lshs(dim=None) -> st.SearchStrategy[HyperplaneLSH]:
+    """``HyperplaneLSH(dim, n_bits 1..16, n_tables 1..4, seed)`` (Charikar 2002; Baykal et al.
+    2022, §2.2). ``dim``: an int, a strategy, or None (1..16)."""
+    dims = st.integers(1, 16) if dim is None else _as_strategy(dim)
+    return st.builds(HyperplaneLSH, dims, st.integers(1, 16), st.integers(1, 4), _seeds)
+
+
+def cross_polytope_lshs(dim=None) -> st.SearchStrategy[CrossPolytopeLSH]:
+    """``CrossPolytopeLSH(dim, n_rotations 1..3, n_tables 1..4, seed)`` (Andoni et al. 2015).
+    ``dim``: an int, a strategy, or None (1..16)."""
+    dims = st.integers(1, 16) if dim is None else _as_strategy(dim)
+    return st.builds(CrossPolytopeLSH, dims, st.integers(1, 3), st.integers(1, 4), _seeds)
+
+
+def uniform_hashes() -> st.SearchStrategy[UniformHash]:
+    """``UniformHash(n_buckets 1..2^16, seed)``: the uniform random hash of Roller et al.
+    2021 (Baykal et al. 2022, §5's random-hash baseline)."""
+    return st.builds(UniformHash, st.integers(1, 2**16), _seeds)
+
+
+#: type -> the strategy ``st.from_type`` gives for it once registered.
+TYPE_STRATEGIES: dict[type, st.SearchStrategy] = {
+    RandomPolynomial: lipschitz_targets(families=("polynomial",), rescaled=False),
+    RandomHypercubeFunction: lipschitz_targets(families=("hypercube",), rescaled=False),
+    RandomMLP: lipschitz_targets(families=("mlp",), rescaled=False),
+    Target: lipschitz_targets(),
+    UniformCube: st.builds(UniformCube, st.integers(1, 16)),
+    UniformSubspace: subspaces(),
+    CurvedManifold: curved_manifolds(),
+    EuclideanLSH: euclidean_lshs(),
+    HyperplaneLSH: hyperplane_lshs(),
+    CrossPolytopeLSH: cross_polytope_lshs(),
+    UniformHash: uniform_hashes(),
+}
+
+
+def register_type_strategies() -> None:
+    """Register ``TYPE_STRATEGIES`` with hypothesis (``st.register_type_strategy``), so
+    ``st.from_type(T)`` draws them. Idempotent. Also hypothesis's plugin entry point
+    (``[project.entry-points.hypothesis]`` in pyproject.toml)."""
+    for cls, strategy in TYPE_STRATEGIES.items():
+        st.register_type_strategy(cls, strategy)
+
+
+register_type_strategies()

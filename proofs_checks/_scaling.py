@@ -1,0 +1,172 @@
+"""Scaling claims: an O(·) statement becomes an exponent measured across settings.
+
+An O(·) claim cannot fail at one point; as a *scaling* claim it can. ``bootstrap_exponent``
+fits the slope of log(statistic) against log(x) over a grid of settings, where the statistic
+of each setting is computed from independent replicate draws (a quantile of errors, the
+smallest sample count reaching a success rate, a median count), and gives a percentile
+bootstrap interval by resampling the replicates within each setting. ``decide_exponent``
+compares the interval with the claimed exponent by a rule fixed before the run: with margin
+δ (pre-registered; half the size of the planted violation, e.g. δ = 0.5 for an exponent off by
+one power),
+
+* claim "exponent ≤ a" (an upper bound, e.g. samples O(r^k)): *holds* when the interval's
+  upper end ≤ a + δ, *refuted* when its lower end > a + δ;
+* claim "exponent ≥ a" (a lower bound, e.g. width Ω(r^k)): *holds* when the lower end ≥ a − δ,
+  *refuted* when the upper end < a − δ;
+* claim "exponent = a": *holds* when the interval lies inside [a − δ, a + δ], *refuted* when
+  it lies wholly outside;
+
+*inconclusive* otherwise.
+
+Source: ``../shared/VERDICTS.md`` ("O(·) claims are scaling claims"); Baykal et al. 2022,
+Theorem 4.1, Lemma 4.2, Theorem 4.3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from lipschitz.validation import check_int, check_real, check_seed
+from proofs_checks._framework import CONFIDENCE, Verdict
+
+__all__ = ["ExponentEstimate", "fit_exponent", "bootstrap_exponent", "decide_exponent", "SIDES"]
+
+#: The three forms of a scaling claim ``decide_exponent`` decides.
+SIDES = ("at_most", "at_least", "equal")
+
+
+@dataclass(frozen=True)
+class ExponentEstimate:
+    """A fitted exponent with its bootstrap interval.
+
+    Attributes:
+        exponent: least-squares slope of log(statistic) on log(x) over the settings.
+        ci_low, ci_high: percentile bootstrap interval at ``confidence`` (NaN when fewer
+            than two settings have a finite statistic in too many resamples).
+        n_boot: bootstrap resamples. confidence: the interval's coverage.
+        x, statistic: the settings and the statistic at each (NaN where not reached).
+    """
+
+    exponent: float
+    ci_low: float
+    ci_high: float
+    n_boot: int
+    confidence: float
+    x: tuple[float, ...]
+    statistic: tuple[float, ...]
+
+    def text(self) -> str:
+        """'1.02 [0.95, 1.10]'."""
+        return f"{self.exponent:.3g} [{self.ci_low:.3g}, {self.ci_high:.3g}]"
+
+
+def fit_exponent(x, y, offset=None) -> float:
+    """Least-squares slope of log(y) − log(offset) on log(x) (NaN with < 2 finite points).
+
+    Arguments:
+        x, y: positive arrays of the same length (non-finite or non-positive y are dropped).
+        offset: optional positive array dividing y first (e.g. the log factor ln r of an
+            O(r^k log r) claim).
+
+    Returns:
+        The slope (float).
+    """
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    if offset is not None:
+        y = y / np.asarray(offset, np.float64)
+    ok = np.isfinite(y) & (y > 0) & np.isfinite(x) & (x > 0)
+    if ok.sum() < 2 or np.ptp(np.log(x[ok])) == 0:
+        return float("nan")
+    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+
+
+def bootstrap_exponent(x: Sequence[float], replicates: Sequence[np.ndarray],
+                       statistic: Callable[[np.ndarray], float], n_boot: int = 2000,
+                       seed: int = 0, confidence: float = CONFIDENCE,
+                       offset: Sequence[float] | None = None) -> ExponentEstimate:
+    """Exponent of ``statistic(replicates)`` in x, with a bootstrap over the replicates.
+
+    Arguments:
+        x: (S,) positive settings (e.g. L√d/ε).
+        replicates: S arrays; array s holds the independent draws at setting s (first axis
+            = draws), e.g. float (n_draws,) per-draw smallest sample counts.
+        statistic: array of draws -> positive float (NaN/inf: not reached at that setting).
+        n_boot: resamples (≥ 100); each resamples every setting's draws with replacement.
+        seed: seed of the resampling.
+        confidence: coverage of the percentile interval.
+        offset: optional (S,) positive divisors of the statistic (a log factor).
+
+    Returns:
+        ``ExponentEstimate``; its interval is NaN when more than 5 % of resamples leave fewer
+        than two settings with a finite statistic.
+
+    Raises:
+        ValueError: mismatched lengths, fewer than 2 settings, n_boot < 100, bad seed.
+    """
+    x = np.asarray(x, np.float64)
+    if x.ndim != 1 or x.size < 2 or len(replicates) != x.size:
+        raise ValueError(f"x and replicates must be (S,) with S ≥ 2 and equal lengths, got "
+                         f"{x.shape} and {len(replicates)}")
+    if not np.all(np.isfinite(x) & (x > 0)):
+        raise ValueError("x must be positive and finite")
+    n_boot = check_int(n_boot, "n_boot", 100)
+    confidence = check_real(confidence, "confidence", 0.0, 1.0, low_open=True, high_open=True)
+    rng = np.random.default_rng(check_seed(seed))
+    reps = [np.asarray(r) for r in replicates]
+    if any(len(r) == 0 for r in reps):
+        raise ValueError("every setting needs at least one replicate")
+    stat = np.array([statistic(r) for r in reps], np.float64)
+    slope = fit_exponent(x, stat, offset)
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        sb = [statistic(r[rng.integers(0, len(r), len(r))]) for r in reps]
+        boots[b] = fit_exponent(x, sb, offset)
+    finite = boots[np.isfinite(boots)]
+    if finite.size < 0.95 * n_boot:
+        low = high = float("nan")
+    else:
+        alpha = 1.0 - confidence
+        low, high = (float(v) for v in np.quantile(finite, [alpha / 2, 1 - alpha / 2]))
+    return ExponentEstimate(slope, low, high, n_boot, confidence, tuple(x.tolist()),
+                            tuple(stat.tolist()))
+
+
+def decide_exponent(estimate: ExponentEstimate, claimed: float, margin: float,
+                    side: str) -> Verdict:
+    """Decide a scaling claim from an exponent's interval (rule in the module docstring).
+
+    Arguments:
+        estimate: the fitted exponent and interval.
+        claimed: the claimed exponent a.
+        margin: δ ≥ 0, fixed before the run.
+        side: "at_most", "at_least" or "equal".
+
+    Returns:
+        HOLDS, REFUTED or INCONCLUSIVE (INCONCLUSIVE when the interval is NaN).
+
+    Raises:
+        ValueError: an unknown side or a negative margin.
+    """
+    if side not in SIDES:
+        raise ValueError(f"side must be one of {SIDES}, got {side!r}")
+    margin = check_real(margin, "margin", 0.0, None)
+    lo, hi = estimate.ci_low, estimate.ci_high
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return Verdict.INCONCLUSIVE
+    if side == "at_most":
+        limit = claimed + margin
+        return Verdict.HOLDS if hi <= limit else Verdict.REFUTED if lo > limit else \
+            Verdict.INCONCLUSIVE
+    if side == "at_least":
+        limit = claimed - margin
+        return Verdict.HOLDS if lo >= limit else Verdict.REFUTED if hi < limit else \
+            Verdict.INCONCLUSIVE
+    if claimed - margin <= lo and hi <= claimed + margin:
+        return Verdict.HOLDS
+    if hi < claimed - margin or lo > claimed + margin:
+        return Verdict.REFUTED
+    return Verdict.INCONCLUSIVE

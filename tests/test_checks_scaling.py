@@ -1,0 +1,91 @@
+"""Scaling claims: exponents across settings with bootstrap intervals, and their decisions."""
+
+import math
+
+import numpy as np
+import pytest
+
+from proofs_checks import Verdict
+from proofs_checks._scaling import (
+    ExponentEstimate, bootstrap_exponent, decide_exponent, fit_exponent,
+)
+
+
+def test_fit_exponent_recovers_a_power_law_with_log_factor():
+    r = np.array([2.0, 4.0, 8.0, 16.0])
+    y = 3.0 * r**2.5 * np.log(r)
+    assert fit_exponent(r, y, offset=np.log(r)) == pytest.approx(2.5)
+    assert fit_exponent(r, y) > 2.5  # without the offset the log factor adds to the slope
+    assert math.isnan(fit_exponent([1.0, 2.0], [1.0, math.nan]))
+    assert math.isnan(fit_exponent([2.0, 2.0], [1.0, 3.0]))
+
+
+def _draws(exponent, rng, n=40, noise=0.2):
+    x = np.array([2.0, 4.0, 8.0, 16.0])
+    reps = [x_**exponent * np.exp(noise * rng.standard_normal(n)) for x_ in x]
+    return x, reps
+
+
+@pytest.mark.parametrize("true", [1.0, 2.0, 3.0])
+def test_bootstrap_interval_covers_the_true_exponent(true):
+    covered = 0
+    for seed in range(20):
+        x, reps = _draws(true, np.random.default_rng(seed))
+        est = bootstrap_exponent(x, reps, np.median, n_boot=300, seed=seed)
+        assert abs(est.exponent - true) < 0.2
+        covered += est.ci_low <= true <= est.ci_high
+        assert est.ci_low < est.exponent < est.ci_high
+    assert covered >= 16  # nominal 95 %: 19 of 20 expected
+
+
+def test_bootstrap_is_seeded_and_validated():
+    x, reps = _draws(1.0, np.random.default_rng(0))
+    a = bootstrap_exponent(x, reps, np.median, n_boot=200, seed=3)
+    b = bootstrap_exponent(x, reps, np.median, n_boot=200, seed=3)
+    assert a == b
+    with pytest.raises(ValueError, match="S ≥ 2"):
+        bootstrap_exponent(x[:1], reps[:1], np.median)
+    with pytest.raises(ValueError, match="n_boot"):
+        bootstrap_exponent(x, reps, np.median, n_boot=10)
+    with pytest.raises(ValueError, match="positive"):
+        bootstrap_exponent(-x, reps, np.median)
+    # a statistic that is never reached leaves no interval
+    est = bootstrap_exponent(x, reps, lambda r: math.inf, n_boot=100)
+    assert math.isnan(est.ci_low) and decide_exponent(est, 1, 0.5, "at_most") == \
+        Verdict.INCONCLUSIVE
+
+
+def _est(lo, hi):
+    return ExponentEstimate((lo + hi) / 2, lo, hi, 100, 0.95, (1.0, 2.0), (1.0, 2.0))
+
+
+@pytest.mark.parametrize("side, interval, verdict", [
+    # at most 2 + 0.5
+    ("at_most", (1.8, 2.49), Verdict.HOLDS), ("at_most", (1.8, 2.51), Verdict.INCONCLUSIVE),
+    ("at_most", (2.51, 3.2), Verdict.REFUTED), ("at_most", (2.49, 3.2), Verdict.INCONCLUSIVE),
+    # at least 2 − 0.5
+    ("at_least", (1.51, 2.2), Verdict.HOLDS), ("at_least", (1.49, 2.2), Verdict.INCONCLUSIVE),
+    ("at_least", (0.8, 1.49), Verdict.REFUTED), ("at_least", (0.8, 1.51), Verdict.INCONCLUSIVE),
+    # equal to 2 ± 0.5
+    ("equal", (1.51, 2.49), Verdict.HOLDS), ("equal", (1.49, 2.2), Verdict.INCONCLUSIVE),
+    ("equal", (2.51, 3.0), Verdict.REFUTED), ("equal", (1.0, 1.49), Verdict.REFUTED),
+    ("equal", (2.2, 2.51), Verdict.INCONCLUSIVE),
+])
+def test_decide_exponent_flips_at_the_margin(side, interval, verdict):
+    assert decide_exponent(_est(*interval), 2.0, 0.5, side) == verdict
+
+
+def test_decide_exponent_on_data_one_power_off():
+    # the rule's margin is half a power: data with the claimed exponent hold, data one power
+    # steeper are refuted (the planted violation of an "at most" claim)
+    rng = np.random.default_rng(5)
+    x, good = _draws(2.0, rng)
+    x, bad = _draws(3.0, rng)
+    assert decide_exponent(bootstrap_exponent(x, good, np.median, 300), 2, 0.5, "at_most") \
+        == Verdict.HOLDS
+    assert decide_exponent(bootstrap_exponent(x, bad, np.median, 300), 2, 0.5, "at_most") \
+        == Verdict.REFUTED
+    with pytest.raises(ValueError, match="side"):
+        decide_exponent(_est(1, 2), 2, 0.5, "below")
+    with pytest.raises(ValueError, match="margin"):
+        decide_exponent(_est(1, 2), 2, -0.5, "equal")
