@@ -10,6 +10,23 @@ Binomial(trials, p), so the closed form must lie in the exact Clopper–Pearson 
 intervals are taken at confidence 1 − 0.05/(number of intervals) (Bonferroni), so the check
 wrongly reports *refuted* with probability at most 5 % when every closed form is right.
 
+Decision (``CollisionsCheck.rule``): holds when every closed form lies inside its
+Bonferroni'd exact interval, refuted when one lies outside. Calibration: none (the closed forms
+have no free constant); validation: every distance and angle of the grid.
+
+Power (``CollisionsCheck.planted_violations``), measured with the same statistics. A deviation
+the check can see at 2000 trials is about 0.03 in collision probability (the intervals'
+half-width at p = 1/2 is 3.3·√(1/4/2000) ≈ 0.037). Measured over 40 seeds each at the quick
+preset: a Euclidean hasher whose true width is f × the stated one is refuted with power
+0.43 at f = 1.05, 0.65 at 1.06, 0.85 at 1.07, 0.90 at 1.08, 1.0 at 1.10 (max |Δp| per hash at
+f = 1.08: 0.027); hyperplane keys whose m = 3 bits use directions with pairwise correlation ρ
+(each bit still exactly 1 − θ/π, only the key's (1 − θ/π)^m is wrong) are refuted with power
+0.33 at ρ = 0.3, 0.60 at 0.35, 0.93 at 0.4, 1.0 at 0.5 (max |Δp| per key at ρ = 0.4: 0.028).
+The planted sizes are the smallest round sizes on those grids with power 1.0 there: width
+× 1.1 (max |Δp| 0.034 per hash, 0.041 per key) and ρ = 0.5 (max |Δp| 0.045 per key);
+smaller deviations (width × 1.05, ρ = 0.3) are below what 2000 trials resolve — the full
+preset's 20 000 trials resolve about 3× smaller ones.
+
 Source: Baykal et al. 2022, §2.2 (Euclidean LSH model, LSH(d, s, m) model); Datar et al.
 2004, §3.2; Charikar 2002, §3.
 """
@@ -24,8 +41,10 @@ from typing import Callable
 import numpy as np
 
 from lipschitz import UniformCube
-from lipschitz.validation import check_int, check_real
-from proofs_checks._framework import Check, CheckParams, CheckResult, Verdict, child_seeds, register
+from lipschitz.validation import check_int, check_points, check_real
+from proofs_checks._framework import (
+    Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, register,
+)
 from proofs_checks._plots import plt, save_figure
 from routing.collision import (
     CollisionEstimate, clopper_pearson, collision_probability_euclidean,
@@ -35,7 +54,13 @@ from routing.collision import (
 from routing.euclidean_lsh import EuclideanLSH
 from routing.hyperplane_lsh import HyperplaneLSH
 
-__all__ = ["CollisionsParams", "CollisionsCheck"]
+__all__ = ["CollisionsParams", "CollisionsCheck", "CorrelatedHyperplaneLSH",
+           "PLANTED_WIDTH_FACTOR", "PLANTED_CORRELATION"]
+
+#: The planted Euclidean hasher's true width / stated width (power analysis in the docstring).
+PLANTED_WIDTH_FACTOR = 1.1
+#: The planted hyperplane hasher's correlation between the directions of one key's bits.
+PLANTED_CORRELATION = 0.5
 
 
 @dataclass(frozen=True)
@@ -50,6 +75,7 @@ class CollisionsParams(CheckParams):
         trials: independent hash functions (hash level) or keys (key level) per pair.
         key_hashes: hashes (bits) per key at the key level.
         family_confidence: the probability that no interval misses a correct closed form.
+        n_power: planted runs per planted violation.
     """
 
     dim: int = 16
@@ -59,12 +85,13 @@ class CollisionsParams(CheckParams):
     trials: int = 2000
     key_hashes: int = 3
     family_confidence: float = 0.95
+    n_power: int = 40
 
     @classmethod
     def full(cls):
         return cls(distances=tuple(np.round(np.geomspace(0.02, 6.0, 30), 4)),
                    angles=tuple(np.round(np.linspace(0.02, math.pi - 0.02, 30), 4)),
-                   trials=20_000)
+                   trials=20_000, n_power=40)
 
     def validate(self) -> None:
         """Raise ValueError naming the first parameter out of range."""
@@ -80,6 +107,58 @@ class CollisionsParams(CheckParams):
         check_int(self.key_hashes, "key_hashes", 1, 64)
         check_real(self.family_confidence, "family_confidence", 0.0, 1.0, low_open=True,
                    high_open=True)
+        check_int(self.n_power, "n_power", 1)
+
+
+class CorrelatedHyperplaneLSH:
+    """Sign-pattern hashes whose bits within a key use correlated Gaussian directions.
+
+    In table t, bit i of the key of x is [a_{t,i} · x ≥ 0] with
+    a_{t,i} = √(1 − ρ) g_{t,i} + √ρ g_t, all g i.i.d. N(0, I_dim): every a_{t,i} is exactly
+    N(0, I_dim), so each bit collides with probability 1 − θ/π as for ``HyperplaneLSH``, but the
+    bits of one key are positively dependent (directions with correlation ρ), so a key of m
+    bits collides more often than (1 − θ/π)^m at intermediate angles. Same interface as
+    ``HyperplaneLSH`` (keys packed little-endian into int64).
+
+    Arguments:
+        dim: input dimension, ≥ 1. n_bits: bits per key, 1..62. n_tables: ≥ 1.
+        seed: non-negative int. correlation: ρ in [0, 1) (0: ``HyperplaneLSH``'s law).
+
+    Attributes:
+        directions: float64 (n_tables, n_bits, dim).
+
+    Raises:
+        ValueError: parameters outside the ranges above.
+
+    Source: planted violation of ``CollisionsCheck`` (Charikar 2002, §3: the key probability
+    (1 − θ/π)^m needs independent bits).
+    """
+
+    def __init__(self, dim: int, n_bits: int, n_tables: int = 1, seed: int = 0,
+                 correlation: float = PLANTED_CORRELATION):
+        self.dim = check_int(dim, "dim", 1)
+        self.n_bits = check_int(n_bits, "n_bits", 1, 62)
+        self.n_tables = check_int(n_tables, "n_tables", 1)
+        self.correlation = check_real(correlation, "correlation", 0.0, 1.0, high_open=True)
+        rng = np.random.default_rng(seed)
+        g = rng.standard_normal((self.n_tables, self.n_bits, self.dim))
+        shared = rng.standard_normal((self.n_tables, 1, self.dim))
+        rho = self.correlation
+        self.directions = math.sqrt(1.0 - rho) * g + math.sqrt(rho) * shared
+
+    def bucket_ids(self, X) -> np.ndarray:
+        """Packed keys: (N, dim) -> (N, n_tables) int64 in [0, 2^n_bits).
+
+        Raises:
+            ValueError: X not a finite (N, dim) array.
+        """
+        X = check_points(X, self.dim)
+        bits = np.einsum("tbd,nd->ntb", self.directions, X) >= 0  # (N, T, m)
+        return (bits.astype(np.int64) << np.arange(self.n_bits)).sum(axis=2)
+
+    def __repr__(self) -> str:
+        return (f"CorrelatedHyperplaneLSH(dim={self.dim}, n_bits={self.n_bits}, "
+                f"n_tables={self.n_tables}, correlation={self.correlation:g})")
 
 
 def _euclidean_key_rate(hasher, X, X2, confidence: float) -> CollisionEstimate:
@@ -123,6 +202,10 @@ class CollisionsCheck(Check):
              "e^{−w²/2u²}) per hash, its m-th power per key; hyperplane LSH: (1 − θ/π)^m")
     source = "Baykal et al. 2022, §2.2 (Datar et al. 2004; Charikar 2002)"
     Params = CollisionsParams
+    rule = ("each closed form (per hash and per key, Euclidean at every distance, hyperplane at "
+            "every angle) must lie in the exact Clopper–Pearson interval of its empirical "
+            "collision count, each interval at 1 − (1 − family_confidence)/n_intervals "
+            "(Bonferroni); holds if none lies outside, refuted if one does")
 
     def __init__(self, params: CollisionsParams | None = None,
                  euclidean_factory: Callable | None = None,
@@ -130,6 +213,23 @@ class CollisionsCheck(Check):
         super().__init__(params)
         self.euclidean_factory = euclidean_factory or _default_euclidean
         self.hyperplane_factory = hyperplane_factory or _default_hyperplane
+
+    def planted_violations(self) -> list[Planted]:
+        p, f, rho = self.params, PLANTED_WIDTH_FACTOR, PLANTED_CORRELATION
+        return [
+            Planted(f"euclidean_width_x{f:g}",
+                    f"EuclideanLSH whose true width is {f:g} × the stated width (max |Δp| "
+                    f"0.034 per hash, 0.041 per key of 3)",
+                    lambda: CollisionsCheck(p, euclidean_factory=lambda d, m, w, T, s:
+                                            EuclideanLSH(d, m, f * w, n_tables=T, seed=s),
+                                            hyperplane_factory=self.hyperplane_factory)),
+            Planted(f"hyperplane_correlated_bits_rho{rho:g}",
+                    f"hyperplane keys whose bits use directions with correlation {rho:g} "
+                    f"(CorrelatedHyperplaneLSH; each bit exact, max |Δp| 0.045 per key of 3)",
+                    lambda: CollisionsCheck(p, euclidean_factory=self.euclidean_factory,
+                                            hyperplane_factory=lambda d, m, T, s:
+                                            CorrelatedHyperplaneLSH(d, m, T, s, rho))),
+        ]
 
     def _run(self, seed: int, out: pathlib.Path | None) -> CheckResult:
         p = self.params
@@ -169,6 +269,18 @@ class CollisionsCheck(Check):
                 "trials": est.n_trials, "rate": est.rate, "closed_form": closed,
                 "ci_low": est.ci_low, "ci_high": est.ci_high, "outside": outside}
         verdict = Verdict.REFUTED if misses else Verdict.HOLDS
+        extra = {"calibration": "none: the closed forms have no free constant",
+                 "validation": f"{len(u)} distances and {len(th)} angles, per hash and per key"}
+        if misses:
+            parts = []
+            for name, d in details.items():
+                if np.any(d["outside"]):
+                    gap = np.asarray(d["rate"]) - d["closed_form"]
+                    side = "above" if gap.mean() > 0 else "below"
+                    parts.append(f"{name}: {int(np.sum(d['outside']))} outside, largest "
+                                 f"|rate − p| {float(np.max(np.abs(gap))):.3g} (rate {side} "
+                                 f"the closed form on average)")
+            extra["diagnosis"] = "; ".join(parts)
         plots = self._plot(details, out)
         return self.result(
             seed=seed, measured=float(misses), bound=0.0,
@@ -177,7 +289,8 @@ class CollisionsCheck(Check):
             bound_text=f"0 outside (each interval at {conf:.5f}, family {p.family_confidence})",
             verdict=verdict,
             details={"per_family": details, "interval_confidence": conf,
-                     "n_intervals": n_intervals, "max_abs_rate_error": worst}, plots=plots)
+                     "n_intervals": n_intervals, "max_abs_rate_error": worst, **extra},
+            plots=plots)
 
     def _plot(self, details, out):
         if out is None:

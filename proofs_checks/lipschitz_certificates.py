@@ -16,6 +16,23 @@ coefficient absolute values < 1/d" at L = 1); for the hypercube function, the la
 ‖∇f‖² over the corners equals the sensitivity and its root equals the bound; for an MLP, the
 bound equals Π‖W_l‖₂ · Lip(σ)^(layers − 1) with the spectral norms from exact eigenvalues.
 
+Decision (``LipschitzCertificatesCheck.rule``): holds when no instance's empirical estimate
+exceeds its certificate by more than the relative 1e-6 and every sympy re-derivation agrees
+with the class's bound (relative 1e-12; 1e-9 for the MLP's numerical eigenvalues); refuted
+otherwise. Calibration: none (a certificate has no free constant); validation: every instance.
+
+Power. The planted violations are targets whose certified bound is understated by 10 % where
+the true constant is known exactly and the estimator reaches it: a random hypercube function
+(its certificate √sensitivity is attained at a corner, and the corners are sampled) and a
+random linear polynomial (constant gradient), each as a subclass whose ``lipschitz_bound``
+is 0.9 × the true constant (``UnderstatedHypercube``, ``UnderstatedPolynomial``), put in place
+of its family. Both are caught on every seed (empirical/certified = 1/0.9); the detection is
+deterministic given that the estimator reaches the constant, so 10 planted runs suffice.
+What the check cannot see: an understatement smaller than a family's slack, 1 − (largest
+empirical/certified ratio) — about 0 for the hypercube function and linear polynomials, but
+large for MLPs, whose certificate (a product of spectral norms) is loose;
+``details["undetectable_understatement"]`` reports it per family from the data.
+
 Source: Baykal et al. 2022, §5.1 (the target functions); lipschitz/ (their certificates).
 """
 
@@ -36,15 +53,69 @@ from lipschitz import (
     estimate_lipschitz, rescale,
 )
 from lipschitz.mlp import ACTIVATIONS
-from lipschitz.validation import check_int
-from proofs_checks._framework import Check, CheckParams, CheckResult, Verdict, child_seeds, register
+from lipschitz.validation import check_int, check_real
+from proofs_checks._framework import (
+    Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, register,
+)
 from proofs_checks._plots import plt, save_figure
 
 __all__ = ["CertificatesParams", "LipschitzCertificatesCheck", "FAMILIES", "empirical_lipschitz",
-           "sympy_polynomial_bound", "sympy_hypercube_bound", "sympy_mlp_bound", "RTOL"]
+           "sympy_polynomial_bound", "sympy_hypercube_bound", "sympy_mlp_bound", "RTOL",
+           "SYMBOLIC", "UnderstatedHypercube", "UnderstatedPolynomial", "PLANTED_FACTOR"]
 
 #: Relative slack of "empirical ≤ certified" (rounding in difference quotients).
 RTOL = 1e-6
+#: The planted certificates' factor: 10 % below the true constant.
+PLANTED_FACTOR = 0.9
+
+
+class UnderstatedHypercube(RandomHypercubeFunction):
+    """A ``RandomHypercubeFunction`` whose certificate is ``factor`` × the exact constant.
+
+    The function is unchanged (same corner values for the same seed); only
+    ``lipschitz_bound`` = factor · √sensitivity, so for factor < 1 the certificate is false.
+
+    Arguments:
+        n_inputs, seed: as ``RandomHypercubeFunction``. factor: in (0, ∞).
+
+    Raises:
+        ValueError: as ``RandomHypercubeFunction``, or factor ≤ 0.
+
+    Source: planted violation of ``LipschitzCertificatesCheck`` (Baykal et al. 2022, §5.1).
+    """
+
+    def __init__(self, n_inputs: int, seed: int = 0, factor: float = PLANTED_FACTOR):
+        super().__init__(n_inputs, seed)
+        self.factor = check_real(factor, "factor", 0.0, None, low_open=True)
+
+    @property
+    def lipschitz_bound(self) -> float:
+        return self.factor * super().lipschitz_bound
+
+
+class UnderstatedPolynomial(RandomPolynomial):
+    """A ``RandomPolynomial`` whose certificate is ``factor`` × its ‖G‖₂ bound.
+
+    For degree 1 the bound ‖G‖₂ = ‖∇p‖₂ is the exact constant, so factor < 1 makes the
+    certificate false by exactly that factor.
+
+    Arguments:
+        n_inputs, degree, lipschitz, seed: as ``RandomPolynomial``. factor: in (0, ∞).
+
+    Raises:
+        ValueError: as ``RandomPolynomial``, or factor ≤ 0.
+
+    Source: planted violation of ``LipschitzCertificatesCheck`` (Baykal et al. 2022, §5.1).
+    """
+
+    def __init__(self, n_inputs: int, degree: int, lipschitz: float = 1.0, seed: int = 0,
+                 factor: float = PLANTED_FACTOR):
+        super().__init__(n_inputs, degree, lipschitz, seed)
+        self.factor = check_real(factor, "factor", 0.0, None, low_open=True)
+
+    @property
+    def lipschitz_bound(self) -> float:
+        return self.factor * super().lipschitz_bound
 
 
 def _random_map(rng, n_out: int, n_in: int) -> tuple[np.ndarray, np.ndarray]:
@@ -162,6 +233,28 @@ def sympy_mlp_bound(f: RandomMLP) -> dict:
     return {"bound": float(np.prod(norms) * ACTIVATIONS[f.activation] ** len(f.hidden))}
 
 
+#: kind -> (make(rng) -> small target, derive(target) -> dict with "bound", agrees(target,
+#: derived) -> bool): the sympy re-derivations the check runs (``n_sympy`` of each kind).
+SYMBOLIC: dict[str, tuple[Callable, Callable, Callable]] = {
+    "polynomial": (
+        lambda rng: RandomPolynomial(3, 3, float(rng.uniform(0.5, 2)),
+                                     seed=int(rng.integers(2**31))),
+        sympy_polynomial_bound,
+        lambda f, s: math.isclose(s["bound"], f.lipschitz_bound, rel_tol=1e-12)
+        and s["sum_abs_coef_times_degree"] <= f.lipschitz * (1 + 1e-12)),
+    "hypercube": (
+        lambda rng: RandomHypercubeFunction(3, seed=int(rng.integers(2**31))),
+        sympy_hypercube_bound,
+        lambda f, s: s["max_grad_norm_sq"] == f.sensitivity()
+        and math.isclose(s["bound"], f.lipschitz_bound, rel_tol=1e-12)),
+    "mlp": (
+        lambda rng: RandomMLP(3, (4,), str(rng.choice(list(ACTIVATIONS))),
+                              seed=int(rng.integers(2**31))),
+        sympy_mlp_bound,
+        lambda f, s: math.isclose(s["bound"], f.lipschitz_bound, rel_tol=1e-9)),
+}
+
+
 @dataclass(frozen=True)
 class CertificatesParams(CheckParams):
     """Parameters of the certificate check (defaults: the quick preset).
@@ -172,6 +265,7 @@ class CertificatesParams(CheckParams):
         n_points: uniform points per instance.
         ascent_steps: gradient-ascent steps per instance.
         n_sympy: small instances per family whose certificate is re-derived with sympy.
+        n_power: planted runs per planted violation.
     """
 
     n_instances: int = 6
@@ -179,10 +273,11 @@ class CertificatesParams(CheckParams):
     n_points: int = 1000
     ascent_steps: int = 20
     n_sympy: int = 2
+    n_power: int = 10
 
     @classmethod
     def full(cls):
-        return cls(n_instances=40, n_points=5000, ascent_steps=50, n_sympy=5)
+        return cls(n_instances=40, n_points=5000, ascent_steps=50, n_sympy=5, n_power=10)
 
     def validate(self) -> None:
         """Raise ValueError naming the first parameter out of range."""
@@ -191,6 +286,7 @@ class CertificatesParams(CheckParams):
         check_int(self.n_points, "n_points", 2)
         check_int(self.ascent_steps, "ascent_steps", 0)
         check_int(self.n_sympy, "n_sympy", 0)
+        check_int(self.n_power, "n_power", 1)
 
 
 @register
@@ -199,19 +295,45 @@ class LipschitzCertificatesCheck(Check):
 
     Arguments:
         params: ``CertificatesParams``.
-        families: name -> (rng, n_inputs) -> target (default ``FAMILIES``); tests plant a
-            target whose certificate is too small.
+        families: name -> (rng, n_inputs) -> target (default ``FAMILIES``); the planted
+            violations put a target whose certificate is too small in place of a family.
+        symbolic: kind -> (make, derive, agrees), the sympy re-derivations (default
+            ``SYMBOLIC``).
     """
 
     name = "lipschitz_certificates"
     claim = "for every target family, the certified Lipschitz bound ≥ the empirical estimate"
     source = "Baykal et al. 2022, §5.1 (targets); lipschitz package (certificates)"
     Params = CertificatesParams
+    rule = ("holds when, for every random instance of every family, empirical Lipschitz "
+            "estimate ≤ certified bound × (1 + 1e-6), and every sympy re-derivation equals the "
+            "class's bound (relative 1e-12, MLP 1e-9); refuted when one instance or "
+            "re-derivation fails")
 
     def __init__(self, params: CertificatesParams | None = None,
-                 families: dict[str, Callable] | None = None):
+                 families: dict[str, Callable] | None = None,
+                 symbolic: dict[str, tuple] | None = None):
         super().__init__(params)
         self.families = FAMILIES if families is None else families
+        self.symbolic = SYMBOLIC if symbolic is None else symbolic
+
+    def planted_violations(self) -> list[Planted]:
+        p, c = self.params, PLANTED_FACTOR
+        hypercube = {**self.families,
+                     "RandomHypercubeFunction": lambda rng, n: UnderstatedHypercube(
+                         n, seed=int(rng.integers(2**31)), factor=c)}
+        linear = {**self.families, "RandomPolynomial": lambda rng, n: UnderstatedPolynomial(
+            n, 1, float(rng.uniform(0.1, 3)), seed=int(rng.integers(2**31)), factor=c)}
+        return [
+            Planted(f"hypercube_bound_x{c:g}",
+                    f"random hypercube functions certified at {c:g} × their exact constant "
+                    f"√sensitivity (UnderstatedHypercube), in place of their family",
+                    lambda: LipschitzCertificatesCheck(p, hypercube, self.symbolic)),
+            Planted(f"linear_bound_x{c:g}",
+                    f"random linear polynomials certified at {c:g} × their exact constant "
+                    f"‖∇p‖ (UnderstatedPolynomial, degree 1), in place of RandomPolynomial",
+                    lambda: LipschitzCertificatesCheck(p, linear, self.symbolic)),
+        ]
 
     def _run(self, seed: int, out: pathlib.Path | None) -> CheckResult:
         p = self.params
@@ -236,6 +358,18 @@ class LipschitzCertificatesCheck(Check):
         sym_fail = [s for s in symbolic if not s["agrees"]]
         worst = max(v["max_ratio"] for v in per_family.values())
         verdict = Verdict.REFUTED if (violations or sym_fail) else Verdict.HOLDS
+        extra = {"calibration": "none: a certificate has no free constant",
+                 "validation": f"{p.n_instances} instances per family, {len(symbolic)} sympy "
+                               f"re-derivations",
+                 "undetectable_understatement": {
+                     name: max(0.0, 1.0 - v["max_ratio"]) for name, v in per_family.items()}}
+        if verdict == Verdict.REFUTED:
+            extra["diagnosis"] = (
+                f"{len(violations)} instances above their certificate (largest "
+                f"empirical/certified {worst:.4g}, in "
+                f"{sorted({v['family'] for v in violations})}); {len(sym_fail)} sympy "
+                f"re-derivations differ from the class bound"
+                + (f" ({[s['target'] for s in sym_fail][:3]})" if sym_fail else ""))
         plots = self._plot(per_family, out)
         return self.result(
             seed=seed, measured=worst, bound=1.0,
@@ -244,28 +378,18 @@ class LipschitzCertificatesCheck(Check):
             bound_text=f"≤ 1 (+{RTOL:g}); sympy certificates = the classes' bounds",
             verdict=verdict,
             details={"per_family": per_family, "violations": violations, "sympy": symbolic,
-                     "rtol": RTOL}, plots=plots)
+                     "rtol": RTOL, **extra}, plots=plots)
 
-    @staticmethod
-    def _sympy(seed: int, n: int) -> list[dict]:
-        """Re-derive the certificates of small instances with sympy."""
+    def _sympy(self, seed: int, n: int) -> list[dict]:
+        """Re-derive the certificates of ``n`` small instances per kind of ``self.symbolic``."""
         out = []
         rng = np.random.default_rng(child_seeds(seed, 1, 41)[0])
         for _ in range(n):
-            f = RandomPolynomial(3, 3, float(rng.uniform(0.5, 2)), seed=int(rng.integers(2**31)))
-            s = sympy_polynomial_bound(f)
-            out.append({"target": repr(f), **s, "class_bound": f.lipschitz_bound,
-                        "agrees": math.isclose(s["bound"], f.lipschitz_bound, rel_tol=1e-12)
-                        and s["sum_abs_coef_times_degree"] <= f.lipschitz * (1 + 1e-12)})
-            h = RandomHypercubeFunction(3, seed=int(rng.integers(2**31)))
-            s = sympy_hypercube_bound(h)
-            out.append({"target": repr(h), **s, "class_bound": h.lipschitz_bound,
-                        "agrees": s["max_grad_norm_sq"] == h.sensitivity()
-                        and math.isclose(s["bound"], h.lipschitz_bound, rel_tol=1e-12)})
-            m = RandomMLP(3, (4,), str(rng.choice(list(ACTIVATIONS))), seed=int(rng.integers(2**31)))
-            s = sympy_mlp_bound(m)
-            out.append({"target": repr(m), **s, "class_bound": m.lipschitz_bound,
-                        "agrees": math.isclose(s["bound"], m.lipschitz_bound, rel_tol=1e-9)})
+            for make, derive, agrees in self.symbolic.values():
+                f = make(rng)
+                s = derive(f)
+                out.append({"target": repr(f), **s, "class_bound": f.lipschitz_bound,
+                            "agrees": bool(agrees(f, s))})
         return out
 
     def _plot(self, per_family, out):

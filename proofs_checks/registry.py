@@ -17,6 +17,7 @@ CHECK_MODULES = (
     "proofs_checks.simulations",
     "proofs_checks.collisions",
     "proofs_checks.lipschitz_certificates",
+    "proofs_checks.lsh_vs_uniform",
     "proofs_checks.eq1_flops",
     "proofs_checks.lemma42_diameter",
     "proofs_checks.lemma42_table_size",

@@ -1,41 +1,116 @@
-"""LSH collision probabilities: closed forms inside exact intervals; a mis-specified width
-is caught."""
+"""LSH collision probabilities: closed forms inside exact intervals; the planted violations
+(width off by 10 %, correlated key bits) are refuted; the interval threshold flips with one
+collision more or less."""
 
-from proofs_checks._framework import Verdict
-from proofs_checks.collisions import CollisionsCheck, CollisionsParams
-from routing.euclidean_lsh import EuclideanLSH
+import math
+
 import numpy as np
+import pytest
 
+from proofs_checks._framework import Verdict, child_seeds
+from proofs_checks.collisions import (
+    CollisionsCheck, CollisionsParams, CorrelatedHyperplaneLSH,
+)
+from routing.collision import (
+    clopper_pearson, collision_probability_hyperplane, empirical_collision_rate,
+    pairs_at_angles,
+)
+from routing.euclidean_lsh import EuclideanLSH
+from routing.hyperplane_lsh import HyperplaneLSH
+from lipschitz import UniformCube
 
-SMALL = CollisionsParams(distances=(0.1, 0.5, 1.0, 2.0), angles=(0.2, 1.0, 2.5), trials=1500)
+SMALL = CollisionsParams(distances=(0.1, 0.5, 1.0, 2.0), angles=(0.2, 1.0, 2.5), trials=1500,
+                         n_power=10)
 
 
 def test_collisions_hold_for_the_real_families():
     r = CollisionsCheck(SMALL).run(0)
-    assert r.verdict == Verdict.HOLDS and r.measured == 0
+    assert r.raw_verdict == Verdict.HOLDS and r.measured == 0
     assert r.details["n_intervals"] == 14
+    assert r.details["interval_confidence"] == pytest.approx(1 - 0.05 / 14)
+    # three angles and 1500 trials resolve less than the planted sizes: the verdict says so
+    assert r.verdict == (Verdict.HOLDS if r.power >= 0.9 else Verdict.UNDERPOWERED)
 
 
-def test_collisions_refuted_for_a_hasher_wider_than_stated():
-    wide = lambda d, m, w, T, s: EuclideanLSH(d, m, 1.5 * w, n_tables=T, seed=s)  # noqa: E731
-    assert CollisionsCheck(SMALL, euclidean_factory=wide).run(0).verdict == Verdict.REFUTED
+def test_planted_violations_are_refuted_at_the_quick_preset():
+    check = CollisionsCheck.preset("quick")
+    for planted in check.planted_violations():
+        built = planted.build()
+        refuted = [built.decide(s).verdict == Verdict.REFUTED for s in child_seeds(3, 10, 5)]
+        assert sum(refuted) >= 9, planted.name
 
 
-class _BiasedHyperplane:
-    """Sign hashes whose Gaussian directions share a mean (planted): nearby angles collide
-    more often than 1 − θ/π. Same interface as ``HyperplaneLSH`` (packed keys)."""
+def test_a_slightly_wrong_width_is_below_the_resolution_of_2000_trials():
+    # the docstring's power curve: width x 1.02 is (mostly) not refuted — the check does not
+    # claim more resolution than it has
+    check = CollisionsCheck(CollisionsParams(), euclidean_factory=lambda d, m, w, T, s:
+                            EuclideanLSH(d, m, 1.02 * w, n_tables=T, seed=s))
+    refuted = [check.decide(s).verdict == Verdict.REFUTED for s in range(6)]
+    assert sum(refuted) <= 3
 
-    def __init__(self, dim, n_bits, n_tables=1, seed=0):
-        self.dim, self.n_bits, self.n_tables = dim, n_bits, n_tables
-        self.directions = np.random.default_rng(seed).standard_normal((n_tables, n_bits, dim))
-        self.directions[..., 0] += 3.0
+
+def test_correlated_bits_keep_the_bit_law_and_break_the_key_law():
+    Y = UniformCube(16).sample(1, seed=0)
+    Y2 = pairs_at_angles(Y, 1.3, seed=1)
+    h = CorrelatedHyperplaneLSH(16, 3, 20_000, seed=2, correlation=0.5)
+    bit = empirical_collision_rate(h, Y, Y2, level="hash")
+    key = empirical_collision_rate(h, Y, Y2, level="key")
+    assert bit.ci_low[0] <= collision_probability_hyperplane(1.3) <= bit.ci_high[0]
+    assert key.ci_low[0] > collision_probability_hyperplane(1.3, 3)  # bits agree together
+    with pytest.raises(ValueError, match="correlation"):
+        CorrelatedHyperplaneLSH(4, 2, correlation=1.0)
+
+
+class _ScriptedKeys:
+    """A key-level hasher whose pair i collides in exactly counts[i] of its tables: the first
+    call (the points X) gets key 0 everywhere, the second (the partners) key 0 in the first
+    counts[i] tables and 1 elsewhere."""
+
+    def __init__(self, dim, n_tables, counts):
+        self.dim, self.n_tables, self.counts, self.calls = dim, n_tables, counts, 0
 
     def bucket_ids(self, X):
-        bits = (np.einsum("tbd,nd->ntb", self.directions, X) >= 0).astype(np.int64)
-        return (bits << np.arange(self.n_bits)).sum(axis=2)
+        self.calls += 1
+        keys = np.zeros((len(X), self.n_tables), np.int64)
+        if self.calls > 1:
+            keys[np.arange(self.n_tables)[None, :] >= np.asarray(self.counts)[:, None]] = 1
+        return keys
 
 
-def test_collisions_refuted_for_biased_hyperplanes():
-    r = CollisionsCheck(SMALL, hyperplane_factory=lambda d, m, T, s: _BiasedHyperplane(
-        d, m, T, s)).run(0)
-    assert r.verdict == Verdict.REFUTED
+def _scripted_check(first_count):
+    p = SMALL
+    conf = 1 - (1 - p.family_confidence) / (2 * (len(p.distances) + len(p.angles)))
+    closed = collision_probability_hyperplane(np.asarray(p.angles), p.key_hashes)
+    counts = np.round(closed * p.trials).astype(int)
+    counts[0] = first_count
+
+    def factory(d, m, T, s):
+        if T == p.trials:  # the key-level part: scripted counts
+            return _ScriptedKeys(d, T, counts)
+        return HyperplaneLSH(d, m, n_tables=T, seed=s)
+
+    return CollisionsCheck(p, hyperplane_factory=factory), closed[0], conf
+
+
+def test_interval_threshold_flips_with_one_collision():
+    _, p0, conf = _scripted_check(0)
+    # the largest count whose exact interval ends below p0: just outside; one more: inside
+    c = max(k for k in range(SMALL.trials + 1) if clopper_pearson(k, SMALL.trials, conf)[1] < p0)
+    assert clopper_pearson(c + 1, SMALL.trials, conf)[1] >= p0
+    outside = _scripted_check(c)[0].decide(0)
+    inside = _scripted_check(c + 1)[0].decide(0)
+    assert outside.verdict == Verdict.REFUTED and outside.measured == 1
+    assert outside.details["per_family"]["hyperplane_key"]["outside"] == [True, False, False]
+    assert inside.verdict == Verdict.HOLDS and inside.measured == 0
+
+
+def test_determinism_and_validation():
+    a, b = CollisionsCheck(SMALL).decide(4), CollisionsCheck(SMALL).decide(4)
+    assert a.details == b.details
+    for bad, name in [(dict(trials=0), "trials"), (dict(width=0.0), "width"),
+                      (dict(angles=(4.0,)), "angles"), (dict(key_hashes=0), "key_hashes"),
+                      (dict(family_confidence=1.0), "family_confidence"),
+                      (dict(n_power=0), "n_power")]:
+        with pytest.raises(ValueError, match=name):
+            CollisionsCheck(CollisionsParams(**bad)).decide(0)
+    assert math.isclose(CollisionsCheck.preset("full").params.trials, 20_000)

@@ -1,0 +1,104 @@
+"""LSH model vs uniform random hashing at equal buckets (Baykal et al. §1, §5): the paired
+decision, its planted violation (a locality-free LSH) and both thresholds of the rule, moved
+by a partly scrambled LSH."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from lipschitz import UniformCube
+from proofs_checks._framework import Verdict
+from proofs_checks.lsh_vs_uniform import (
+    MIN_EFFECT, LSHvsUniformCheck, LSHvsUniformParams, ScrambledHyperplaneLSH, decide_paired,
+    paired_interval,
+)
+
+# one cell, few points: about 0.1 s a decision
+ONE_CELL = LSHvsUniformParams(targets=("hypercube",), n_bits=(6,), n_train=4096, n_test=1024,
+                              n_seeds=6, n_power=10)
+
+
+def _partly_scrambled(q):
+    return LSHvsUniformCheck(ONE_CELL, lsh_factory=lambda d, m, s: ScrambledHyperplaneLSH(
+        d, m, s, scramble_fraction=q))
+
+
+def test_real_lsh_beats_uniform_in_one_cell_and_the_planted_lsh_does_not():
+    r = LSHvsUniformCheck(ONE_CELL).run(0)
+    cell = r.details["cells"][0]
+    assert r.raw_verdict == Verdict.HOLDS and cell["ci_high"] < -MIN_EFFECT
+    assert cell["nmse_uniform_mean"] == pytest.approx(cell["uniform_expected"], abs=0.05)
+    assert r.power >= 0.9 and r.verdict == Verdict.HOLDS
+    planted = LSHvsUniformCheck(ONE_CELL).planted_violations()[0].build()
+    for seed in (0, 1, 2):
+        p = planted.decide(seed)
+        assert p.verdict == Verdict.REFUTED and "diagnosis" in p.details
+        assert abs(p.measured) < MIN_EFFECT / 2  # no advantage, as planted
+
+
+# The rule's two thresholds, crossed by the fraction q of scrambled points (seed 0; the
+# intervals' ends sit within 0.01 of −δ = −0.105 on both sides of each flip).
+@pytest.mark.parametrize("q, verdict, side", [
+    (0.20, Verdict.HOLDS, "ci_high"), (0.22, Verdict.INCONCLUSIVE, "ci_high"),
+    (0.36, Verdict.INCONCLUSIVE, "ci_low"), (0.38, Verdict.REFUTED, "ci_low")])
+def test_thresholds_flip_with_the_fraction_of_scrambled_points(q, verdict, side):
+    r = _partly_scrambled(q).decide(0)
+    cell = r.details["cells"][0]
+    assert abs(cell[side] + MIN_EFFECT) < 0.012  # just at the threshold
+    assert r.verdict == verdict
+    if verdict == Verdict.INCONCLUSIVE:
+        assert r.draws_needed is not None and r.draws_needed > 0
+
+
+def test_one_refuted_cell_refutes_the_claim_and_all_must_hold():
+    two = LSHvsUniformParams(targets=("hypercube", "polynomial"), n_bits=(6,), n_train=4096,
+                             n_test=1024, n_seeds=6)
+    r = LSHvsUniformCheck(two).decide(0)
+    assert r.details["n_cells"] == 2
+    assert r.details["cell_confidence"] == pytest.approx(1 - 0.05 / 2)
+    verdicts = [c["verdict"] for c in r.details["cells"]]
+    expected = (Verdict.HOLDS if all(v == "holds" for v in verdicts) else Verdict.REFUTED
+                if "refuted" in verdicts else Verdict.INCONCLUSIVE)
+    assert r.verdict == expected
+
+
+def test_paired_interval_and_rule():
+    d = np.array([-0.3, -0.2, -0.25, -0.35, -0.1])
+    mean, sd, lo, hi = paired_interval(d, 0.95)
+    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / math.sqrt(5)
+    assert (mean, lo, hi) == pytest.approx((d.mean(), d.mean() - half, d.mean() + half))
+    assert decide_paired(-0.3, -0.2, 0.1) == Verdict.HOLDS
+    assert decide_paired(-0.05, 0.1, 0.1) == Verdict.REFUTED
+    assert decide_paired(-0.3, 0.0, 0.1) == Verdict.INCONCLUSIVE
+    with pytest.raises(ValueError, match="differences"):
+        paired_interval([0.1], 0.95)
+
+
+def test_scrambled_lsh_has_no_locality_and_is_deterministic():
+    X = UniformCube(8).sample(2000, seed=0)
+    near = X + 1e-9  # the same points, moved by a hair
+    h = ScrambledHyperplaneLSH(8, 8, seed=3)
+    assert h.bucket_ids(X).shape == (2000, 1)
+    assert (h.bucket_ids(X) == h.bucket_ids(X)).all()
+    # unscrambled LSH keeps neighbours together; the scrambled one does not (1/256 by chance)
+    assert (h.lsh.bucket_ids(X) == h.lsh.bucket_ids(near)).mean() > 0.99
+    assert (h.bucket_ids(X) == h.bucket_ids(near)).mean() < 0.05
+    q0 = ScrambledHyperplaneLSH(8, 8, seed=3, scramble_fraction=0.0)
+    assert (q0.bucket_ids(X) == q0.lsh.bucket_ids(X)).all()
+    with pytest.raises(ValueError, match="scramble_fraction"):
+        ScrambledHyperplaneLSH(8, 8, scramble_fraction=1.5)
+
+
+def test_determinism_and_validation():
+    a, b = LSHvsUniformCheck(ONE_CELL).decide(5), LSHvsUniformCheck(ONE_CELL).decide(5)
+    assert a.details == b.details
+    for bad, name in [(dict(targets=("nope",)), "targets"), (dict(n_bits=()), "n_bits"),
+                      (dict(n_bits=(0,)), "n_bits"), (dict(n_seeds=1), "n_seeds"),
+                      (dict(delta=0.0), "delta"), (dict(confidence=1.0), "confidence"),
+                      (dict(n_train=0), "n_train"), (dict(dim=0), "dim")]:
+        with pytest.raises(ValueError, match=name):
+            LSHvsUniformCheck(LSHvsUniformParams(**bad)).decide(0)
+    with pytest.raises(ValueError, match="params"):
+        LSHvsUniformCheck(object())
