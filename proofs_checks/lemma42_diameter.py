@@ -1,50 +1,88 @@
 """Lemma 4.2(1): every bucket of a Euclidean LSH with C·k hashes of width ε has diameter ≤ ε/c
-inside Γ, with probability ≥ 0.9.
+inside Γ, with probability ≥ 0.9 — checked as a scaling claim in ε, with c calibrated.
 
-For each k and each C of a sweep, ``n_draws`` independent hashers (m = C·k hashes, width ε)
-are drawn for one fixed Γ = (random k-dim subspace) ∩ [-1, 1]^dim — the lemma's probability
-is over the hash functions — and the largest bucket diameter inside Γ is measured three ways:
+**What is measured.** For each k one Γ = (random k-dim subspace) ∩ [-1, 1]^dim is fixed (the
+lemma's probability is over the hash functions); ``hasher_factory`` draws independent hashers
+(m = C·k hashes of width ε) and D = the largest diameter of a bucket's part of Γ, over *all*
+buckets meeting Γ, is computed exactly (``max_bucket_diameter``, method below).
 
-* exactly, over *all* buckets meeting Γ (``proofs_checks.lsh_cells``, k ≤ 3; the same
-  numbers as ``routing.bucket_geometry.bucket_region_diameter``, bucket by bucket);
-* from below, by the diameters of sampled points sharing a bucket (any k);
-* from above, by the difference-body radius max{‖u‖ : |g_i·u| ≤ ε ∀i}, which bounds every
-  bucket wherever it lies (any k; it is attained in practice as soon as Γ holds many buckets).
+**Decision** (pre-registered; the class attribute ``rule``):
 
-A draw is a success when the largest diameter is ≤ ε/c. Where only the bounds are known
-(k > 3, or an arrangement too large to enumerate) a draw counts as a certain success when the
-upper bound is ≤ ε/c and as a certain failure when the sampled diameter is > ε/c.
+1. *Scaling.* For each k in ``ks``, the ``slope_quantile``-quantile (0.9, the claim's
+   probability) over ``n_draws`` draws of D is fitted against ε on the grid ``epsilons``
+   (log–log slope, percentile bootstrap over the draws: ``_scaling.bootstrap_exponent``).
+   D ≤ ε/c for a constant c means D shrinks at least as fast as ε, so the claim rules out
+   slopes below 1: ``decide_exponent(claimed=1, margin=δ, side="at_least")`` — holds when the
+   interval's lower end is ≥ 1 − δ, refuted when its upper end is < 1 − δ. δ = 0.25 is half
+   the deficit of the planted violation (D ∝ ε^0.5).
+2. *Calibration / validation of c.* The paper gives no value of c (its appendix is missing).
+   Calibration: the draws of the grid at the widths ``calib_epsilons`` (the largest ones), all
+   k pooled, give v = the certified ``calib_quantile``-quantile of D/ε
+   (``quantile_upper_bound``: P(D/ε ≤ v) ≥ 0.95 at 95 % confidence) and c_cal = 1/v, one
+   constant for every k. Validation: fresh draws (other seeds) at the held-out widths
+   ``val_epsilons`` — all smaller than every calibration width — for each k of ``val_ks``;
+   the claim P(D ≤ ε/c_cal) ≥ 0.9 is decided by the Clopper–Pearson rule
+   (``decide_probability_bounds``). The calibration quantile 0.95 exceeds the claimed 0.9 so
+   that an ε-invariant distribution of D/ε can be certified with ``n_val`` draws (a
+   threshold calibrated at exactly 0.9 covers ≈ 0.9 and could never be certified).
 
-The constants C and c of the lemma are not stated in the paper (its appendix is missing):
-the check reports, for each C, the largest c for which the claim holds (an upper confidence
-bound on the 0.9-quantile of max-diameter/ε), and decides the claim at the largest C of the
-sweep with the stated c.
+The verdict of the data is refuted if any part is refuted, holds if every part holds, and
+inconclusive otherwise (``combine_verdicts``).
+
+**C is fixed before the run by a rule, not by which C passes** (the issue found the old check
+decided at C = 16, c = 1, the one configuration that passed; at C = 8, k = 2 its certified
+c_max was 0.97). C = 4 is (i) the C of the Theorem 4.1 check, whose learner rests on this
+lemma, and (ii) the smallest power of two for which the singular-value bound on the largest
+bucket, D ≤ ε·√m/σ_min(G) ≈ ε·√C/(√C − 1) for the m×k Gaussian matrix G of projected
+directions (σ_min ≈ √m − √k), is at most 2ε for every k — so a constant c = 1/2 exists
+uniformly in k. The bound is not used by the decision; it only fixes C.
+
+**c_max(C, k)** (reported, not decided): for each C of ``C_sweep`` and k, the largest c with
+P(R ≤ ε/c) ≥ 0.9 certified at 95 %, where R = max{‖u‖ : |g_i·u| ≤ ε ∀i} bounds every bucket
+wherever it lies; R/ε does not depend on ε, and R is the small-ε limit of D (every bucket shape
+then occurs inside Γ). The exact c_max at the decided C is reported per ε of the grid.
+
+**Measuring D exactly** (``max_bucket_diameter``). Two points z, z′ of one bucket have
+|g_i·(z − z′)| < ε for every hash, so D ≤ R (the difference-body radius), wherever the buckets
+lie. R is attained at a vertex u of that polytope, where k hashes are tight (g_i·u = ±ε); it
+is attained by a bucket inside Γ iff some z on a lattice point of those k hashes' boundaries
+(g_i·z + b_i ∈ εZ) has z, z + u ∈ Γ and, for every other hash, z and z + u on the same level
+(a witness: then D = R exactly). The lattice points are enumerated (or sampled when there are
+more than ``max_tries``); without a witness the buckets are enumerated exactly
+(``proofs_checks.lsh_cells``, k ≤ 3, ≤ ``max_candidates`` k-subsets), and where that is too
+large D is bracketed between the largest vertex norm with a witness and R. The tests compare
+the witness values with the enumeration.
 
 Source: Baykal et al. 2022, Lemma 4.2(1); Euclidean LSH of §2.2 (Datar et al. 2004).
 """
 
 from __future__ import annotations
 
+import math
 import pathlib
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from matplotlib.ticker import NullFormatter
+from scipy.spatial import HalfspaceIntersection
 
 from lipschitz import UniformSubspace
-from lipschitz.validation import check_int, check_real
+from lipschitz.validation import check_int, check_real, check_seed
 from proofs_checks._framework import (
-    Check, CheckParams, CheckResult, Verdict, child_seeds, combine_verdicts,
+    Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts,
     decide_probability_bounds, quantile_upper_bound, register,
 )
-from matplotlib.ticker import NullFormatter
-
 from proofs_checks._plots import plt, save_figure
-from proofs_checks.lsh_cells import MAX_K, TooManyCandidates, difference_body_radius, hasher_cells
-from routing.bucket_geometry import bucket_diameters
+from proofs_checks._scaling import bootstrap_exponent, decide_exponent
+from proofs_checks.lsh_cells import MAX_K, TooManyCandidates, hasher_cells, polytope_vertices
 from routing.euclidean_lsh import EuclideanLSH
 
-__all__ = ["DiameterParams", "Lemma42DiameterCheck", "default_hasher"]
+__all__ = ["DiameterParams", "Lemma42DiameterCheck", "default_hasher", "PowerWidthHasher",
+           "DiameterBracket", "max_bucket_diameter", "difference_body_vertices"]
+
+_TIGHT_TOL = 1e-7
+_CHUNK = 1024
 
 
 def default_hasher(dim: int, n_hashes: int, width: float, seed: int) -> EuclideanLSH:
@@ -53,215 +91,611 @@ def default_hasher(dim: int, n_hashes: int, width: float, seed: int) -> Euclidea
 
 
 @dataclass(frozen=True)
+class PowerWidthHasher:
+    """Planted violations: a real ``EuclideanLSH`` built with another width than asked for.
+
+    Asked for width ε with m hashes, it builds ``EuclideanLSH(dim, m, w′)`` with
+    w′ = factor·ε_ref·(ε/ε_ref)^power when ε < ``eps_below`` (and, if ``ks`` is given, only
+    when k = m // C is in ``ks``), and w′ = ε otherwise. The buckets are those of a Euclidean
+    LSH of width w′, so their diameters scale as ε^power and their number in Γ as ε^(−power·k)
+    (the check, which believes the width is ε, sees a law it must reject when power ≠ 1):
+    power = 0.5 gives diameters ∝ ε^0.5 (Lemma 4.2(1) ruled out); power = 2 a table-size
+    exponent one power of x^k larger (Lemma 4.2(2)); power = 1 with factor f scales every
+    bucket by f on the affected settings. Called like ``default_hasher``.
+
+    Attributes:
+        power: exponent of the width in ε, > 0.
+        eps_ref: ε_ref > 0 (units of x); w′ = factor·ε at ε = ε_ref.
+        eps_below: only widths below this are changed (default: all).
+        factor: constant factor, > 0.
+        ks: subspace dimensions changed (None: all), read as k = n_hashes // C.
+        C: hashes per subspace dimension of the check, ≥ 1.
+
+    Raises:
+        ValueError: a value out of range (at construction).
+    """
+
+    power: float
+    eps_ref: float
+    eps_below: float = math.inf
+    factor: float = 1.0
+    ks: tuple[int, ...] | None = None
+    C: int = 1
+
+    def __post_init__(self):
+        check_real(self.power, "power", 0.0, None, low_open=True)
+        check_real(self.eps_ref, "eps_ref", 0.0, None, low_open=True)
+        if not self.eps_below > 0:
+            raise ValueError(f"eps_below must be > 0, got {self.eps_below}")
+        check_real(self.factor, "factor", 0.0, None, low_open=True)
+        check_int(self.C, "C", 1)
+
+    def width(self, n_hashes: int, width: float) -> float:
+        """The width w′ built for a request of ``width`` with ``n_hashes`` hashes."""
+        if width >= self.eps_below or (self.ks is not None and n_hashes // self.C not in self.ks):
+            return width
+        return self.factor * self.eps_ref * (width / self.eps_ref) ** self.power
+
+    def __call__(self, dim: int, n_hashes: int, width: float, seed: int) -> EuclideanLSH:
+        return EuclideanLSH(dim, n_hashes, self.width(n_hashes, width), n_tables=1, seed=seed)
+
+
+@dataclass(frozen=True)
+class DiameterBracket:
+    """The largest bucket diameter inside Γ of one hasher, exact or bracketed.
+
+    Attributes:
+        low, high: low ≤ D ≤ high (units of x); equal when D is known exactly.
+        radius: R, the difference-body radius (= ``high``).
+        how: "witness" (D = R, attained inside Γ), "enumerated" (exact by
+            ``lsh_cells``), "bracket" (low < high possible) or "bound" (only D ≤ R ≤ the
+            caller's threshold is known; low = 0).
+    """
+
+    low: float
+    high: float
+    radius: float
+    how: str
+
+
+def difference_body_vertices(projected: np.ndarray, width: float) -> np.ndarray:
+    """Vertices of the polytope {u ∈ R^k : |g_i·u| ≤ w for all i}, largest norm first.
+
+    Arguments:
+        projected: float (m, k), the hash directions projected on the subspace (g_i).
+        width: w > 0.
+
+    Returns:
+        float64 (n_vertices, k), sorted by decreasing Euclidean norm (both u and −u appear).
+        Empty (0, k) when the g_i do not span R^k (the polytope is unbounded).
+
+    Raises:
+        ValueError: width ≤ 0 or non-finite input.
+        RuntimeError: if Qhull fails on a numerically degenerate polytope.
+
+    Source: the bound D ≤ max‖u‖ of ``proofs_checks.lsh_cells.difference_body_radius``.
+    """
+    G = np.asarray(projected, np.float64)
+    w = check_real(width, "width", 0.0, None, low_open=True)
+    if G.ndim != 2 or not np.isfinite(G).all():
+        raise ValueError(f"projected must be a finite (m, k) array, got shape {G.shape}")
+    m, k = G.shape
+    if m < k or np.linalg.matrix_rank(G) < k:
+        return np.zeros((0, k))
+    if k == 1:
+        r = w / float(np.abs(G[:, 0]).max())
+        return np.array([[r], [-r]])
+    halfspaces = np.vstack([np.hstack([G, -w * np.ones((m, 1))]),
+                            np.hstack([-G, -w * np.ones((m, 1))])])
+    try:
+        V = HalfspaceIntersection(halfspaces, np.zeros(k)).intersections
+    except Exception as err:  # pragma: no cover - Qhull on degenerate input
+        raise RuntimeError(f"Qhull failed on the difference body: {err}") from err
+    return V[np.argsort(-np.linalg.norm(V, axis=1), kind="stable")]
+
+
+def _witness(G, b, w, basis, cube_vertices, u, rng, max_tries) -> bool | None:
+    """Is there a bucket whose part of Γ contains z and z + u (in its closure)?
+
+    True: found; False: every candidate lattice point was tried, none works; None: not found
+    among ``max_tries`` sampled candidates. Candidates: z on a boundary of each of the k hashes
+    tight at u (|g_i·u| = w), i.e. g_T z + b_T ∈ wZ^k.
+    """
+    m, k = G.shape
+    s = G @ u / w
+    order = np.argsort(-np.abs(s), kind="stable")
+    tight, others = order[:k], order[k:]
+    if not np.allclose(np.abs(s[tight]), 1.0, atol=_TIGHT_TOL) or (
+            others.size and np.abs(s[others]).max() > 1 - _TIGHT_TOL):
+        return None  # degenerate vertex: more or fewer than k hashes tight
+    levels = (cube_vertices @ G[tight].T + b[tight]) / w
+    lo, hi = np.ceil(levels.min(axis=0)), np.floor(levels.max(axis=0))
+    sizes = (hi - lo + 1).astype(np.int64)
+    if np.any(sizes <= 0):
+        return False
+    total = math.prod(int(n) for n in sizes)
+    Ginv_T = np.linalg.inv(G[tight]).T
+    if total <= max_tries:
+        grids = np.meshgrid(*[np.arange(a, c + 1) for a, c in zip(lo, hi)], indexing="ij")
+        candidates = np.stack([g.ravel() for g in grids], axis=1)
+        batches = (candidates[i:i + _CHUNK] for i in range(0, total, _CHUNK))
+    else:
+        batches = (lo + rng.integers(0, sizes, (_CHUNK, k))
+                   for _ in range(max(1, max_tries // _CHUNK)))
+    for levels_batch in batches:
+        z = (w * levels_batch - b[tight]) @ Ginv_T  # (n, k) lattice points of the tight hashes
+        inside = (np.abs(z @ basis.T).max(axis=1) <= 1.0) & (
+            np.abs((z + u) @ basis.T).max(axis=1) <= 1.0)
+        if not inside.any():
+            continue
+        t = (z[inside] @ G[others].T + b[others]) / w
+        if np.any(np.all(np.floor(t) == np.floor(t + s[others]), axis=1)):
+            return True
+    return False if total <= max_tries else None
+
+
+def max_bucket_diameter(hasher, basis: np.ndarray, *, seed: int, cube_vertices=None,
+                        max_candidates: int = 200_000, max_tries: int = 16_384,
+                        n_vertices_tried: int = 8,
+                        threshold: float | None = None) -> DiameterBracket:
+    """The largest diameter D of a bucket's part of Γ = span(basis) ∩ [-1, 1]^dim (table 0).
+
+    Method in the module docstring: a witness that the difference-body radius R is attained,
+    else exact enumeration (k ≤ 3), else a bracket [largest vertex norm with a witness, R].
+    With a ``threshold`` only "D ≤ threshold?" is settled where that is cheaper: R ≤ threshold
+    returns the bracket [0, R] ("bound"), and a witness of a vertex longer than the threshold
+    returns [its norm, R] ("bracket") without enumerating.
+
+    Arguments:
+        hasher: object with ``directions`` (n_tables, m, dim), ``offsets`` (n_tables, m) and
+            ``width`` (a ``routing.euclidean_lsh.EuclideanLSH``).
+        basis: float (dim, k) with orthonormal columns.
+        seed: seeds the sampling of candidate lattice points (same seed, same answer).
+        cube_vertices: optional ``polytope_vertices(basis)`` (float (n, k)), to reuse.
+        max_candidates: largest enumeration (k-subsets of hyperplanes) attempted.
+        max_tries: candidate lattice points tried per vertex before sampling instead of
+            enumerating them.
+        n_vertices_tried: vertices of the difference body searched for a lower bound.
+        threshold: optional diameter (units of x) the caller only compares D with.
+
+    Returns:
+        ``DiameterBracket`` (units of x).
+
+    Raises:
+        ValueError: a basis of the wrong shape, bad sizes, seed or threshold.
+
+    Source: Baykal et al. 2022, Lemma 4.2(1).
+    """
+    seed = check_seed(seed)
+    max_candidates = check_int(max_candidates, "max_candidates", 1)
+    max_tries = check_int(max_tries, "max_tries", 1)
+    n_vertices_tried = check_int(n_vertices_tried, "n_vertices_tried", 1)
+    if threshold is not None:
+        threshold = check_real(threshold, "threshold", 0.0, None)
+    basis = np.asarray(basis, np.float64)
+    directions = np.asarray(hasher.directions, np.float64)[0]
+    if basis.ndim != 2 or basis.shape[0] != directions.shape[1]:
+        raise ValueError(f"basis must have shape (dim={directions.shape[1]}, k), got "
+                         f"{basis.shape}")
+    G = directions @ basis  # (m, k)
+    b = np.asarray(hasher.offsets, np.float64)[0]
+    w = float(hasher.width)
+    V = difference_body_vertices(G, w)
+    if not len(V):
+        return DiameterBracket(0.0, math.inf, math.inf, "bracket")
+    norms = np.linalg.norm(V, axis=1)
+    R = float(norms[0])
+    if threshold is not None and R <= threshold:
+        return DiameterBracket(0.0, R, R, "bound")
+    if cube_vertices is None:
+        cube_vertices = polytope_vertices(basis)
+    rng = np.random.default_rng(seed)
+    if _witness(G, b, w, basis, cube_vertices, V[0], rng, max_tries):
+        return DiameterBracket(R, R, R, "witness")
+    # the other vertices, longest first (±u are the same search: one of each pair)
+    others = [i for i in range(1, len(V)) if norms[i] < norms[i - 1] - 1e-12 * R]
+    others = others[:n_vertices_tried]
+    if threshold is not None:
+        for i in others:
+            if norms[i] <= threshold:
+                break
+            if _witness(G, b, w, basis, cube_vertices, V[i], rng, max_tries):
+                return DiameterBracket(float(norms[i]), R, R, "bracket")
+    if basis.shape[1] <= MAX_K:
+        try:
+            d = hasher_cells(hasher, basis, max_candidates=max_candidates).max_diameter
+            return DiameterBracket(d, d, R, "enumerated")
+        except TooManyCandidates:
+            pass
+    low = 0.0
+    for i in others:
+        if _witness(G, b, w, basis, cube_vertices, V[i], rng, max_tries):
+            low = float(norms[i])
+            break
+    return DiameterBracket(low, R, R, "bracket")
+
+
+def _quantile(values: np.ndarray, q: float) -> float:
+    """``np.quantile(values, q)`` (linear interpolation), faster for small arrays."""
+    v = np.sort(values)
+    pos = q * (len(v) - 1)
+    i = int(pos)
+    if i + 1 >= len(v):
+        return float(v[-1])
+    return float(v[i] + (pos - i) * (v[i + 1] - v[i]))
+
+
+@dataclass(frozen=True)
 class DiameterParams(CheckParams):
-    """Parameters of the Lemma 4.2(1) check (defaults: the quick preset).
+    """Pre-registered settings of the Lemma 4.2(1) check (defaults: the quick preset).
 
     Attributes:
         dim: ambient dimension d.
-        ks: subspace dimensions k (exact enumeration for k ≤ 3).
-        Cs: hashes per subspace dimension, m = C·k; the claim is decided at max(Cs).
-        epsilon: the width ε (units of x).
-        c: the constant tested: largest diameter ≤ ε/c.
+        C: hashes per subspace dimension, m = C·k (fixed by the rule in the module docstring).
+        ks: subspace dimensions k of the scaling fit and the calibration (the full preset
+            validates k = 3 as a held-out k).
+        epsilons: the width grid ε of the scaling fit (units of x, ≥ 2 distinct values).
+        calib_epsilons: the widths (a subset of ``epsilons``) whose draws calibrate c.
+        val_epsilons: held-out widths of the validation, each below every calibration width.
+        val_ks: subspace dimensions of the validation (may include k outside ``ks``: a
+            held-out k).
+        n_draws: hashers per (k, ε) of the grid.
+        n_val: fresh hashers per validation (k, ε).
         probability: the claimed probability (0.9).
-        n_draws: independent hashers per (k, C).
-        n_points: sample points of Γ for the sampled (lower) diameters.
-        max_candidates: largest arrangement (k-subsets of hyperplanes) enumerated exactly.
-        exact_for: "all" enumerates every draw's buckets (exact numbers for the measured
-            constants); "uncertain" only the draws whose upper bound exceeds ε/c (the verdict
-            is the same, the reported c_max is then a certified lower bound).
+        slope_quantile: the quantile of D over draws whose slope is fitted (0.9).
+        slope_margin: δ of the scaling rule (claimed slope 1, refuted below 1 − δ).
+        calib_quantile: the certified quantile of D/ε that calibrates c (≥ probability).
+        n_boot: bootstrap resamples of the slope interval.
+        C_sweep: the C of the c_max(C, k) table (reported, not decided).
+        n_cmax: hashers per (C, k) of that table.
+        max_candidates: largest enumeration (k-subsets of hyperplanes) attempted.
+        max_tries: candidate lattice points per witness search before sampling.
+        n_power: planted runs per planted violation.
     """
 
     dim: int = 16
+    C: int = 4
     ks: tuple[int, ...] = (1, 2)
-    Cs: tuple[int, ...] = (2, 4, 8, 16)
-    epsilon: float = 0.5
-    c: float = 1.0
+    epsilons: tuple[float, ...] = (0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625)
+    calib_epsilons: tuple[float, ...] = (0.5, 0.25)
+    val_epsilons: tuple[float, ...] = (0.0078125,)
+    val_ks: tuple[int, ...] = (1, 2)
+    n_draws: int = 50
+    n_val: int = 200
     probability: float = 0.9
-    n_draws: int = 40
-    n_points: int = 3000
-    max_candidates: int = 400_000
-    exact_for: str = "uncertain"
+    slope_quantile: float = 0.9
+    slope_margin: float = 0.25
+    calib_quantile: float = 0.95
+    n_boot: int = 500
+    C_sweep: tuple[int, ...] = (1, 2, 4, 8, 16)
+    n_cmax: int = 100
+    max_candidates: int = 200_000
+    max_tries: int = 16_384
+    n_power: int = 10
 
     @classmethod
     def full(cls):
-        return cls(ks=(1, 2, 3, 4), Cs=(1, 2, 4, 8, 16), n_draws=300, n_points=10_000,
-                   max_candidates=1_000_000)
+        return cls(val_epsilons=(0.0078125, 0.00390625), val_ks=(1, 2, 3), n_draws=100,
+                   n_val=400, n_boot=2000, n_cmax=200, n_power=20)
 
     def validate(self) -> None:
         """Raise ValueError naming the first parameter out of range."""
         check_int(self.dim, "dim", 1, UniformSubspace.MAX_DIM)
-        for k in self.ks:
-            check_int(k, "ks[i]", 1, min(self.dim, UniformSubspace.MAX_K))
-        for C in self.Cs:
-            check_int(C, "Cs[i]", 1)
-        if not self.ks or not self.Cs:
-            raise ValueError("ks and Cs must not be empty")
-        check_real(self.epsilon, "epsilon", 0.0, None, low_open=True)
-        check_real(self.c, "c", 0.0, None, low_open=True)
+        check_int(self.C, "C", 1)
+        if not self.ks or not self.val_ks:
+            raise ValueError("ks and val_ks must not be empty")
+        for k in (*self.ks, *self.val_ks):
+            check_int(k, "ks[i] and val_ks[i]", 1, min(self.dim, UniformSubspace.MAX_K))
+        if len(set(self.epsilons)) < 2:
+            raise ValueError(f"epsilons must hold at least 2 distinct widths, got "
+                             f"{self.epsilons}")
+        for e in (*self.epsilons, *self.val_epsilons):
+            check_real(e, "epsilons[i] and val_epsilons[i]", 0.0, None, low_open=True)
+        if not self.calib_epsilons or not set(self.calib_epsilons) <= set(self.epsilons):
+            raise ValueError(f"calib_epsilons must be a non-empty subset of epsilons, got "
+                             f"{self.calib_epsilons}")
+        if not self.val_epsilons or max(self.val_epsilons) >= min(self.calib_epsilons):
+            raise ValueError(f"val_epsilons must be non-empty and below every calibration "
+                             f"width {min(self.calib_epsilons)}, got {self.val_epsilons}")
+        check_int(self.n_draws, "n_draws", 2)
+        check_int(self.n_val, "n_val", 1)
         check_real(self.probability, "probability", 0.0, 1.0, low_open=True, high_open=True)
-        check_int(self.n_draws, "n_draws", 1)
-        check_int(self.n_points, "n_points", 2)
+        check_real(self.slope_quantile, "slope_quantile", 0.0, 1.0, low_open=True,
+                   high_open=True)
+        check_real(self.slope_margin, "slope_margin", 0.0, 1.0, high_open=True)
+        check_real(self.calib_quantile, "calib_quantile", self.probability, 1.0,
+                   high_open=True)
+        check_int(self.n_boot, "n_boot", 100)
+        if not self.C_sweep:
+            raise ValueError("C_sweep must not be empty")
+        for C in self.C_sweep:
+            check_int(C, "C_sweep[i]", 1)
+        check_int(self.n_cmax, "n_cmax", 1)
         check_int(self.max_candidates, "max_candidates", 1)
-        if self.exact_for not in ("all", "uncertain"):
-            raise ValueError(f"exact_for must be 'all' or 'uncertain', got {self.exact_for!r}")
+        check_int(self.max_tries, "max_tries", 1)
+        check_int(self.n_power, "n_power", 1)
 
 
 @register
 class Lemma42DiameterCheck(Check):
-    """Lemma 4.2(1) as a measurement (method in the module docstring).
+    """Lemma 4.2(1) as a scaling measurement with a calibrated c (module docstring).
 
     Arguments:
-        params: ``DiameterParams``.
+        params: ``DiameterParams`` (default: the quick preset).
         hasher_factory: (dim, n_hashes, width, seed) -> a hasher with ``directions``
-            (1, n_hashes, dim), ``offsets`` (1, n_hashes), ``width`` and ``bucket_ids``;
-            default ``default_hasher``. Tests plant violations through it (e.g. buckets wider
-            than the width the bound is computed with).
+            (1, n_hashes, dim), ``offsets`` (1, n_hashes) and ``width``; default
+            ``default_hasher``. Planted violations come through it (``PowerWidthHasher``).
+
+    Raises:
+        ValueError: ``params`` of the wrong type (bad values are reported by ``decide``/``run``).
     """
 
     name = "lemma42_diameter"
     claim = ("Euclidean LSH with m = C·k hashes of width ε: every bucket meeting Γ = k-dim "
-             "subspace ∩ [-1,1]^d has diameter ≤ ε/c, with probability ≥ 0.9")
+             "subspace ∩ [-1,1]^d has diameter ≤ ε/c, with probability ≥ 0.9 (C, c constants)")
     source = "Baykal et al. 2022, Lemma 4.2(1)"
     Params = DiameterParams
+    rule = ("C = 4 in both presets, fixed before the run (the Theorem 4.1 check's C; the "
+            "smallest power of two whose singular-value bound √C/(√C−1) on D/ε is ≤ 2 for "
+            "every k), not by which C passes. D = the largest "
+            "bucket diameter inside Γ, exact. (1) Scaling, per k: log–log slope of the "
+            "0.9-quantile over draws of D against ε on the grid, 95 % percentile bootstrap; "
+            "holds if the lower end ≥ 1 − δ, refuted if the upper end < 1 − δ, δ = 0.25 "
+            "(decide_exponent, claimed 1, side at_least). (2) Calibration: c_cal = 1/v, v = "
+            "certified 0.95-quantile (95 %) of D/ε over the grid draws at the calibration "
+            "widths, k pooled. Validation: fresh draws at held-out smaller widths; P(D ≤ "
+            "ε/c_cal) ≥ 0.9 by Clopper–Pearson (95 %), bracketed draws counted both ways. "
+            "Refuted if any part is refuted, holds if all hold, else inconclusive.")
 
     def __init__(self, params: DiameterParams | None = None,
                  hasher_factory: Callable | None = None):
         super().__init__(params)
         self.hasher_factory = hasher_factory or default_hasher
 
-    def measure(self, k: int, C: int, seed: int) -> dict[str, np.ndarray]:
-        """Largest bucket diameters / ε of ``n_draws`` hashers for one (k, C).
+    def planted_violations(self) -> list[Planted]:
+        """One planted violation: ``PowerWidthHasher(0.5, ε_ref)`` with ε_ref = the largest grid
+        width, so D ∝ ε^0.5 (slope 0.5 where the claim needs 1; at the validation widths the
+        buckets are √(ε_ref/ε) ≥ 8 times wider than calibrated)."""
+        eps_ref = max(self.params.epsilons)
+        return [Planted(
+            name="diameter_eps^0.5",
+            description=(f"real EuclideanLSH built with width √(ε·{eps_ref:g}) when asked for "
+                         f"ε: bucket diameters scale as ε^0.5 instead of ε"),
+            build=lambda: type(self)(self.params, hasher_factory=PowerWidthHasher(0.5, eps_ref)))]
+
+    # -- measurement -------------------------------------------------------------------------
+    def _subspace(self, k: int, seed: int) -> UniformSubspace:
+        return UniformSubspace(self.params.dim, k, seed=child_seeds(seed, 1, 1, k)[0])
+
+    def measure(self, k: int, epsilon: float, n: int, seed: int, salt: int,
+                threshold: float | None = None) -> dict[str, np.ndarray]:
+        """D of ``n`` independent hashers at one (k, ε) for the fixed Γ of k.
+
+        Arguments:
+            k, epsilon: the setting; n: hashers; seed: the check's seed; salt: separates
+                the grid (3) and validation (4) draws.
+            threshold: passed to ``max_bucket_diameter`` (units of x): settle only
+                "D ≤ threshold?" where that is cheaper.
 
         Returns:
-            dict of float64 arrays (n_draws,), in units of ε: ``exact`` (NaN where not
-            enumerated), ``sampled`` (lower bound, only where not enumerated), ``radius``
-            (upper bound), ``low``/``high`` (the best bounds: both equal ``exact`` where known),
-            and ``n_cells`` (NaN where not enumerated).
+            dict of float64 arrays (n,), in units of x: ``low``, ``high`` (D bracketed,
+            equal where exact), ``radius`` (R); and ``how`` (array of str).
         """
         p = self.params
-        subspace = UniformSubspace(p.dim, k, seed=child_seeds(seed, 1, 1, k)[0])
-        X = None
-        out = {name: np.full(p.n_draws, np.nan) for name in
-               ("exact", "sampled", "radius", "n_cells")}
-        for i, hseed in enumerate(child_seeds(seed, p.n_draws, 3, k, C)):
-            hasher = self.hasher_factory(p.dim, C * k, p.epsilon, hseed)
-            projected = np.asarray(hasher.directions, np.float64)[0] @ subspace.basis
-            out["radius"][i] = difference_body_radius(projected, float(hasher.width))
-            if p.exact_for == "uncertain" and out["radius"][i] <= p.epsilon / p.c:
-                continue  # every bucket is certified small: nothing to enumerate
-            if k <= MAX_K:
-                try:
-                    cells = hasher_cells(hasher, subspace.basis, max_candidates=p.max_candidates)
-                    out["exact"][i] = cells.max_diameter
-                    out["n_cells"][i] = cells.n_cells
-                    continue
-                except TooManyCandidates:
-                    pass
-            if X is None:
-                X = subspace.sample(p.n_points, seed=child_seeds(seed, 1, 2, k)[0])
-            ids = np.asarray(hasher.bucket_ids(X))[:, 0]
-            out["sampled"][i] = float(bucket_diameters(X, ids)["diameter"].max())
-        for name in ("exact", "sampled", "radius"):
-            out[name] /= p.epsilon
-        known = ~np.isnan(out["exact"])
-        # a draw skipped as certified small has no sampled value: its lower bound is 0
-        out["low"] = np.where(known, out["exact"], np.nan_to_num(out["sampled"], nan=0.0))
-        out["high"] = np.where(known, out["exact"], out["radius"])
+        C = p.C
+        subspace = self._subspace(k, seed)
+        vertices = polytope_vertices(subspace.basis)
+        out = {name: np.empty(n) for name in ("low", "high", "radius")}
+        out["how"] = np.empty(n, dtype=object)
+        seeds = child_seeds(seed, n, salt, k, C, int(round(epsilon * 2**30)))
+        for i, s in enumerate(seeds):
+            hasher = self.hasher_factory(p.dim, C * k, epsilon, s)
+            r = max_bucket_diameter(hasher, subspace.basis, seed=s, cube_vertices=vertices,
+                                    max_candidates=p.max_candidates, max_tries=p.max_tries,
+                                    threshold=threshold)
+            out["low"][i], out["high"][i], out["radius"][i], out["how"][i] = (
+                r.low, r.high, r.radius, r.how)
         return out
 
+    def c_max_curves(self, seed: int) -> dict[int, dict[int, float | None]]:
+        """c_max(C, k) from R (the bound on every bucket; the small-ε limit of D).
+
+        Returns:
+            {k: {C: largest c with P(R ≤ ε/c) ≥ 0.9 certified at 95 %, or None when
+            ``n_cmax`` draws cannot certify 0.9}} for C in ``C_sweep`` and k in ``ks``.
+        """
+        p = self.params
+        table = {}
+        for k in p.ks:
+            basis = self._subspace(k, seed).basis
+            table[k] = {}
+            for C in p.C_sweep:
+                R = np.empty(p.n_cmax)
+                for i, s in enumerate(child_seeds(seed, p.n_cmax, 5, k, C)):
+                    hasher = self.hasher_factory(p.dim, C * k, 1.0, s)
+                    V = difference_body_vertices(
+                        np.asarray(hasher.directions, np.float64)[0] @ basis,
+                        float(hasher.width))
+                    R[i] = np.linalg.norm(V[0]) if len(V) else math.inf
+                q = quantile_upper_bound(R, p.probability)
+                table[k][C] = None if q is None else (math.inf if q == 0 else 1.0 / q)
+        return table
+
+    # -- decision ----------------------------------------------------------------------------
     def _run(self, seed: int, out: pathlib.Path | None) -> CheckResult:
         p = self.params
         p.validate()
-        C_top = max(p.Cs)
-        threshold = 1.0 / p.c  # in units of ε
-        table, decisions, fig_data = {}, {}, {}
-        for k in p.ks:
-            per_C = {}
-            for C in p.Cs:
-                m = self.measure(k, C, seed)
-                certain = int(np.sum(m["high"] <= threshold))
-                possible = int(p.n_draws - np.sum(m["low"] > threshold))
-                decision = decide_probability_bounds(certain, possible, p.n_draws, p.probability)
-                q_high = quantile_upper_bound(m["high"], p.probability)
-                known = ~np.isnan(m["exact"])
-                per_C[C] = {
-                    "n_hashes": C * k,
-                    "n_enumerated": int(known.sum()),
-                    "max_diameter_over_eps": m["exact"], "sampled_over_eps": m["sampled"],
-                    "radius_over_eps": m["radius"],
-                    "exact_attains_radius": float(np.mean(np.isclose(m["exact"][known],
-                                                                     m["radius"][known])))
-                    if known.any() else None,
-                    "n_cells_mean": float(np.nanmean(m["n_cells"])) if known.any() else None,
-                    "decision": decision,
-                    "c_max_certified": None if q_high is None else (
-                        float("inf") if q_high == 0 else 1.0 / q_high),
-                    "c_point_estimate": 1.0 / float(np.quantile(m["high"], p.probability)),
-                }
-                fig_data[(k, C)] = m["high"]
-            table[k] = per_C
-            decisions[k] = per_C[C_top]["decision"]
+        eps = sorted(set(p.epsilons), reverse=True)
+        grid = {(k, e): self.measure(k, e, p.n_draws, seed, 3) for k in p.ks for e in eps}
 
-        verdict = combine_verdicts(d.verdict for d in decisions.values())
-        needed = [d.draws_needed for d in decisions.values()
-                  if d.verdict == Verdict.INCONCLUSIVE]
-        worst = min(decisions.values(), key=lambda d: d.rate)
-        c_top = {k: table[k][C_top]["c_max_certified"] for k in p.ks}
-        measured_text = "; ".join(
-            f"k={k}: {d.text()}, c_max={_fmt(c_top[k])}" for k, d in decisions.items())
-        plots = self._plot(fig_data, threshold, out)
+        # (1) scaling, per k
+        slopes, parts = {}, {}
+        stat = lambda r: _quantile(r, p.slope_quantile)  # noqa: E731
+        for k in p.ks:
+            fits = {}
+            for side in ("high", "low"):
+                if side == "low" and all(np.array_equal(grid[(k, e)]["low"],
+                                                        grid[(k, e)]["high"]) for e in eps):
+                    fits["low"] = fits["high"]  # every draw exact: one fit
+                    continue
+                fits[side] = bootstrap_exponent(eps, [grid[(k, e)][side] for e in eps], stat,
+                                                n_boot=p.n_boot,
+                                                seed=child_seeds(seed, 1, 6, k)[0])
+            v_low = decide_exponent(fits["low"], 1.0, p.slope_margin, "at_least")
+            v_high = decide_exponent(fits["high"], 1.0, p.slope_margin, "at_least")
+            verdict = v_low if v_low == v_high else Verdict.INCONCLUSIVE
+            slopes[k] = {"estimate": fits["high"], "estimate_from_lower_bounds": fits["low"],
+                         "verdict": verdict}
+            parts[f"slope k={k}"] = verdict
+
+        # (2) calibration of c on the largest widths, all k pooled
+        calib = np.concatenate([grid[(k, e)]["high"] / e for k in p.ks
+                                for e in p.calib_epsilons])
+        v_cal = quantile_upper_bound(calib, p.calib_quantile)
+        c_cal = None if v_cal is None else (math.inf if v_cal == 0 else 1.0 / v_cal)
+
+        # (2) validation on fresh draws at the held-out widths
+        validation = {}
+        for k in p.val_ks:
+            for e in p.val_epsilons:
+                key = f"k={k}, eps={e:g}"
+                if v_cal is None:
+                    parts[f"validation {key}"] = Verdict.INCONCLUSIVE
+                    validation[key] = {"decision": None,
+                                       "reason": "calibration draws too few to certify c"}
+                    continue
+                threshold = v_cal * e
+                m = self.measure(k, e, p.n_val, seed, 4, threshold=threshold)
+                certain = int(np.sum(m["high"] <= threshold))
+                possible = int(p.n_val - np.sum(m["low"] > threshold))
+                d = decide_probability_bounds(certain, possible, p.n_val, p.probability)
+                parts[f"validation {key}"] = d.verdict
+                validation[key] = {
+                    "threshold": threshold, "decision": d,
+                    "max_diameter_over_eps_q90": _quantile(m["high"] / e, 0.9),
+                    "n_exact": int(np.sum(m["low"] == m["high"])),
+                    "n_certified_below": int(np.sum(m["how"] == "bound")),
+                    "max_diameter_over_eps_low": m["low"] / e,
+                    "max_diameter_over_eps_high": m["high"] / e}
+
+        verdict = combine_verdicts(parts.values())
+        c_curves = self.c_max_curves(seed)
+        per_setting = {}
+        for k in p.ks:
+            per_setting[str(k)] = {}
+            for e in eps:
+                m = grid[(k, e)]
+                q = quantile_upper_bound(m["high"] / e, p.probability)
+                per_setting[str(k)][f"{e:g}"] = {
+                    "max_diameter_over_eps_low": m["low"] / e,
+                    "max_diameter_over_eps_high": m["high"] / e,
+                    "radius_over_eps": m["radius"] / e,
+                    "q90_over_eps": _quantile(m["high"] / e, 0.9),
+                    "attained_fraction": float(np.mean(m["how"] == "witness")),
+                    "n_enumerated": int(np.sum(m["how"] == "enumerated")),
+                    "n_bracketed": int(np.sum(m["how"] == "bracket")),
+                    "c_max_certified": None if q is None else 1.0 / q}
+        needed = [d["decision"].draws_needed for d in validation.values()
+                  if d["decision"] is not None and d["decision"].verdict == Verdict.INCONCLUSIVE
+                  and d["decision"].draws_needed is not None]
+        worst_k = min(p.ks, key=lambda k: slopes[k]["estimate"].ci_low
+                      if np.isfinite(slopes[k]["estimate"].ci_low) else -math.inf)
+        worst = slopes[worst_k]["estimate"]
         details = {
-            "decided_at": {"C": C_top, "c": p.c, "epsilon": p.epsilon},
-            "per_k": {str(k): {str(C): v for C, v in per_C.items()} for k, per_C in table.items()},
-            "measured_constants": {
-                "c_max_certified": {str(k): {str(C): table[k][C]["c_max_certified"]
-                                             for C in p.Cs} for k in p.ks},
-                "meaning": "largest c with P(max bucket diameter ≤ ε/c) ≥ 0.9 certified at 95 %"
-                           " (None: too few draws to certify any c); computed from the exact "
-                           "maxima where enumerated and from the upper bound (radius) "
-                           "elsewhere, so with exact_for='uncertain' it is a lower bound",
-            },
+            "parts": parts,
+            "scaling": {"claimed_slope": 1.0, "margin": p.slope_margin, "side": "at_least",
+                        "epsilons": eps, "statistic": f"{p.slope_quantile:g}-quantile of D",
+                        "per_k": {str(k): v for k, v in slopes.items()}},
+            "calibration": {"epsilons": list(p.calib_epsilons), "ks": list(p.ks),
+                            "n_draws_pooled": int(calib.size), "quantile": p.calib_quantile,
+                            "v_over_eps": v_cal, "c_cal": c_cal,
+                            "meaning": "c_cal = 1/v, v the certified quantile of D/ε"},
+            "validation": {"epsilons": list(p.val_epsilons), "ks": list(p.val_ks),
+                           "n_val": p.n_val, "per_setting": validation},
+            "per_setting": per_setting,
+            "c_max_curves": {
+                "C": list(p.C_sweep),
+                "per_k": {str(k): {str(C): v for C, v in row.items()}
+                          for k, row in c_curves.items()},
+                "meaning": "largest c with P(R ≤ ε/c) ≥ 0.9 certified at 95 % over n_cmax "
+                           "hashers, R = max{‖u‖: |g_i·u| ≤ ε} (every bucket, the small-ε "
+                           "limit of D; independent of ε); None: cannot certify"},
             "notes": [
                 "probability over the hash functions for one fixed random Γ per k",
-                "exact = all buckets meeting Γ with positive volume, by vertex enumeration of "
-                "the hyperplane arrangement (k ≤ 3); cross-checked against "
-                "routing.bucket_geometry.bucket_region_diameter in the tests",
-                "radius = max{‖u‖: |g_i·u| ≤ ε}: an upper bound for every bucket, offsets and "
-                "position notwithstanding",
-                "the diameter ratio does not depend on dim: the projected directions "
-                "g_i = basisᵀa_i are standard Gaussian in R^k whatever dim is; only clipping "
-                "by Γ does",
+                "C fixed by the rule in `rule`, not by the verdict",
+                "D/ε does not depend on dim except through clipping by Γ: the projected "
+                "directions basisᵀa_i are standard Gaussian in R^k",
             ],
         }
-        return self.result(seed=seed, measured=worst.rate, bound=p.probability,
-                           measured_text=measured_text,
-                           bound_text=f"P ≥ {p.probability} (C={C_top}, c={p.c:g}, ε={p.epsilon:g})",
-                           verdict=verdict, details=details, plots=plots,
-                           draws_needed=max([n for n in needed if n is not None], default=None))
+        if verdict != Verdict.HOLDS:
+            details["diagnosis"] = _diagnosis(parts, slopes, validation, v_cal)
+        plots = self._plot(eps, grid, slopes, c_curves, out)
+        measured_text = "; ".join(
+            f"slope k={k}: {s['estimate'].text()}" for k, s in slopes.items())
+        measured_text += f"; c_cal={_fmt(c_cal)}; " + "; ".join(
+            f"{key}: {v['decision'].text()}" for key, v in validation.items()
+            if v["decision"] is not None)
+        return self.result(
+            seed=seed, measured=worst.exponent, bound=1.0 - p.slope_margin,
+            measured_text=measured_text,
+            bound_text=(f"slope ≥ 1 − {p.slope_margin:g} (C={p.C}); P(D ≤ ε/c_cal) ≥ "
+                        f"{p.probability:g} at ε={','.join(f'{e:g}' for e in p.val_epsilons)}"),
+            verdict=verdict, details=details, plots=plots,
+            draws_needed=max(needed) if needed else None,
+            measured_interval=(worst.ci_low, worst.ci_high))
 
-    def _plot(self, data, threshold, out):
+    def _plot(self, eps, grid, slopes, c_curves, out):
         if out is None:
             return []
         p = self.params
-        fig, axes = plt.subplots(1, len(p.ks), figsize=(4.5 * len(p.ks), 3.6), squeeze=False)
-        for ax, k in zip(axes[0], p.ks):
-            for C in p.Cs:
-                v = np.sort(data[(k, C)])
-                ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=f"C={C}")
-            ax.axvline(threshold, color="k", ls="--", lw=1, label=f"ε/c (c={p.c:g})")
-            ax.axhline(p.probability, color="gray", ls=":", lw=1)
-            ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            lim = ax.get_xlim()
-            ax.set_xticks([0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32])
-            ax.set_xticklabels(["1/8", "1/4", "1/2", "1", "2", "4", "8", "16", "32"])
-            ax.set_xlim(lim)
-            ax.set_xlabel("largest bucket diameter in Γ / ε\n(exact; upper bound where that "
-                          "is already ≤ ε/c)", fontsize=8)
-            ax.set_ylabel("fraction of hashers ≤ x")
-            ax.set_title(f"k={k}, dim={p.dim}, ε={p.epsilon:g}")
-            ax.legend(fontsize=7)
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
+        e = np.asarray(eps)
+        for i, k in enumerate(p.ks):
+            q = [_quantile(grid[(k, x)]["high"], p.slope_quantile) for x in eps]
+            est = slopes[k]["estimate"]
+            ax.loglog(e, q, "o", color=f"C{i}",
+                      label=f"k={k}: slope {est.exponent:.2f} [{est.ci_low:.2f}, "
+                            f"{est.ci_high:.2f}]")
+            if np.isfinite(est.exponent):
+                a = np.exp(np.mean(np.log(q)) - est.exponent * np.mean(np.log(e)))
+                ax.loglog(e, a * e ** est.exponent, "-", color=f"C{i}", lw=1)
+        ax.loglog(e, e, "k:", lw=1, label="D = ε (slope 1)")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xticks(e)
+        ax.set_xticklabels([f"1/{round(1 / x)}" if x < 1 else f"{x:g}" for x in e])
+        ax.set_xlabel("width ε")
+        ax.set_ylabel(f"{p.slope_quantile:g}-quantile of largest bucket diameter D")
+        ax.set_title(f"Lemma 4.2(1): D against ε (C={p.C}, dim={p.dim})", fontsize=9)
+        ax.legend(fontsize=7)
+        for i, k in enumerate(p.ks):
+            Cs = list(p.C_sweep)
+            vals = [c_curves[k][C] if c_curves[k][C] is not None else np.nan for C in Cs]
+            bx.semilogx(Cs, vals, "o-", color=f"C{i}", label=f"k={k}", base=2)
+        bx.axvline(p.C, color="gray", ls="--", lw=1, label=f"C={p.C} (decided)")
+        bx.set_xlabel("C (hashes per subspace dimension)")
+        bx.set_ylabel("c_max: P(D ≤ ε/c) ≥ 0.9 certified")
+        bx.set_title("c_max(C, k), small-ε limit (difference-body radius)", fontsize=9)
+        bx.legend(fontsize=7)
         return save_figure(fig, out, "lemma42_diameter.png")
+
+
+def _diagnosis(parts, slopes, validation, v_cal) -> str:
+    """Which part carries a non-holding verdict, from the data."""
+    lines = []
+    for k, s in slopes.items():
+        if s["verdict"] != Verdict.HOLDS:
+            est = s["estimate"]
+            lines.append(f"k={k}: slope of the 0.9-quantile of D in ε is {est.text()}, "
+                         f"verdict {s['verdict']}")
+    if v_cal is None:
+        lines.append("calibration: too few draws to certify the calibration quantile")
+    for key, v in validation.items():
+        d = v["decision"]
+        if d is not None and d.verdict != Verdict.HOLDS:
+            lines.append(f"validation {key}: {d.text()} below the threshold ε/c_cal; the "
+                         f"0.9-quantile of D/ε there is {v['max_diameter_over_eps_q90']:.3g} "
+                         f"against v = {v_cal:.3g} calibrated at larger ε")
+    return "; ".join(lines) or "no part refuted; some part inconclusive"
 
 
 def _fmt(v) -> str:

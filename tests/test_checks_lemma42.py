@@ -1,66 +1,283 @@
-"""Lemma 4.2: the checks hold for the real Euclidean LSH and are refuted on planted violations
-(buckets wider than the width the bound is computed with; bucket counts growing like ε^-2k)."""
+"""Lemma 4.2: the exact measurements against the enumeration of every bucket, and every
+decision threshold of the two checks moved across by a planted hasher (a real EuclideanLSH
+built with another width than the check asks for): the raw verdict of ``decide`` flips."""
 
+import math
+
+import numpy as np
+import pytest
+
+from lipschitz import UniformSubspace
 from proofs_checks._framework import Verdict
-from proofs_checks.lemma42_diameter import DiameterParams, Lemma42DiameterCheck
-from proofs_checks.lemma42_table_size import Lemma42TableSizeCheck, TableSizeParams
+from proofs_checks.lemma42_diameter import (
+    DiameterParams, Lemma42DiameterCheck, PowerWidthHasher, difference_body_vertices,
+    max_bucket_diameter,
+)
+from proofs_checks.lemma42_table_size import (
+    Lemma42TableSizeCheck, TableSizeParams, _lattice_counts, _lattice_counts_reference,
+    count_buckets,
+)
+from proofs_checks.lsh_cells import difference_body_radius, hasher_cells
 from routing.euclidean_lsh import EuclideanLSH
 
-SMALL = DiameterParams(dim=8, ks=(1, 2), Cs=(4, 16), n_draws=40)
+# k = 1 only: the same rules as the quick preset at a fraction of its cost
+SMALL_D = DiameterParams(ks=(1,), val_ks=(1,), n_boot=300, C_sweep=(2, 16), n_cmax=40)
+# calibration k = 1, held-out k = 2
+SMALL_T = TableSizeParams(calib_ks=(1,), holdout_ks=(2,), n_boot=300)
 
 
+def _random_instances(n, k_max=3):
+    rng = np.random.default_rng(2024)
+    for trial in range(n):
+        dim = int(rng.integers(3, 10))
+        k = int(rng.integers(1, min(k_max, dim) + 1))
+        m = int(rng.integers(k, 3 * k + 2))
+        width = float(rng.uniform(0.4, 1.2) if k == 3 else rng.uniform(0.08, 1.2))
+        yield UniformSubspace(dim, k, seed=trial), EuclideanLSH(dim, m, width, seed=trial)
+
+
+# -- exact measurements ----------------------------------------------------------------------
+def test_max_bucket_diameter_agrees_with_the_enumeration_of_every_bucket():
+    hows = set()
+    for subspace, hasher in _random_instances(40):
+        exact = hasher_cells(hasher, subspace.basis).max_diameter
+        r = max_bucket_diameter(hasher, subspace.basis, seed=1)
+        hows.add(r.how)
+        assert r.low == pytest.approx(exact, rel=1e-9, abs=1e-12)
+        assert r.high == pytest.approx(exact, rel=1e-9, abs=1e-12)
+        radius = difference_body_radius(hasher.directions[0] @ subspace.basis, hasher.width)
+        assert r.radius == pytest.approx(radius, rel=1e-9)
+        assert exact <= radius * (1 + 1e-9)
+        # only "D ≤ t?" asked: the answer is right on both sides of t
+        for t in (0.8 * exact, 1.2 * exact):
+            q = max_bucket_diameter(hasher, subspace.basis, seed=1, threshold=t)
+            assert q.low <= exact * (1 + 1e-9) and exact <= q.high * (1 + 1e-9)
+            assert (q.high <= t) == (exact <= t) or (q.low <= t < q.high)
+    assert {"witness", "enumerated"} <= hows  # both paths were exercised
+
+
+def test_bracket_without_enumeration_contains_the_exact_diameter():
+    for subspace, hasher in _random_instances(15, k_max=2):
+        exact = hasher_cells(hasher, subspace.basis).max_diameter
+        r = max_bucket_diameter(hasher, subspace.basis, seed=3, max_candidates=1)
+        assert r.low <= exact * (1 + 1e-9) <= r.high * (1 + 1e-9) + 1e-12
+        assert r.how in ("witness", "bracket")
+
+
+def test_difference_body_vertices_longest_is_the_radius():
+    rng = np.random.default_rng(0)
+    for k in (1, 2, 3):
+        G = rng.standard_normal((3 * k, k))
+        V = difference_body_vertices(G, 0.7)
+        assert np.linalg.norm(V[0]) == pytest.approx(difference_body_radius(G, 0.7))
+        assert np.all(np.abs(V @ G.T) <= 0.7 * (1 + 1e-9))
+    assert difference_body_vertices(np.ones((2, 2)), 1.0).shape == (0, 2)  # unbounded
+    with pytest.raises(ValueError, match="width"):
+        difference_body_vertices(G, 0.0)
+
+
+def test_count_buckets_agrees_with_the_enumeration_of_every_bucket():
+    for subspace, hasher in _random_instances(50):
+        exact = hasher_cells(hasher, subspace.basis).n_cells
+        assert count_buckets(hasher, subspace.basis) == (exact, exact)
+
+
+def test_count_buckets_brackets_when_the_scan_is_too_large():
+    subspace = UniformSubspace(8, 2, seed=1)
+    hasher = EuclideanLSH(8, 8, 0.2, seed=2)
+    exact = hasher_cells(hasher, subspace.basis).n_cells
+    low, high = count_buckets(hasher, subspace.basis, max_grid=1)
+    assert low < exact < high
+    with pytest.raises(ValueError, match="max_grid"):
+        count_buckets(hasher, subspace.basis, max_grid=0)
+
+
+def test_lattice_kernel_agrees_with_the_numpy_reference():
+    rng = np.random.default_rng(5)
+    for _ in range(150):
+        B, j = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+        n_f = int(rng.integers(j + 1, 10))
+        A = rng.standard_normal((B, n_f, j))
+        c = rng.uniform(0.5, 20, (B, n_f))
+        lo, hi = rng.uniform(-25, 0, (B, j)), rng.uniform(0, 25, (B, j))
+        max_grid = int(rng.integers(1, 1500))
+        got = _lattice_counts(A, c, lo, hi, max_grid)
+        assert np.array_equal(got, _lattice_counts_reference(A, c, lo, hi, max_grid))
+        if j == 1:  # an interval: count its integers directly
+            grid = np.arange(math.ceil(lo.min()) - 1, math.floor(hi.max()) + 2)
+            for b in range(B):
+                inside = (grid >= lo[b, 0]) & (grid <= hi[b, 0]) & np.all(
+                    A[b, :, 0][None, :] * grid[:, None] <= c[b][None, :], axis=1)
+                assert got[b] == inside.sum()
+
+
+# -- Lemma 4.2(1) ----------------------------------------------------------------------------
 def test_diameter_holds_for_euclidean_lsh():
-    r = Lemma42DiameterCheck(SMALL).run(0)
-    assert r.verdict == Verdict.HOLDS
-    per_k = r.details["per_k"]
-    for k in ("1", "2"):
-        top = per_k[k]["16"]
-        assert top["decision"]["successes"] == 40
-        # more hashes per dimension, smaller buckets: the certified c grows with C
-        c4, c16 = per_k[k]["4"]["c_max_certified"], top["c_max_certified"]
-        assert c16 is not None and (c4 is None or c16 > c4)
-        assert all(x <= 1.0 for x in top["radius_over_eps"] if x == x) or top["n_enumerated"] > 0
+    r = Lemma42DiameterCheck(SMALL_D).decide(0)
+    assert r.verdict == Verdict.HOLDS, r.details.get("diagnosis")
+    est = r.details["scaling"]["per_k"]["1"]["estimate"]
+    assert 0.75 <= est["ci_low"] <= 1.0 <= est["ci_high"] < 1.25  # slope 1, not just ≥ 0.75
+    cal = r.details["calibration"]
+    assert 0.2 < cal["c_cal"] < 2.0 and cal["n_draws_pooled"] == 2 * SMALL_D.n_draws
+    # more hashes per dimension, smaller buckets
+    curves = r.details["c_max_curves"]["per_k"]["1"]
+    assert curves["16"] > 2 * curves["2"]
 
 
-def test_diameter_refuted_for_buckets_too_wide():
-    wide = lambda dim, m, width, seed: EuclideanLSH(dim, m, 8 * width, seed=seed)  # noqa: E731
-    p = DiameterParams(dim=8, ks=(1, 2), Cs=(16,), n_draws=40)
-    r = Lemma42DiameterCheck(p, hasher_factory=wide).run(0)
-    assert r.verdict == Verdict.REFUTED
-    assert r.measured < 0.5
+@pytest.mark.parametrize("power, expected", [(0.9, Verdict.HOLDS), (0.6, Verdict.REFUTED)])
+def test_slope_threshold_flips_with_the_exponent_of_the_diameter(power, expected):
+    # D ∝ ε^power; the rule's line is 1 − δ = 0.75: 0.15 either side
+    factory = PowerWidthHasher(power, max(SMALL_D.epsilons))
+    r = Lemma42DiameterCheck(SMALL_D, hasher_factory=factory).decide(1)
+    est = r.details["scaling"]["per_k"]["1"]["estimate"]
+    assert r.details["parts"]["slope k=1"] == expected
+    assert est["exponent"] == pytest.approx(power, abs=0.1)
 
 
-def test_diameter_inconclusive_with_too_few_draws():
-    r = Lemma42DiameterCheck(DiameterParams(dim=8, ks=(1,), Cs=(16,), n_draws=10)).run(0)
-    assert r.verdict == Verdict.INCONCLUSIVE  # 10/10 cannot certify 0.9
-    assert r.draws_needed == 26  # 36/36 would
+@pytest.mark.parametrize("factor, expected", [(1.0, Verdict.HOLDS), (4.0, Verdict.REFUTED)])
+def test_validation_threshold_flips_with_the_bucket_size_at_held_out_widths(factor, expected):
+    # buckets `factor` times wider at the validation widths only: the grid, its slope and the
+    # calibrated c are those of the real hasher. (D/ε of k = 1 with 4 hashes has a heavy tail,
+    # P(D/ε > x) ≈ (0.8/x)^4, so c_cal is small and a factor 2 still passes: 194/200.)
+    factory = PowerWidthHasher(1.0, 1.0, eps_below=min(SMALL_D.epsilons), factor=factor)
+    r = Lemma42DiameterCheck(SMALL_D, hasher_factory=factory).decide(2)
+    parts = r.details["parts"]
+    assert parts["validation k=1, eps=0.0078125"] == expected
+    assert parts["slope k=1"] == Verdict.HOLDS
+    assert r.verdict == expected
+
+
+def test_diameter_planted_violation_is_refuted_by_each_rule():
+    (planted,) = Lemma42DiameterCheck(SMALL_D).planted_violations()
+    check = planted.build()
+    assert isinstance(check.hasher_factory, PowerWidthHasher)
+    for seed in (3, 4):
+        r = check.decide(seed)
+        assert r.verdict == Verdict.REFUTED
+        assert set(r.details["parts"].values()) == {Verdict.REFUTED}  # slope and validation
 
 
 def test_diameter_same_seed_same_numbers():
-    p = DiameterParams(dim=6, ks=(2,), Cs=(4,), n_draws=5, exact_for="all")
-    a, b = Lemma42DiameterCheck(p).run(7), Lemma42DiameterCheck(p).run(7)
-    assert a.details == b.details
+    p = DiameterParams(ks=(2,), val_ks=(2,), epsilons=(0.5, 0.25), calib_epsilons=(0.5,),
+                       val_epsilons=(0.125,), n_draws=6, n_val=4, n_boot=100, C_sweep=(4,),
+                       n_cmax=3)
+    a, b = Lemma42DiameterCheck(p).decide(7), Lemma42DiameterCheck(p).decide(7)
+    assert a.to_dict() == b.to_dict()
+    assert a.to_dict() != Lemma42DiameterCheck(p).decide(8).to_dict()
 
 
-def test_table_size_holds_and_fits_an_exponent():
-    p = TableSizeParams(dims=(8,), ks=(1, 2), calib_epsilons=(1.0, 0.5), verify_epsilon=0.25,
-                        n_calib=6, n_verify=40)
-    r = Lemma42TableSizeCheck(p).run(0)
-    assert r.verdict == Verdict.HOLDS
-    assert r.details["gamma_needed"] >= 1.0
-    assert all(c["exact"] for c in r.details["calibration"])
+@pytest.mark.parametrize("kwargs, name", [
+    ({"val_epsilons": (0.25,)}, "val_epsilons"),
+    ({"calib_epsilons": (0.3,)}, "calib_epsilons"),
+    ({"epsilons": (0.5, 0.5)}, "epsilons"),
+    ({"n_draws": 1}, "n_draws"),
+    ({"ks": (0,)}, "ks"),
+    ({"calib_quantile": 0.8}, "calib_quantile"),
+    ({"slope_margin": -0.1}, "slope_margin"),
+    ({"n_boot": 10}, "n_boot"),
+    ({"C": 0}, "C"),
+])
+def test_diameter_parameters_are_validated(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        Lemma42DiameterCheck(DiameterParams(**kwargs)).decide(0)
 
 
-def test_table_size_refuted_when_buckets_multiply_faster_than_the_bound():
-    # width ε³ instead of ε: N ~ ε^{-3k}, the exponent fitted at large ε fails at small ε
-    planted = lambda dim, m, width, seed: EuclideanLSH(dim, m, width**3, seed=seed)  # noqa: E731
-    p = TableSizeParams(dims=(8,), ks=(1,), calib_epsilons=(1.0, 0.5), verify_epsilon=0.125,
-                        n_calib=10, n_verify=40)
-    r = Lemma42TableSizeCheck(p, hasher_factory=planted).run(0)
-    assert r.verdict == Verdict.REFUTED
+def test_power_width_hasher_is_validated():
+    with pytest.raises(ValueError, match="power"):
+        PowerWidthHasher(0.0, 1.0)
+    with pytest.raises(ValueError, match="eps_ref"):
+        PowerWidthHasher(1.0, -1.0)
+    h = PowerWidthHasher(2.0, 0.5, eps_below=1.0, ks=(2,), C=4)
+    assert h.width(8, 0.25) == pytest.approx(0.125) and h.width(4, 0.25) == 0.25
+    assert h.width(8, 1.0) == 1.0
 
 
-def test_table_size_with_a_given_exponent_far_too_small():
-    p = TableSizeParams(dims=(8,), ks=(2,), calib_epsilons=(1.0,), verify_epsilon=0.5,
-                        n_calib=2, n_verify=40, gamma=0.3)
-    assert Lemma42TableSizeCheck(p).run(0).verdict == Verdict.REFUTED
+# -- Lemma 4.2(2) ----------------------------------------------------------------------------
+def test_table_size_holds_for_euclidean_lsh():
+    r = Lemma42TableSizeCheck(SMALL_T).decide(0)
+    assert r.verdict == Verdict.HOLDS, r.details.get("diagnosis")
+    cal = r.details["calibration"]
+    assert cal["all_exact"] and cal["gamma_hat"] > 1.0
+    assert 0.7 < cal["gamma_s"] < 1.3  # N ≈ A·x^k: exponent 1 per unit k
+    for s in r.details["validation"]["scaling"].values():
+        assert s["estimate"]["ci_low"] < 1.0 < s["estimate"]["ci_high"] + 0.1
+
+
+def _tightest(result):
+    """(setting, bound / 0.9-quantile of the count) at the tightest held-out width of k = 1."""
+    return min(((key, v["bound"] / v["count_q90"]) for key, v in
+                result.details["validation"]["bound"].items() if key.startswith("k=1")),
+               key=lambda item: item[1])
+
+
+@pytest.mark.parametrize("side", ["below", "above"])
+def test_bound_threshold_flips_with_the_count_at_held_out_widths(side):
+    # buckets f times narrower at the held-out widths of k = 1 only: N grows f-fold, its
+    # exponent in x does not; f a third of the measured slack at the tightest width, or three
+    # times it
+    key, slack = _tightest(Lemma42TableSizeCheck(SMALL_T).decide(1))
+    f = slack / 3 if side == "below" else 3 * slack
+    factory = PowerWidthHasher(1.0, 1.0, eps_below=min(SMALL_T.calib_epsilons), factor=1 / f,
+                               ks=(1,), C=SMALL_T.C)
+    r = Lemma42TableSizeCheck(SMALL_T, hasher_factory=factory).decide(1)
+    parts = r.details["parts"]
+    assert parts["scaling k=1 (held-out ε)"] == Verdict.HOLDS
+    if side == "below":
+        assert r.verdict == Verdict.HOLDS
+    else:
+        assert parts[f"bound {key}"] == Verdict.REFUTED and r.verdict == Verdict.REFUTED
+
+
+@pytest.mark.parametrize("power, expected", [(1.2, Verdict.HOLDS), (1.85, Verdict.REFUTED)])
+def test_scaling_threshold_flips_at_held_out_widths(power, expected):
+    # N^(1/k) ∝ x^power across the held-out widths; the line is γ_s + δ ≈ 1.5
+    factory = PowerWidthHasher(power, min(SMALL_T.val_epsilons),
+                               eps_below=min(SMALL_T.calib_epsilons), ks=(1,), C=SMALL_T.C)
+    r = Lemma42TableSizeCheck(SMALL_T, hasher_factory=factory).decide(2)
+    s = r.details["validation"]["scaling"]["k=1 (held-out ε)"]
+    assert s["verdict"] == expected
+    assert s["estimate"]["exponent"] == pytest.approx(power, abs=0.2)
+    assert r.details["parts"]["scaling k=2 (held-out k)"] == Verdict.HOLDS
+
+
+@pytest.mark.parametrize("power, expected", [(1.2, Verdict.HOLDS), (1.85, Verdict.REFUTED)])
+def test_scaling_threshold_flips_at_the_held_out_k(power, expected):
+    factory = PowerWidthHasher(power, min(SMALL_T.holdout_epsilons), ks=(2,), C=SMALL_T.C)
+    r = Lemma42TableSizeCheck(SMALL_T, hasher_factory=factory).decide(3)
+    assert r.details["parts"]["scaling k=2 (held-out k)"] == expected
+    assert r.details["parts"]["scaling k=1 (held-out ε)"] == Verdict.HOLDS
+
+
+def test_table_size_planted_violations_are_refuted():
+    planted = Lemma42TableSizeCheck(SMALL_T).planted_violations()
+    assert [p.name for p in planted] == ["exponent_(gamma+1)k_at_heldout_eps",
+                                         "exponent_(gamma+1)k_at_heldout_k"]
+    part = {0: "scaling k=1 (held-out ε)", 1: "scaling k=2 (held-out k)"}
+    for i, p in enumerate(planted):
+        for seed in (4, 5):
+            r = p.build().decide(seed)
+            assert r.verdict == Verdict.REFUTED
+            assert r.details["parts"][part[i]] == Verdict.REFUTED
+
+
+def test_table_size_same_seed_same_numbers():
+    p = TableSizeParams(calib_ks=(1,), holdout_ks=(2,), calib_epsilons=(1.0, 0.5),
+                        val_epsilons=(0.25, 0.125), n_calib=36, n_val=3, n_boot=100)
+    a, b = Lemma42TableSizeCheck(p).decide(7), Lemma42TableSizeCheck(p).decide(7)
+    assert a.to_dict() == b.to_dict()
+    assert a.to_dict() != Lemma42TableSizeCheck(p).decide(8).to_dict()
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"holdout_ks": (1,)}, "holdout_ks"),
+    ({"val_epsilons": (0.5, 0.25)}, "val_epsilons"),
+    ({"calib_epsilons": (1.0,)}, "calib_epsilons"),
+    ({"calib_epsilons": (2.0, 1.0)}, "calib_epsilons"),
+    ({"n_calib": 20}, "n_calib"),
+    ({"margin": -1.0}, "margin"),
+    ({"calib_ks": ()}, "calib_ks"),
+    ({"max_grid": 0}, "max_grid"),
+])
+def test_table_size_parameters_are_validated(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        Lemma42TableSizeCheck(TableSizeParams(**kwargs)).decide(0)
