@@ -10,6 +10,7 @@ import click
 
 from experiments.comet_cli import comet_command
 from experiments.gallery import targets_command
+from experiments.plot_cli import plot_command
 from experiments.reproduce import reproduce_command
 from experiments.scale_cli import scale_command
 from experiments.sdm_cli import sdm_command
@@ -28,6 +29,7 @@ main.add_command(scale_command, name="scale")
 main.add_command(sdm_command, name="sdm")
 main.add_command(check_command, name="check")
 main.add_command(comet_command, name="comet")
+main.add_command(plot_command, name="plot")
 
 
 if __name__ == "__main__":  # pragma: no cover

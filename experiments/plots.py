@@ -1,5 +1,7 @@
-"""Scaling plots: log-log eval MSE against activated units, buckets, width or FLOPs, one line
-per model (mean over seeds) with a band from the smallest to the largest seed."""
+"""Scaling plots: log-log eval error against activated units, buckets, width or FLOPs, one
+line per model (mean over seeds) with a band from the smallest to the largest seed. The error
+is the normalised one, eval MSE / Var(y_eval) (``eval_nmse``), where the rows carry it
+(``experiments.scaling.error_column``)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
-from experiments.scaling import fit_power_law  # noqa: E402
+from experiments.scaling import error_column, fit_power_law  # noqa: E402
 
 X_LABELS = {"activated_units": "activated units", "size": "total width / buckets",
             "buckets": "non-empty buckets", "width": "total width",
@@ -21,6 +23,8 @@ X_LABELS = {"activated_units": "activated units", "size": "total width / buckets
 #: Model kinds whose ``size`` is their number of buckets (``with_size``); every other model's
 #: is its total width.
 BUCKET_KINDS = ("lsh", "lsh_table")
+#: y-axis label of each error column.
+Y_LABELS = {"eval_nmse": "eval nMSE = MSE / Var(y_eval)", "eval_mse": "eval MSE"}
 #: Height (inches) of one row of a legend of fontsize 7 in two columns, below its panel.
 LEGEND_ROW_INCHES = 0.19
 
@@ -66,24 +70,26 @@ def _log_x_ticks(ax, values) -> None:
 def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = "",
                theory_alpha: float | None = None, fit_mask=None,
                colors: dict[str, str] | None = None, legend_ax=None) -> None:
-    """Draw one panel: a line (mean of log MSE over seeds) and min–max band per label; the
-    fitted exponent in the legend uses the rows where ``fit_mask(rows)`` holds (all if None),
-    and those points are drawn filled, the others hollow. ``colors`` maps labels to colours
-    (so that a model keeps its colour across panels). The legend goes into ``legend_ax`` (an
-    empty axes below the panel) or, without one, to the right of the panel: never over data.
+    """Draw one panel: a line (mean of log error over seeds, the error of ``error_column``)
+    and min–max band per label; the fitted exponent in the legend uses the rows where
+    ``fit_mask(rows)`` holds (all if None), and those points are drawn filled, the others
+    hollow. ``colors`` maps labels to colours (so that a model keeps its colour across
+    panels). The legend goes into ``legend_ax`` (an empty axes below the panel) or, without
+    one, to the right of the panel: never over data.
     """
     xs = []
+    y = error_column(frame)
     for label in labels:
         rows = frame[frame["model_label"] == label].dropna(subset=[x])
         if rows.empty:
             continue
-        stats = rows.groupby(x)["eval_mse"].agg(
+        stats = rows.groupby(x)[y].agg(
             mean=lambda v: float(np.exp(np.mean(np.log(v)))), low="min", high="max")
         xs += list(stats.index)
         fit_rows = rows if fit_mask is None else rows[fit_mask(rows)]
         text = label
         if fit_rows[x].nunique() >= 2:
-            text += f" ({fit_power_law(fit_rows, x, n_boot=200).label()})"
+            text += f" ({fit_power_law(fit_rows, x, y=y, n_boot=200).label()})"
         line, = ax.plot(stats.index, stats["mean"], marker="o", markersize=3, label=text,
                         markerfacecolor="none" if fit_mask is not None else None,
                         color=(colors or {}).get(label))
@@ -97,7 +103,7 @@ def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = 
     ax.set_yscale("log")
     _log_x_ticks(ax, xs)
     ax.set_xlabel(axis_label(frame, x, labels))
-    ax.set_ylabel("eval MSE")
+    ax.set_ylabel(Y_LABELS[y])
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     if legend_ax is None:

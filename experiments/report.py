@@ -12,7 +12,7 @@ import pandas as pd
 
 from experiments.plots import plot_experiment, with_size
 from experiments.presets import in_sample_regime
-from experiments.scaling import scaling_table
+from experiments.scaling import error_column, experiment_fits, scaling_table
 from experiments.specs import ExperimentConfig
 
 #: Baykal et al. 2022, Table 1: FLOPs → eval MSE (dense, DSM 50 % sparsity, DSM 25 % sparsity).
@@ -54,9 +54,12 @@ CLAIM_COLUMNS = [f.name for f in fields(Claim)]
 
 
 def mean_mse(frame: pd.DataFrame, label: str, x: str) -> pd.Series:
-    """Geometric mean over seeds of eval MSE for ``label``, indexed by ``x``."""
+    """Geometric mean over seeds of the eval error for ``label``, indexed by ``x``: of
+    ``eval_nmse`` where the rows carry it (``error_column``: the verdict between models of one
+    target is the same as on ``eval_mse``, Var(y_eval) being common), else of ``eval_mse``."""
+    y = error_column(frame)
     rows = frame[frame["model_label"] == label].dropna(subset=[x])
-    return rows.groupby(x)["eval_mse"].apply(lambda v: float(np.exp(np.mean(np.log(v)))))
+    return rows.groupby(x)[y].apply(lambda v: float(np.exp(np.mean(np.log(v)))))
 
 
 def _compare(name, text, better: pd.Series, worse: pd.Series, against=None) -> Claim:
@@ -126,7 +129,7 @@ def claims_for(name: str, frame: pd.DataFrame, configs: list[ExperimentConfig]) 
     elif name == "table2":
         dense = mean_mse(frame, "dense", "width")
         dsm = frame[frame["model"] == "dsm"]
-        best = dsm.groupby(["width", "model_label"])["eval_mse"].apply(
+        best = dsm.groupby(["width", "model_label"])[error_column(frame)].apply(
             lambda v: float(np.exp(np.mean(np.log(v))))).groupby("width").min()
         pairs = [(w, best[w], dense[w]) for w in best.index if w in dense.index]
         ok = [b <= AS_WELL_AS * d for _, b, d in pairs]
@@ -143,7 +146,7 @@ def claims_for(name: str, frame: pd.DataFrame, configs: list[ExperimentConfig]) 
             k = config.target.subspace_k
             rows = frame[frame["target"] == config.target.label()]
             rows = rows[in_sample_regime(rows["buckets"], k, config.n_train)]
-            law = scaling_table(rows, "buckets", n_boot=500)
+            law = scaling_table(rows, "buckets", n_boot=500, y=error_column(rows))
             if law.empty:
                 claims.append(Claim(name, f"MSE ∝ buckets^(−2/k) at k = {k}", "not tested",
                                     "fewer than two bucket counts in the sample regime"))
@@ -202,8 +205,11 @@ def mixed_size_labels(frame: pd.DataFrame, x: str) -> list[str]:
     return list(pd.unique(sizes[sizes > 1].index.get_level_values("model_label")))
 
 
-def summary_table(frame: pd.DataFrame, index: str, columns: str) -> pd.DataFrame:
-    """Geometric-mean eval MSE over seeds (with the seed count) in a pivot table.
+def summary_table(frame: pd.DataFrame, index: str, columns: str,
+                  value: str | None = None) -> pd.DataFrame:
+    """Geometric mean over seeds of ``value`` (default ``error_column(frame)``: eval_nmse
+    where the rows carry it, else eval_mse), with its standard deviation and the seed count,
+    in a pivot table.
 
     Raises:
         ValueError: a cell would average models of different sizes (``mixed_size_labels``
@@ -214,7 +220,8 @@ def summary_table(frame: pd.DataFrame, index: str, columns: str) -> pd.DataFrame
     if mixed:
         raise ValueError(f"models {mixed} have several sizes at one {x}: a pivot by {x} "
                          f"would average them; pivot them by size")
-    stats = frame.groupby([index, columns])["eval_mse"].agg(
+    value = error_column(frame) if value is None else value
+    stats = frame.groupby([index, columns])[value].agg(
         lambda v: f"{np.exp(np.mean(np.log(v))):.3g} (±{np.std(v):.1g}, n={len(v)})")
     table = stats.unstack(columns).fillna("")  # a blank cell: no such model in the run
     if index == "model_label":  # keep the experiment's model order (k=8, 16, …, not lexical)
@@ -222,21 +229,52 @@ def summary_table(frame: pd.DataFrame, index: str, columns: str) -> pd.DataFrame
     return table
 
 
+def target_variances(frame: pd.DataFrame) -> pd.Series:
+    """Var(y_eval) of each target, recovered from its rows as eval_mse / eval_nmse (every row
+    of a seed shares the seed's evaluation labels): the median over a seed's rows, then the
+    mean over seeds. Indexed by target label; empty without ``eval_nmse``. Units: the labels'
+    unit squared."""
+    if "eval_nmse" not in frame or "target" not in frame:
+        return pd.Series(dtype=float)
+    rows = frame[(frame["eval_nmse"] > 0) & (frame["eval_mse"] > 0)]
+    ratio = rows.assign(var=rows["eval_mse"] / rows["eval_nmse"])
+    return ratio.groupby(["target", "seed"], sort=False)["var"].median() \
+        .groupby("target", sort=False).mean()
+
+
+def _variance_lines(frame: pd.DataFrame) -> list[str]:
+    """Each target's Var(y_eval) and why the absolute MSEs are not the paper's."""
+    if error_column(frame) != "eval_nmse":
+        return ["Errors are raw eval MSEs: these rows predate the normalised error eval_nmse "
+                "(resuming the sweep fills it).", ""]
+    variances = target_variances(frame)
+    shown = "; ".join(f"{target}: {value:.3g}" for target, value in variances.items())
+    return [f"Errors are nMSE = eval MSE / Var(y_eval) (1 = predicting the mean). Var(y_eval), "
+            f"population variance of the evaluation labels, mean over seeds: {shown}. Absolute "
+            f"MSEs differ from the paper's because they scale with Var(y), which the targets' "
+            f"normalisation sets (ours: Σ|c|·degree = 1 for the polynomial, §5.1; the paper "
+            f"does not state its targets' variance); compare nMSEs, not MSEs.", ""]
+
+
 def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[ExperimentConfig],
-                        claims: list[Claim]) -> str:
-    """A Markdown section: results table(s), the paper's numbers where it has them, the
-    fitted scaling exponents and the claims."""
+                        claims: list[Claim], fits: pd.DataFrame | None = None) -> str:
+    """A Markdown section: each target's variance, results table(s), the paper's numbers where
+    it has them, the fitted scaling exponents, the offset-law fits of ``fits``
+    (``experiments.scaling.experiment_fits``) when given, and the claims."""
     frame = with_size(frame)
+    what = "eval nMSE" if error_column(frame) == "eval_nmse" else "eval MSE"
     lines = [f"## {name}", "", f"Target: {', '.join(sorted({c.target.label() for c in configs}))}; "
              f"fit: {_fits(frame, configs[0].fit)}; seeds: {list(configs[0].seeds)}; n_train = "
              f"{configs[0].n_train}, n_eval = {configs[0].n_eval}; preset: {configs[0].preset}.", ""]
+    lines += _variance_lines(frame)
     if name == "table1":
         ours = summary_table(frame, "flops_paper", "model_label")
-        lines += ["Ours (eval MSE, geometric mean over seeds):", "", ours.to_markdown(), "",
-                  "Baykal et al. 2022, Table 1:", "", PAPER_TABLE1.to_markdown(index=False), ""]
+        lines += [f"Ours ({what}, geometric mean over seeds):", "", ours.to_markdown(), "",
+                  "Baykal et al. 2022, Table 1 (MSE):", "",
+                  PAPER_TABLE1.to_markdown(index=False), ""]
     elif name == "table2":
         ours = summary_table(frame, "model_label", "width")
-        lines += ["Ours (eval MSE):", "", ours.to_markdown(), "",
+        lines += [f"Ours ({what}):", "", ours.to_markdown(), "",
                   "Baykal et al. 2022, Table 2:", "", PAPER_TABLE2.to_markdown(), ""]
     else:
         x = configs[0].panels.get("a", {}).get("x", "activated_units")
@@ -247,11 +285,12 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
             # plots' LSH panels; a pivot never averages different model sizes together.
             by_size = mixed_size_labels(rows, x)
             table = summary_table(rows[~rows["model_label"].isin(by_size)], "model_label", x)
-            lines += [f"Eval MSE by model and {x}, target {target}:", "", table.to_markdown(),
-                      ""]
+            lines += [f"{what[0].upper()}{what[1:]} by model and {x}, target {target}:", "",
+                      table.to_markdown(), ""]
             if by_size and x != "size":
                 sized = rows[rows["model_label"].isin(["dense", *by_size])]
-                lines += [f"Eval MSE by model and size (buckets for {', '.join(by_size)}, "
+                lines += [f"{what[0].upper()}{what[1:]} by model and size (buckets for "
+                          f"{', '.join(by_size)}, "
                           f"width for dense), target {target}:", "",
                           summary_table(sized, "model_label", "size").rename(
                               columns=lambda v: f"{v:g}").to_markdown(), ""]
@@ -262,20 +301,37 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
             if "sample_regime_k" in spec:
                 rows = rows[in_sample_regime(rows[spec["x"]], spec["sample_regime_k"],
                                              config.n_train)]
-            law = scaling_table(rows, spec["x"], spec["models"], n_boot=500)
+            law = scaling_table(rows, spec["x"], spec["models"], n_boot=500,
+                                y=error_column(frame))
             if not law.empty:
                 laws.append(law.assign(target=config.target.label(),
                                        theory_alpha=spec.get("theory_alpha")))
     if laws:
         laws = pd.concat(laws).drop_duplicates(["target", "model_label", "x"])
-        lines += ["Fitted scaling laws MSE ≈ C·N^(−α) (95 % bootstrap interval over seeds):", "",
+        lines += [f"Fitted scaling laws {what} ≈ C·N^(−α) (95 % bootstrap interval over "
+                  f"seeds):", "",
                   laws[["target", "model_label", "x", "alpha", "alpha_low", "alpha_high",
                         "theory_alpha"]].to_markdown(index=False, floatfmt=".3f"), ""]
+    offset = fits[fits["law"] == "offset"] if fits is not None and len(fits) else None
+    if offset is not None and len(offset):
+        table = offset.assign(
+            E=[f"{e:.3g} [{lo:.3g}, {hi:.3g}]" for e, lo, hi in
+               offset[["E", "E_low", "E_high"]].to_numpy()],
+            alpha=[f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in
+                   offset[["alpha", "alpha_low", "alpha_high"]].to_numpy()])
+        lines += [f"Offset law {what} ≈ E + A·N^(−α), Huber loss on log residuals (95 % "
+                  f"bootstrap interval over seeds and points; extrapolation error: relative "
+                  f"error at the largest N of the fit without it; every fit in fits.csv):", "",
+                  table[["target", "model_label", "x", "E", "alpha", "extrapolation_error",
+                         "n_points", "window"]].drop_duplicates(
+                      ["target", "model_label", "x"]).to_markdown(index=False,
+                                                                   floatfmt=".3g"), ""]
     usage = frame.dropna(subset=["dead_fraction"]) if "dead_fraction" in frame else frame[:0]
     if len(usage):
         table = usage.groupby(["target", "model_label", "activated_units"], sort=False).agg(
             dead_fraction=("dead_fraction", "mean"), usage_cv=("usage_cv", "mean"),
-            eval_mse=("eval_mse", lambda v: float(np.exp(np.mean(np.log(v)))))).reset_index()
+            **{error_column(usage): (error_column(usage),
+                                     lambda v: float(np.exp(np.mean(np.log(v)))))}).reset_index()
         lines += ["Utilisation on the evaluation set (mean over seeds): dead_fraction = share "
                   "of units (experts, neurons or PKM values) no evaluation input activates; "
                   "usage_cv = coefficient of variation of per-unit usage (0 = balanced):", "",
@@ -312,10 +368,15 @@ def _cost_formula_lines(frame: pd.DataFrame) -> list[str]:
 
 def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: pd.DataFrame,
                              out: pathlib.Path) -> tuple[list[pathlib.Path], list[Claim]]:
-    """Plots (PNG and SVG), ``table.md`` and ``claims.csv`` (columns ``CLAIM_COLUMNS``, the
+    """Plots (PNG and SVG), ``fits.csv`` (every power- and offset-law fit,
+    ``experiments.scaling.experiment_fits``: columns ``FIT_COLUMNS``, the header even when
+    nothing can be fitted), ``table.md`` and ``claims.csv`` (columns ``CLAIM_COLUMNS``, the
     header even when the experiment tests no claim) for one experiment."""
     out = pathlib.Path(out)
     claims = claims_for(name, frame, configs)
+    fits = experiment_fits(name, configs, frame)
+    fits_path = out / "fits.csv"
+    fits.to_csv(fits_path, index=False)
     paths = []
     for i, config in enumerate(configs):
         rows = frame[frame["target"] == config.target.label()]
@@ -328,9 +389,9 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
         paths += plot_experiment(panels, stem, f"{name}: {config.target.label()}",
                                  fit_mask=mask)
     table = out / "table.md"
-    table.write_text(experiment_markdown(name, frame, configs, claims))
+    table.write_text(experiment_markdown(name, frame, configs, claims, fits=fits))
     claims_path = out / "claims.csv"
     # the header always, so that an experiment without claims still gives a valid CSV
     pd.DataFrame([c.__dict__ for c in claims], columns=CLAIM_COLUMNS).to_csv(claims_path,
                                                                              index=False)
-    return paths + [table, claims_path], claims
+    return paths + [fits_path, table, claims_path], claims

@@ -4,9 +4,9 @@
 
 writes ``results.csv`` (tidy, one row per model, configuration and seed), ``config.json``
 (the configs, their settings fingerprints, seeds, package versions, device, git revision),
-plots as PNG and SVG, ``table.md`` and ``claims.csv``. Re-running skips the runs already in
-``results.csv``; a folder whose rows were made under other settings is refused (``--force``
-starts it over).
+plots as PNG and SVG, ``fits.csv`` (every power- and offset-law fit), ``table.md`` and
+``claims.csv``. Re-running skips the runs already in ``results.csv``; a folder whose rows were
+made under other settings is refused (``--force`` starts it over).
 """
 
 from __future__ import annotations

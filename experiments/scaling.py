@@ -1,11 +1,17 @@
-"""Scaling laws: fit MSE ≈ C · N^(−α) per model, with a bootstrap interval over seeds."""
+"""Scaling laws: the pure power law MSE ≈ C · N^(−α) per model, with a bootstrap interval
+over seeds (``fit_power_law``), and the offset law nmse ≈ E + A · N^(−α) fitted robustly with
+bootstrap intervals over seeds and points and a leave-largest-out check (``fit_law``;
+``experiment_fits`` gathers every fit of an experiment into ``fits.csv``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from lipschitz.validation import check_choice, check_int, check_real
 
 
 @dataclass(frozen=True)
@@ -83,17 +89,407 @@ def fit_power_law(frame: pd.DataFrame, x: str, y: str = "eval_mse", n_boot: int 
 
 
 def scaling_table(frame: pd.DataFrame, x: str, labels: list[str] | None = None,
-                  n_boot: int = 1000) -> pd.DataFrame:
-    """One fitted law per model label: columns model_label, x, alpha, alpha_low, alpha_high,
-    log_c, n_points (labels with fewer than two x values are skipped)."""
+                  n_boot: int = 1000, y: str = "eval_mse") -> pd.DataFrame:
+    """One fitted pure power law of ``y`` per model label (``fit_power_law``): columns
+    model_label, x, alpha, alpha_low, alpha_high, log_c, n_points (labels with fewer than two
+    x values are skipped)."""
     rows = []
     for label, group in frame.groupby("model_label", sort=False):
         if labels is not None and label not in labels:
             continue
         if group[x].dropna().nunique() < 2:
             continue
-        law = fit_power_law(group, x, n_boot=n_boot)
+        law = fit_power_law(group, x, y=y, n_boot=n_boot)
         rows.append({"model_label": label, "x": x, "alpha": law.alpha,
                      "alpha_low": law.alpha_low, "alpha_high": law.alpha_high,
                      "log_c": law.log_c, "n_points": law.n_points})
     return pd.DataFrame(rows)
+
+
+# -- the offset law nmse ≈ E + A·N^(−α), fitted robustly, and every fit of an experiment --
+
+#: Percentiles of the bootstrap distribution that bound every interval of ``LawFit`` (a 95 %
+#: percentile interval).
+INTERVAL_PERCENTILES = (2.5, 97.5)
+#: Huber δ on log residuals: Hoffmann et al. 2022 (Chinchilla, approach 3) and Besiroglu et
+#: al. 2024 (its replication, §2) use 1e-3, so that the fit is nearly a least-absolute-deviation
+#: fit in log space and a few outlying points do not carry it.
+HUBER_DELTA = 1e-3
+LAWS = ("power", "offset")
+#: Distinct x values a law needs: its number of parameters (2 or 3).
+MIN_POINTS = {"power": 2, "offset": 3}
+#: Columns of ``fits.csv`` (``experiment_fits``), in order.
+FIT_COLUMNS = ["experiment", "target", "panel", "x", "y", "model_label", "law", "E", "E_low",
+               "E_high", "A", "A_low", "A_high", "alpha", "alpha_low", "alpha_high", "window",
+               "x_min", "x_max", "n_points", "n_seeds", "rms_log_residual",
+               "extrapolation_error", "n_boot"]
+
+
+def error_column(frame: pd.DataFrame) -> str:
+    """The error column that plots, fits and claims compare: ``eval_nmse`` (eval MSE / Var of
+    the evaluation labels) when every row has it, else ``eval_mse``.
+
+    Tables made by hand, or by sweeps older than the normalised columns and not resumed since,
+    lack ``eval_nmse``; a comparison between models of one target has the same verdict either
+    way (Var(y_eval) is common to them), and a frame never mixes the two columns.
+    """
+    if "eval_nmse" in frame and len(frame) and frame["eval_nmse"].notna().all():
+        return "eval_nmse"
+    return "eval_mse"
+
+
+def _check_window(window) -> tuple[float | None, float | None] | None:
+    if window is None:
+        return None
+    if not isinstance(window, (tuple, list)) or len(window) != 2:
+        raise ValueError(f"window must be None or a pair (min, max) with None for an open end, "
+                         f"got {window!r}")
+    low, high = (None if v is None else check_real(v, "window bound") for v in window)
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"window must have min <= max, got {window!r}")
+    return low, high
+
+
+def apply_fit_window(frame: pd.DataFrame, x: str, window) -> pd.DataFrame:
+    """The rows of ``frame`` whose ``x`` lies in ``window`` = (min, max), both ends included,
+    None for an open end (None: every row). Rows with a missing ``x`` are dropped.
+
+    Arguments:
+        frame: rows with a numeric column ``x``.
+        x: the column the window bounds.
+        window: None or a pair (min, max) of floats or None, min <= max.
+
+    Raises:
+        ValueError: ``window`` not such a pair, or ``x`` not a column of ``frame``.
+    """
+    window = _check_window(window)
+    if x not in frame:
+        raise ValueError(f"x must be a column of the frame, got {x!r}")
+    rows = frame.dropna(subset=[x])
+    if window is None:
+        return rows
+    low, high = window
+    keep = np.ones(len(rows), dtype=bool)
+    if low is not None:
+        keep &= rows[x].to_numpy(dtype=float) >= low
+    if high is not None:
+        keep &= rows[x].to_numpy(dtype=float) <= high
+    return rows[keep]
+
+
+def window_text(x: str, window) -> str:
+    """``window`` as it is written in ``fits.csv``: "all" or e.g. "buckets in [30, inf]"."""
+    window = _check_window(window)
+    if window is None:
+        return "all"
+    low, high = (("-inf" if window[0] is None else f"{window[0]:g}"),
+                 ("inf" if window[1] is None else f"{window[1]:g}"))
+    return f"{x} in [{low}, {high}]"
+
+
+def _offset_starts(log_n: np.ndarray, log_y: np.ndarray) -> list[np.ndarray]:
+    """A grid of (e, a, α) starting points scaled to the data: the curve starts at the first
+    point, with a floor well below, near, or at the smallest value."""
+    starts = []
+    first = log_y[np.argmin(log_n)]
+    for alpha in (0.25, 0.5, 1.0, 2.0):
+        for floor in (-6.0, -1.0, -0.1):
+            starts.append(np.array([log_y.min() + floor, first + alpha * log_n.min(), alpha]))
+    return starts
+
+
+def _fit_offset_logs(log_n, log_y, weights, starts, delta) -> tuple[np.ndarray, float]:
+    """The best (e, a, α) over ``starts`` and its Huber objective: L-BFGS-B on
+    Σ w·Huber(logsumexp(a − α ln N, e) − ln y)."""
+    from scipy.optimize import minimize
+
+    def objective(theta):  # few numpy calls: it runs ~100 times per start on ~10 points
+        e, a, alpha = theta
+        power = a - alpha * log_n
+        pred = np.logaddexp(power, e)
+        r = pred - log_y
+        slope = np.clip(r, -delta, delta)  # Huber'(r); Huber(r) = slope · (r − slope / 2)
+        g = weights * slope
+        gp = g * np.exp(power - pred)  # p = share of the power term in the prediction
+        sum_gp = gp.sum()
+        return float(np.dot(weights, slope * (r - 0.5 * slope))), np.array(
+            [g.sum() - sum_gp, sum_gp, -np.dot(gp, log_n)])
+
+    span = log_y.max() - log_y.min()
+    bounds = [(log_y.min() - 20.0, log_y.max() + 1.0), (None, None), (0.0, 10.0)]
+    best, best_loss = None, np.inf
+    low, high = [bounds[0][0], -np.inf, 0.0], [bounds[0][1], np.inf, 10.0]
+    for start in starts:
+        start = np.clip(start, low, high)
+        result = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-12 * (1 + span)})
+        if np.all(np.isfinite(result.x)) and result.fun < best_loss:
+            best, best_loss = result.x, float(result.fun)
+    if best is None:  # pragma: no cover - bounded α and E, finite data: never seen
+        raise ValueError("the offset-law fit found no finite optimum from any start")
+    return best, best_loss
+
+
+def fit_offset_law(n, y, weights=None,
+                   delta: float = HUBER_DELTA) -> tuple[float, float, float]:
+    """Fit y ≈ E + A · n^(−α) robustly: the Huber loss (δ = ``delta``) of the log residuals
+    ln(E + A·n^(−α)) − ln y, minimised over (ln E, ln A, α) by L-BFGS-B from a grid of 12
+    starts, as Besiroglu et al. 2024 (§2, "Chinchilla scaling: a replication attempt") refit
+    Hoffmann et al. 2022's approach 3. α is bounded to [0, 10] and ln E to
+    [ln min y − 20, ln max y + 1] (E effectively 0 at the lower end).
+
+    Arguments:
+        n: (P,) positive sizes (at least 3 distinct).
+        y: (P,) positive errors (any unit: the fit is in log space; E and A in y's unit).
+        weights: (P,) non-negative weights of the points (default 1; a bootstrap's counts).
+        delta: the Huber δ, > 0.
+
+    Returns:
+        (E, A, α) as floats.
+
+    Raises:
+        ValueError: fewer than 3 distinct positive ``n``, non-positive ``y``, mismatched
+            lengths, negative weights, or ``delta`` ≤ 0.
+    """
+    n, y = np.asarray(n, dtype=float), np.asarray(y, dtype=float)
+    weights = np.ones_like(n) if weights is None else np.asarray(weights, dtype=float)
+    delta = check_real(delta, "delta", low=0.0, low_open=True)
+    if n.shape != y.shape or n.shape != weights.shape or n.ndim != 1:
+        raise ValueError(f"n, y and weights must be 1-D of one length, got shapes {n.shape}, "
+                         f"{y.shape}, {weights.shape}")
+    if np.any(n <= 0) or np.any(y <= 0) or len(np.unique(n[weights > 0])) < 3:
+        raise ValueError("need at least 3 distinct positive n (with positive weight) and "
+                         "positive y values")
+    if np.any(weights < 0) or not np.all(np.isfinite(weights)):
+        raise ValueError("weights must be finite and >= 0")
+    log_n, log_y = np.log(n), np.log(y)
+    theta, _ = _fit_offset_logs(log_n, log_y, weights, _offset_starts(log_n, log_y), delta)
+    return float(np.exp(theta[0])), float(np.exp(theta[1])), float(theta[2])
+
+
+@dataclass(frozen=True)
+class LawFit:
+    """A fitted law y ≈ E + A · N^(−α) (``law`` "offset") or y ≈ A · N^(−α) (``law`` "power",
+    E = 0), with 95 % intervals from a bootstrap over seeds and points (``fit_law``).
+
+    Attributes:
+        law: "power" or "offset".
+        E, A, alpha: the fit on every point (E and A in the unit of y, α dimensionless).
+        E_low … alpha_high: ``INTERVAL_PERCENTILES`` of the bootstrap fits (nan without any).
+        n_points, n_seeds: distinct x values and seeds fitted.
+        x_min, x_max: the smallest and largest x fitted.
+        rms_log_residual: root mean square of ln(prediction) − ln(mean y) over the points.
+        extrapolation_error: |prediction / observed − 1| at the largest x of a fit without it
+            (nan when too few points remain: fewer than ``MIN_POINTS[law]``).
+        n_boot: bootstrap resamples that could be fitted (each needs ``MIN_POINTS[law]``
+            distinct x values).
+        samples: (n_boot, 3) float64 bootstrap fits (E, A, α), the intervals' source.
+    """
+
+    law: str
+    E: float
+    A: float
+    alpha: float
+    E_low: float
+    E_high: float
+    A_low: float
+    A_high: float
+    alpha_low: float
+    alpha_high: float
+    n_points: int
+    n_seeds: int
+    x_min: float
+    x_max: float
+    rms_log_residual: float
+    extrapolation_error: float
+    n_boot: int
+    samples: np.ndarray = field(repr=False, compare=False)
+
+    def predict(self, n) -> np.ndarray:
+        """E + A · n^(−α) at sizes ``n`` (array-like, positive); float64 array of n's shape."""
+        return self.E + self.A * np.asarray(n, dtype=float) ** -self.alpha
+
+    def row(self) -> dict:
+        """The fit as a dict of ``FIT_COLUMNS`` fields (without the panel's identity)."""
+        return {name: getattr(self, name) for name in FIT_COLUMNS if hasattr(self, name)}
+
+
+def _fit_points(law, log_n, log_y, weights, starts=None):
+    """(E, A, α) of ``law`` on per-x mean logs; the offset law from ``starts`` (default: the
+    grid of ``_offset_starts``)."""
+    if law == "power":
+        w = np.sqrt(weights)
+        slope, intercept = np.polyfit(log_n, log_y, 1, w=w)
+        return np.array([0.0, np.exp(intercept), -slope])
+    starts = _offset_starts(log_n, log_y) if starts is None else starts
+    theta, _ = _fit_offset_logs(log_n, log_y, weights, starts, HUBER_DELTA)
+    return np.array([np.exp(theta[0]), np.exp(theta[1]), theta[2]])
+
+
+def _predict_log(params, log_n):
+    E, A, alpha = params
+    power = np.log(A) - alpha * log_n
+    return power if E <= 0 else np.logaddexp(power, np.log(E))
+
+
+def fit_law(frame: pd.DataFrame, x: str, y: str = "eval_nmse", law: str = "offset",
+            window=None, n_boot: int = 1000, seed: int = 0) -> LawFit:
+    """Fit ``law`` to ``y`` against ``x`` on the rows inside ``window``, with a bootstrap over
+    seeds and points and a leave-largest-out check of extrapolation.
+
+    The fit uses, at each x, the mean of ln y over seeds (the geometric mean; every plotted
+    point). "power" is least squares in log-log (as ``fit_log_log``); "offset" the robust fit
+    of ``fit_offset_law``. Each bootstrap resample draws the seeds with replacement (all rows
+    of a seed together) and, independently, the distinct x values with replacement (a point
+    drawn twice weighs twice), averages ln y over the drawn seeds and refits; resamples with
+    fewer than ``MIN_POINTS[law]`` distinct x values are skipped. Intervals are the
+    ``INTERVAL_PERCENTILES`` (2.5, 97.5) of the refits. With one seed only points are resampled.
+    The leave-largest-out check refits without the largest x and reports the relative error of
+    its prediction there. Source: Besiroglu et al. 2024, "Chinchilla scaling: a replication
+    attempt" (robust fit, bootstrap intervals); issue 25 (bootstrap over seeds and points).
+
+    Arguments:
+        frame: rows with columns ``x``, ``y`` and ``seed`` (one model's results).
+        x, y: column names (y positive; rows with y ≤ 0 or x ≤ 0 are dropped).
+        law: "power" or "offset".
+        window: None (all rows) or (min, max) of ``x``, ends included, None for an open end
+            (``apply_fit_window``).
+        n_boot: bootstrap resamples, ≥ 0.
+        seed: seed of the bootstrap (same seed, same intervals).
+
+    Returns:
+        a ``LawFit``.
+
+    Raises:
+        ValueError: unknown ``law``, bad ``window``/``n_boot``/``seed``, a missing column, or
+            fewer than ``MIN_POINTS[law]`` distinct x values in the window.
+    """
+    check_choice(law, "law", LAWS)
+    n_boot = check_int(n_boot, "n_boot", low=0)
+    seed = check_int(seed, "seed", low=0)
+    missing = [c for c in (x, y, "seed") if c not in frame]
+    if missing:
+        raise ValueError(f"frame lacks column(s) {missing}; it has {list(frame.columns)}")
+    rows = apply_fit_window(frame[[x, y, "seed"]], x, window).dropna()
+    rows = rows[(rows[x] > 0) & (rows[y] > 0)]
+    need = MIN_POINTS[law]
+    if rows[x].nunique() < need:
+        raise ValueError(f"the {law} law needs at least {need} distinct {x} values with "
+                         f"positive {y} in window {window_text(x, window)}, got "
+                         f"{rows[x].nunique()}")
+    # (n_x, n_seeds) table of mean ln y; a seed missing at some x is nan there
+    table = rows.assign(log_y=np.log(rows[y].astype(float))).pivot_table(
+        index=x, columns="seed", values="log_y", aggfunc="mean").sort_index()
+    sizes = table.index.to_numpy(dtype=float)
+    log_n = np.log(sizes)
+    logs = table.to_numpy(dtype=float)
+    log_y = np.nanmean(logs, axis=1)
+    ones = np.ones_like(log_n)
+    params = _fit_points(law, log_n, log_y, ones)
+    residual = _predict_log(params, log_n) - log_y
+    extrapolation = float("nan")
+    if len(log_n) > need:
+        held = _fit_points(law, log_n[:-1], log_y[:-1], ones[:-1])
+        extrapolation = float(abs(np.exp(_predict_log(held, log_n[-1:])[0] - log_y[-1]) - 1))
+
+    rng = np.random.default_rng(seed)
+    n_x, n_seeds = logs.shape
+    # from the full fit and from the resample's pure power law: a resample's optimum lies
+    # near the full one, unless the resample has no floor
+    warm = None if law == "power" else [np.array([np.log(max(params[0], 1e-300)),
+                                                  np.log(params[1]), params[2]])]
+    samples = []
+    for _ in range(n_boot):
+        drawn_seeds = rng.integers(0, n_seeds, size=n_seeds)
+        drawn_points = np.bincount(rng.integers(0, n_x, size=n_x), minlength=n_x)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a point no drawn seed has
+            means = np.nanmean(logs[:, drawn_seeds], axis=1)
+        use = (drawn_points > 0) & np.isfinite(means)
+        if use.sum() < need:
+            continue
+        starts = None
+        if warm is not None:
+            # no floor: the resample's pure power law, E far below every point
+            slope, intercept = np.polyfit(log_n[use], means[use], 1,
+                                          w=np.sqrt(drawn_points[use]))
+            starts = warm + [np.array([means[use].min() - 6.0, intercept, max(-slope, 0.0)])]
+        samples.append(_fit_points(law, log_n[use], means[use], drawn_points[use].astype(float),
+                                   starts))
+    samples = np.array(samples, dtype=float).reshape(-1, 3)
+    if len(samples):
+        (e_lo, a_lo, al_lo), (e_hi, a_hi, al_hi) = np.percentile(samples, INTERVAL_PERCENTILES,
+                                                                 axis=0)
+    else:
+        e_lo = a_lo = al_lo = e_hi = a_hi = al_hi = float("nan")
+    return LawFit(law=law, E=float(params[0]), A=float(params[1]), alpha=float(params[2]),
+                  E_low=float(e_lo), E_high=float(e_hi), A_low=float(a_lo), A_high=float(a_hi),
+                  alpha_low=float(al_lo), alpha_high=float(al_hi), n_points=int(n_x),
+                  n_seeds=int(rows["seed"].nunique()), x_min=float(sizes[0]),
+                  x_max=float(sizes[-1]),
+                  rms_log_residual=float(np.sqrt(np.mean(residual**2))),
+                  extrapolation_error=extrapolation, n_boot=len(samples), samples=samples)
+
+
+#: Bootstrap resamples of ``experiment_fits`` by preset: a robust offset fit costs ~10 ms per
+#: resample on one core and the quick preset has ~70 fits, so 100 there (its 2.5/97.5
+#: percentiles lie between the 2nd/3rd and the 97th/98th refits: coarse); 1000 for the paper
+#: preset and for configs of any other preset.
+FIT_BOOT = {"tiny": 50, "quick": 100, "paper": 1000}
+
+
+def experiment_fits(name: str, configs, frame: pd.DataFrame, n_boot: int | None = None,
+                    seed: int = 0) -> pd.DataFrame:
+    """Every fit of an experiment: for each config, panel and model label of the panel, the
+    power and the offset law of the error (``error_column``) against the panel's x, on the rows
+    inside the config's ``fit_window`` for that x (and, for panels with
+    ``sample_regime_k``, inside the sample regime of Theorem 4.1, ``in_sample_regime``).
+    A law is left out where the window holds too few distinct x values with a positive error
+    for it.
+
+    Arguments:
+        name: the experiment's name (column ``experiment``).
+        configs: its ``ExperimentConfig`` list.
+        frame: its results rows (``results.csv``; column ``size`` is added when missing and
+            ``buckets`` and ``width`` are there, ``experiments.plots.with_size``).
+        n_boot: bootstrap resamples of every fit (``fit_law``); None: ``FIT_BOOT`` of the
+            first config's preset.
+        seed: seed of every fit's bootstrap.
+
+    Returns:
+        DataFrame with columns ``FIT_COLUMNS`` (one row per fit; none when nothing fits).
+    """
+    from experiments.plots import with_size
+    from experiments.presets import in_sample_regime
+
+    if n_boot is None:
+        n_boot = FIT_BOOT.get(configs[0].preset, 1000) if configs else 0
+    if "size" not in frame and {"buckets", "width"} <= set(frame.columns):
+        frame = with_size(frame)
+    y = error_column(frame)
+    rows = []
+    for config in configs:
+        target = config.target.label()
+        ours = frame[frame["target"] == target] if "target" in frame else frame
+        for panel, spec in config.panels.items():
+            x = spec["x"]
+            if x not in ours:
+                continue
+            window = (config.fit_window or {}).get(x)
+            text = window_text(x, window)
+            panel_rows = ours
+            if "sample_regime_k" in spec:
+                keep = in_sample_regime(ours[x], spec["sample_regime_k"], config.n_train)
+                panel_rows = ours[keep]
+                text += f"; n_train >= k*{x}*ln({x}) (k = {spec['sample_regime_k']})"
+            for label in spec["models"]:
+                model_rows = apply_fit_window(panel_rows[panel_rows["model_label"] == label],
+                                              x, window)
+                model_rows = model_rows[(model_rows[x] > 0) & (model_rows[y] > 0)]
+                for law in LAWS:
+                    if model_rows[x].nunique() < MIN_POINTS[law]:
+                        continue
+                    fit = fit_law(model_rows, x, y, law=law, n_boot=n_boot, seed=seed)
+                    rows.append({"experiment": name, "target": target, "panel": panel, "x": x,
+                                 "y": y, "model_label": label, **fit.row(), "window": text})
+    return pd.DataFrame(rows, columns=FIT_COLUMNS)

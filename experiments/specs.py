@@ -172,6 +172,12 @@ class ExperimentConfig:
         ridge: ridge penalty of the exact fit.
         noise_std: label noise of the training data.
         panels: plot panels: name -> (x column, list of model labels).
+        fit_window: pre-registered window of the scaling-law fits (``experiments.scaling``):
+            x column -> (min, max), both ends included, None for an open end; a fit against
+            column c uses only the rows with min ≤ c ≤ max (``apply_fit_window``), columns
+            without an entry are fitted whole. None: every fit uses every row. Written to
+            ``config.json``; it changes no row of ``results.csv``, so it is no setting of the
+            resume fingerprint (``experiments.sweep.NOT_SETTINGS``).
     """
 
     name: str
@@ -188,12 +194,15 @@ class ExperimentConfig:
     ridge: float = 1e-6
     noise_std: float = 0.0
     panels: dict[str, Any] = field(default_factory=dict)
+    fit_window: dict[str, tuple[float | None, float | None]] | None = None
 
     def __post_init__(self):
         if self.fit not in FITS:
             raise ValueError(f"fit must be one of {FITS}, got {self.fit!r}")
         check_int(self.n_train, "n_train", low=1)
         check_int(self.n_eval, "n_eval", low=1)
+        if self.fit_window is not None:
+            object.__setattr__(self, "fit_window", _check_fit_window(self.fit_window))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -209,6 +218,31 @@ class ExperimentConfig:
 
     def with_(self, **changes) -> "ExperimentConfig":
         return replace(self, **changes)
+
+
+def _check_fit_window(window) -> dict[str, tuple[float | None, float | None]]:
+    """``window`` as {column: (min or None, max or None)} with float bounds (a JSON list read
+    back from ``config.json`` becomes a tuple again).
+
+    Raises:
+        ValueError: not a dict of column names to pairs of finite numbers or None with
+            min ≤ max.
+    """
+    if not isinstance(window, dict):
+        raise ValueError(f"fit_window must be None or a dict {{x column: (min, max)}}, got "
+                         f"{window!r}")
+    result = {}
+    for column, bounds in window.items():
+        if not isinstance(column, str) or not isinstance(bounds, (tuple, list)) \
+                or len(bounds) != 2:
+            raise ValueError(f"fit_window must map x column names to pairs (min, max), None "
+                             f"for an open end, got {column!r}: {bounds!r}")
+        low, high = (None if b is None else check_real(b, f"fit_window[{column!r}] bound")
+                     for b in bounds)
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"fit_window[{column!r}] must have min <= max, got {bounds!r}")
+        result[column] = (low, high)
+    return result
 
 
 def fit_of(spec: ModelSpec, config: ExperimentConfig) -> str:

@@ -31,16 +31,16 @@ from lipschitz import make_dataset
 
 COLUMNS = ["experiment", "target", "model", "model_label", "model_key", "width", "k", "buckets",
            "nonempty_buckets", "activated_units", "params", "flops_paper", "flops_true",
-           "flops_cost_formula", "fit", "train_mse", "eval_mse", "linf_error", "seed", "settings",
-           "device", "wall_s", "dead_fraction", "usage_cv"]
+           "flops_cost_formula", "fit", "train_mse", "eval_mse", "train_nmse", "eval_nmse",
+           "linf_error", "seed", "settings", "device", "wall_s", "dead_fraction", "usage_cv"]
 ROW_KEY = ["experiment", "target", "model_key", "fit", "seed", "settings"]
 
 #: ExperimentConfig fields that are not settings: the row key holds them already (name; the
 #: target's label, and the models and seeds row by row; the fit as ``fit_of``), or they
-#: change no number (preset, panels). Every other field, including any added later, is part
-#: of the fingerprint, so a new field can make a folder refuse to resume but never silently
-#: reuse rows.
-NOT_SETTINGS = ("name", "preset", "models", "seeds", "fit", "panels")
+#: change no number (preset, panels, the fits' window). Every other field, including any
+#: added later, is part of the fingerprint, so a new field can make a folder refuse to resume
+#: but never silently reuse rows.
+NOT_SETTINGS = ("name", "preset", "models", "seeds", "fit", "panels", "fit_window")
 
 #: Largest number of float32 bottom-layer activations a model may hold for one batch of the
 #: exact fit before we refuse (4 GiB): an estimate made before allocating anything.
@@ -77,9 +77,39 @@ def build_model(spec: ModelSpec, dim: int, seed: int) -> torch.nn.Module:
     raise ValueError(f"no torch model for kind {spec.kind!r}")
 
 
+def normalised_errors(train_mse: float, eval_mse: float, y_train, y_eval) -> dict[str, float]:
+    """The normalised errors of a row: ``train_nmse`` = train MSE / Var(y_train) and
+    ``eval_nmse`` = eval MSE / Var(y_eval), each variance the population variance (ddof = 0)
+    of the labels its MSE was computed on (noisy training labels included). 1 is the error of
+    predicting the labels' mean, so errors of targets of any scale compare (issue 25; Baykal
+    et al. 2022 report raw MSEs of targets whose scale we cannot match).
+
+    Arguments:
+        train_mse, eval_mse: mean squared errors, in the labels' unit squared.
+        y_train, y_eval: (N,) and (M,) labels, any real dtype (computed in float64).
+
+    Returns:
+        {"train_nmse": float, "eval_nmse": float}, dimensionless; nan where the labels are
+        constant (Var = 0: the ratio is undefined).
+
+    Raises:
+        ValueError: empty labels.
+    """
+    result = {}
+    for name, mse, labels in (("train_nmse", train_mse, y_train), ("eval_nmse", eval_mse,
+                                                                    y_eval)):
+        labels = np.asarray(labels, dtype=np.float64).ravel()
+        if labels.size == 0:
+            raise ValueError(f"{name} needs at least one label, got an empty array")
+        variance = float(np.var(labels))
+        result[name] = float(mse) / variance if variance > 0 else float("nan")
+    return result
+
+
 def run_model(spec: ModelSpec, config: ExperimentConfig, data, seed: int,
               device: torch.device) -> dict:
-    """Fit one model on ``data = (X, y, X_eval, y_eval)`` and measure it: a results row."""
+    """Fit one model on ``data = (X, y, X_eval, y_eval)`` and measure it: a results row, with
+    the raw errors and the normalised ones (``normalised_errors``)."""
     X, y, X_eval, y_eval = data
     dim = X.shape[1]
     start = time.perf_counter()
@@ -105,6 +135,7 @@ def run_model(spec: ModelSpec, config: ExperimentConfig, data, seed: int,
                "params": model.n_params, "flops_paper": model.flops_paper(),
                "flops_true": model.flops_true(), "train_mse": report.train_mse,
                "eval_mse": metrics["mse"], "linf_error": metrics["linf"]}
+    row.update(normalised_errors(row["train_mse"], row["eval_mse"], y, y_eval))
     row.update(model=spec.kind, model_label=spec.display(), model_key=spec.key(),
                fit=fit_of(spec, config), seed=seed,
                device=str(device) if spec.kind != "lsh_table" else "cpu",
@@ -215,7 +246,8 @@ def load_results(path: pathlib.Path) -> pd.DataFrame:
     """``results.csv`` as a DataFrame (empty with the right columns if missing); the
     ``settings`` fingerprints stay strings (an all-digit one would otherwise be read as a
     number), and columns added since the file was written (``settings``,
-    ``flops_cost_formula``) are there, empty."""
+    ``flops_cost_formula``, ``train_nmse``, ``eval_nmse``) are there, empty (nan). A resumed
+    sweep fills the normalised errors of its own rows (``run_sweep``)."""
     path = pathlib.Path(path)
     if not path.exists():
         return pd.DataFrame(columns=COLUMNS)
@@ -352,6 +384,12 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
         on_row: called with each new row (tests use it to simulate an interruption).
         force: delete ``out/results.csv`` first and run every row anew.
 
+    Rows of this sweep read from a ``results.csv`` written before rows carried ``train_nmse``
+    and ``eval_nmse`` get them on resuming, from the labels drawn again: the data are a
+    function of the settings the row's fingerprint checks and of its seed, so the
+    variances are those the MSEs were computed on, and no model is refitted. Rows of models
+    no longer in ``configs`` keep nan there.
+
     Raises:
         ValueError: bad device, unwritable ``out``, rows in ``out/results.csv`` made under
             other settings (``check_results``), or a model that does not fit in memory.
@@ -363,7 +401,19 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
     done = set(map(tuple, table[ROW_KEY].astype(str).to_numpy())) if len(table) else set()
     jobs = [(c, s, m) for c in configs for s in c.seeds for m in c.models]
     data_cache: dict = {}
+
+    def data_of(config, seed):
+        data_key = (config.target, config.n_train, config.n_eval, config.noise_std, seed)
+        if data_key not in data_cache:
+            data_cache.clear()
+            data_cache[data_key] = _make_data(config, seed)
+        return data_cache[data_key]
+
     rows = table.to_dict("records")
+    filled = False
+    # rows written before the normalised errors existed: filled below from their own labels
+    unnormalised = {tuple(map(str, (row[c] for c in ROW_KEY))): i for i, row in enumerate(rows)
+                    if pd.isna(row.get("eval_nmse")) or pd.isna(row.get("train_nmse"))}
     for config, seed, spec in tqdm(jobs, desc=configs[0].name if configs else "sweep",
                                    disable=not progress):
         fit = fit_of(spec, config)
@@ -371,19 +421,22 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
         key = tuple(map(str, (config.name, config.target.label(), spec.key(), fit, seed,
                               settings)))
         if key in done:
+            if key in unnormalised:
+                old = rows[unnormalised.pop(key)]
+                X, y, X_eval, y_eval = data_of(config, seed)
+                old.update(normalised_errors(old["train_mse"], old["eval_mse"], y, y_eval))
+                filled = True
             continue
-        data_key = (config.target, config.n_train, config.n_eval, config.noise_std, seed)
-        if data_key not in data_cache:
-            data_cache.clear()
-            data_cache[data_key] = _make_data(config, seed)
         torch.manual_seed(seed)
-        row = run_model(spec, config, data_cache[data_key], seed, torch_device)
+        row = run_model(spec, config, data_of(config, seed), seed, torch_device)
         row.update(experiment=config.name, target=config.target.label(), settings=settings)
         rows.append({c: row.get(c) for c in COLUMNS})
         _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
         done.add(key)
         if on_row is not None:
             on_row(row)
+    if filled:  # new rows' writes hold the filled ones too; this covers a sweep without any
+        _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     # rows of models no longer in the configs stay on disk but are not part of this sweep
     wanted = {tuple(map(str, (c.name, c.target.label(), m.key(), fit_of(m, c), s,

@@ -173,3 +173,68 @@ def test_scale_writes_config_json_before_the_first_row(tmp_path, monkeypatch):
     except KeyboardInterrupt:
         pass
     assert seen == [321]
+
+
+# -- sparselab plot: re-plot any results.csv --------------------------------------------------
+
+def _plot_dir(tmp_path):
+    """A handmade results.csv: two models, two seeds, three sizes, one unplottable row."""
+    rows = [{"model_label": label, "activated_units": units, "seed": seed,
+             "eval_nmse": scale / units * (1 + 0.1 * seed), "fit": "exact"}
+            for label, scale in [("dense", 1.0), ("DSM", 0.5)] for seed in (0, 1)
+            for units in (8, 16, 32)]
+    rows.append({"model_label": "dense", "activated_units": 64, "seed": 0, "eval_nmse": 0.0,
+                 "fit": "exact"})
+    run = tmp_path / "run"
+    run.mkdir()
+    pd.DataFrame(rows).to_csv(run / "results.csv", index=False)
+    return run
+
+
+def test_plot_writes_png_and_svg_into_the_run_folder_or_to_out(tmp_path):
+    run = _plot_dir(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(main, ["plot", str(run), "--x", "activated_units", "--y", "eval_nmse",
+                                  "--by", "model_label"])
+    assert result.exit_code == 0, result.output
+    stem = run / "plot_eval_nmse_vs_activated_units_by_model_label"
+    for path in (stem.with_suffix(".png"), stem.with_suffix(".svg")):
+        assert path.stat().st_size > 0 and str(path) in result.output
+    assert "left out 1 rows" in result.output  # the zero cannot sit on a log axis
+    assert stem.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    out = tmp_path / "elsewhere" / "figure.png"
+    out.parent.mkdir()
+    result = runner.invoke(main, ["plot", str(run), "--x", "activated_units", "--y",
+                                  "eval_nmse", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_size > 0 and out.with_suffix(".svg").stat().st_size > 0
+    # one line per group: the SVG holds both legend entries
+    assert "DSM" in out.with_suffix(".svg").read_text()
+
+
+def test_plot_errors_are_one_line_and_name_what_is_missing(tmp_path):
+    run = _plot_dir(tmp_path)
+    runner = CliRunner()
+
+    def error(*args):
+        result = runner.invoke(main, ["plot", *map(str, args)])
+        assert result.exit_code == 1 and result.output.startswith("Error: "), result.output
+        assert result.output.count("\n") == 1 and "Usage" not in result.output
+        return result.output
+
+    message = error(run, "--x", "activated_unit", "--y", "eval_nmse")
+    assert "'activated_unit'" in message and "--x" in message
+    assert "available: model_label, activated_units, seed, eval_nmse, fit" in message
+    assert "'target'" in error(run, "--x", "activated_units", "--y", "eval_nmse", "--by",
+                               "target")
+    assert "not numeric" in error(run, "--x", "activated_units", "--y", "fit")
+    assert "does not exist" in error(tmp_path / "missing", "--x", "a", "--y", "b")
+    (tmp_path / "empty").mkdir()
+    assert "results.csv does not exist" in error(tmp_path / "empty", "--x", "a", "--y", "b")
+    assert ".png or .svg" in error(run, "--x", "activated_units", "--y", "eval_nmse", "--out",
+                                   tmp_path / "figure.pdf")
+
+
+def test_plot_is_listed_in_help():
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0 and "plot" in result.output

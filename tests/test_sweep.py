@@ -118,7 +118,7 @@ def test_settings_fingerprint_is_stable_and_covers_every_setting():
     assert settings_fingerprint(config.with_(noise_std=0)) == here
     # what the row key already holds, or what changes no number: the same fingerprint
     for same in (dict(preset="quick"), dict(seeds=(5,)), dict(models=config.models[:1]),
-                 dict(panels={"a": {}})):
+                 dict(panels={"a": {}}), dict(fit_window={"activated_units": (8, None)})):
         assert settings_fingerprint(config.with_(**same)) == here, same
     for changed in (dict(n_train=301), dict(n_eval=201), dict(noise_std=0.1),
                     dict(sgd_steps=7), dict(sgd_lr=0.5), dict(sgd_batch=3), dict(ridge=1.0),
@@ -176,3 +176,41 @@ def test_rows_written_before_settings_were_recorded_are_refused(tmp_path):
     # rows of another experiment in the same file are not this sweep's concern
     other = config.with_(name="fig2")
     assert len(run_sweep([other], tmp_path, device="cpu", progress=False)) == 4
+
+
+# -- normalised errors (issue 25): every row carries them; older tables resume and get them
+
+def test_rows_carry_eval_and_train_nmse_over_their_own_labels(tmp_path):
+    from experiments.sweep import _make_data
+
+    config = _small_config(noise_std=0.01)
+    frame = run_sweep([config], tmp_path, device="cpu", progress=False)
+    for _, row in frame.iterrows():
+        X, y, X_eval, y_eval = _make_data(config, int(row["seed"]))
+        assert row["eval_nmse"] == pytest.approx(row["eval_mse"] / np.var(y_eval), rel=1e-12)
+        assert row["train_nmse"] == pytest.approx(row["train_mse"] / np.var(y), rel=1e-12)
+    assert {"train_nmse", "eval_nmse"} <= set(pd.read_csv(tmp_path / "results.csv").columns)
+
+
+def test_results_without_nmse_columns_resume_and_get_them_without_refitting(tmp_path):
+    from experiments.sweep import load_results
+
+    config = _small_config()
+    first = run_sweep([config], tmp_path, device="cpu", progress=False)
+    path = tmp_path / "results.csv"
+    # a results.csv written before the normalised columns existed, with a row of a model
+    # this sweep no longer runs
+    old = pd.read_csv(path).drop(columns=["train_nmse", "eval_nmse"])
+    extra = old.iloc[[0]].assign(model_key="dense;width=999", model_label="gone")
+    pd.concat([old, extra]).to_csv(path, index=False)
+    assert load_results(path)["eval_nmse"].isna().all()  # loads, the columns empty
+
+    new_rows = []
+    again = run_sweep([config], tmp_path, device="cpu", progress=False, on_row=new_rows.append)
+    assert new_rows == []  # nothing refitted
+    np.testing.assert_allclose(again["eval_nmse"], first["eval_nmse"], rtol=1e-12)
+    np.testing.assert_allclose(again["train_nmse"], first["train_nmse"], rtol=1e-12)
+    on_disk = load_results(path)
+    ours = on_disk["model_label"] != "gone"
+    assert on_disk.loc[ours, ["eval_nmse", "train_nmse"]].notna().all().all()
+    assert on_disk.loc[~ours, "eval_nmse"].isna().all()  # not this sweep's: left empty
