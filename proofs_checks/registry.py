@@ -23,6 +23,7 @@ CHECK_MODULES = (
     "proofs_checks.lemma42_table_size",
     "proofs_checks.theorem43_dense_lower_bound",
     "proofs_checks.theorem41_learner",
+    "proofs_checks.theorem_b1_manifold",
 )
 
 

@@ -1,87 +1,250 @@
-"""Theorem 4.1: the LSH learner check holds with the stated constants and is refuted when the
-table is far smaller than the theorem's (buckets too wide) or the samples far fewer."""
+"""Theorem 4.1 (single-table LSH learner, n*(ε, k) scaling): the machinery against
+independent computations, every decision threshold crossed by a planted object, the planted
+violations of the quick preset refuted, determinism and parameter errors."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from lipschitz import UniformSubspace
 from proofs_checks._framework import Verdict
+from proofs_checks._nstar import (
+    BucketMeans, RidgeTarget, _Stream, censored_resample_probability, decide_censored_exponent,
+    first_success, next_grid_value, quantile_count, sample_grid, spread_floor,
+    theorem_samples,
+)
+from proofs_checks._scaling import ExponentEstimate
 from proofs_checks.theorem41_learner import (
-    LearnerParams, Theorem41LearnerCheck, _PrefixBucketMeans, make_target,
-    symbolic_parameter_choices, theorem_samples,
+    FixedWidth, LearnerParams, ShrinkingWidth, Theorem41LearnerCheck, ThinnedSamples,
 )
 from routing.euclidean_lsh import EuclideanLSH
 from routing.lsh_table import LSHTable
 
-SMALL = dict(configs=((1, 0.25),), sample_constants=(4.0, 16.0, 64.0), claimed_constant=64.0,
-             n_draws=17, n_test=2000)
+# small settings: k = 1 over r ∈ [5.7, 45], 24 draws — about half a second per decision
+SMALL = LearnerParams(epsilons=((1, (0.5, 0.25, 0.125, 0.0625)),), probes=(), n_draws=24,
+                      n_calibration=6, n_test=300, n_boot=300)
 
 
-def test_learner_holds_with_the_stated_constants():
-    r = Theorem41LearnerCheck(LearnerParams(**SMALL)).run(0)
-    assert r.verdict == Verdict.HOLDS
-    c = r.details["configs"]["k=1,eps=0.25"]
-    assert c["lshtable_max_abs_difference"] <= 1e-12
-    assert c["success_rate"][-1] == 1.0
-    assert c["smallest_n_point"] is not None
-    assert r.details["forward_cost_ok"]
-    assert all(v for k, v in r.details["sympy"].items() if k.endswith("_ok"))
+# the flips of the exponent rule need tighter intervals: 40 draws (about a second each)
+MEDIUM = replace(SMALL, n_draws=40)
+REF = Theorem41LearnerCheck(SMALL).reference_epsilons()
 
 
-def test_learner_refuted_when_the_table_is_far_too_small():
-    # buckets 10x wider than the theorem's width: far fewer buckets, each far too coarse
-    r = Theorem41LearnerCheck(LearnerParams(**{**SMALL, "width_constant": 7.5})).run(0)
-    assert r.verdict == Verdict.REFUTED
+def part(result, name, k=1):
+    return result.details["per_k"][str(k)][name]
 
 
-def test_learner_refuted_with_far_too_few_samples():
-    p = LearnerParams(**{**SMALL, "sample_constants": (0.05,), "claimed_constant": 0.05})
-    assert Theorem41LearnerCheck(p).run(0).verdict == Verdict.REFUTED
+# ------------------------------------------------------------------ machinery
 
-
-@settings(max_examples=10, deadline=None)
-@given(st.integers(1, 2), st.integers(0, 1000), st.integers(1, 3000))
-def test_prefix_means_equal_lshtable(k, seed, n):
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 10_000), st.integers(1, 4000))
+def test_bucket_means_equal_lshtable(k, seed, n):
     subspace = UniformSubspace(6, k, seed=seed)
-    f = make_target("bumps", 6, subspace.basis, 1.0, 0.4, seed)
+    f = RidgeTarget.in_span(subspace.basis, 1.0, seed)
     X, Xt = subspace.sample(n, seed=seed + 1), subspace.sample(300, seed=seed + 2)
-    y = f(X)
     h = EuclideanLSH(6, 3 * k, 0.3, seed=seed)
-    keys = h.bucket_ids(np.vstack([X, Xt]))[:, 0]
-    means = _PrefixBucketMeans(keys[:n], y, keys[n:])
+    means = BucketMeans(h.bucket_ids(Xt)[:, 0])
     m = max(1, n // 2)
-    pred, empty = LSHTable(h).fit(X[:m], y[:m]).predict(Xt, return_empty=True)
-    value, found = means.at(m)
-    np.testing.assert_array_equal(found, ~empty[:, 0])
-    np.testing.assert_allclose(value[found], pred[found], rtol=1e-12, atol=1e-12)
-    assert means.n_buckets(m) == len(LSHTable(h).fit(X[:m], y[:m]).buckets_)
+    keys = h.bucket_ids(X)[:, 0]
+    means.add(keys[:m], f(X[:m]))
+    means.add(keys[m:], f(X[m:]))
+    pred, empty = LSHTable(h).fit(X, f(X)).predict(Xt, return_empty=True)
+    value, found_empty = means.predict()
+    np.testing.assert_array_equal(found_empty, empty[:, 0])
+    np.testing.assert_allclose(value, pred, rtol=1e-12, atol=1e-12)
+    assert means.n_buckets() == len(LSHTable(h).fit(X, f(X)).buckets_)
 
 
-def test_theorem_samples_and_errors():
+def test_first_success_is_the_first_grid_n_with_small_error():
+    subspace = UniformSubspace(8, 1, seed=3)
+    f = RidgeTarget.in_span(subspace.basis, 1.0, 4)
+    Xt = subspace.sample(200, seed=5)
+    grid = sample_grid(16, 20_000, 2 ** 0.5)
+    eps = 0.25
+    out = first_success(_Stream(subspace, 7), f, EuclideanLSH(8, 4, 0.75 * eps, seed=9), Xt,
+                        f(Xt), eps, grid, floor_z=np.inf)
+    # the same stream, the same hasher, LSHTable refitted from scratch at every grid n
+    X = _Stream(subspace, 7).take(int(grid[-1]))
+    h = EuclideanLSH(8, 4, 0.75 * eps, seed=9)
+    errors = [np.max(np.abs(LSHTable(h).fit(X[:n], f(X[:n])).predict(Xt) - f(Xt)))
+              for n in grid]
+    first = next(n for n, e in zip(grid, errors) if e <= eps)
+    assert out.n == first and not out.floor
+
+
+def test_grid_quantile_and_resample_probability():
+    g = sample_grid(16, 1000, 2 ** 0.25)
+    assert g[0] == 16 and g[-1] <= 1000 and np.all(np.diff(g) > 0)
+    assert next_grid_value(16, int(g[-1]), 2 ** 0.25) > g[-1]
+    assert quantile_count([5, 1, 4, 2, 3], 0.8) == 4  # the 4th smallest of 5
+    assert quantile_count([1, 2, np.inf, np.inf, np.inf], 0.8) == np.inf
+    # exact enumeration: the 8th smallest of 10 resampled draws is censored iff ≥ 3 censored
+    for c in range(11):
+        assert censored_resample_probability(c, 10, 0.8) == pytest.approx(
+            stats.binom.sf(2, 10, c / 10))
     r = math.sqrt(8) / 0.25
     assert theorem_samples(1.0, 2, 8, 1.0, 0.25) == math.ceil(2 * r**2 * math.log(r))
     with pytest.raises(ValueError, match="exceed 1"):
         theorem_samples(1.0, 1, 1, 1.0, 2.0)
-    with pytest.raises(ValueError, match="claimed_constant"):
-        LearnerParams(claimed_constant=3.0).validate()
-    with pytest.raises(ValueError, match="target"):
-        LearnerParams(target="nope").validate()
+
+
+def test_spread_floor_threshold():
+    keys = np.array([3, 3, 7])
+    assert spread_floor(keys, np.array([0.0, 0.51, 9.0]), 0.25)  # spread 0.51 > 2ε
+    assert not spread_floor(keys, np.array([0.0, 0.49, 9.0]), 0.25)  # spread 0.49 ≤ 2ε
+
+
+def test_floor_z_threshold():
+    rng = np.random.default_rng(0)
+    y = rng.uniform(-0.1, 0.1, 400)  # bucket mean ≈ 0, SE ≈ 0.003
+    means = BucketMeans(np.array([0]))
+    means.add(np.zeros(400, np.int64), y)
+    se = y.std(ddof=1) / 20
+    mean = y.mean()
+    # a test point 0.3 + 6 SE from the mean, ε = 0.3: z ≈ 6 > 5; at 0.3 + 4 SE: z ≈ 4 < 5
+    assert means.floor_z(np.array([mean + 0.3 + 6 * se]), 0.3) == pytest.approx(6, rel=1e-6)
+    assert means.floor_z(np.array([mean + 0.3 + 4 * se]), 0.3) == pytest.approx(4, rel=1e-6)
+    assert means.floor_z(np.array([mean + 0.3 + 6 * se]), 0.3, min_count=401) == 0.0
+
+
+def _estimate(low, high, x=(1.0, 2.0, 4.0, 8.0)):
+    return ExponentEstimate((low + high) / 2, low, high, 1000, 0.95, tuple(x), (1.0,) * len(x))
+
+
+def test_exponent_rule_thresholds():
+    # uncensored: the interval's ends against k + δ = 1.5
+    assert decide_censored_exponent(_estimate(0.8, 1.49), [0] * 4, 30, 1, 0.5, 0.8)[0] == \
+        Verdict.HOLDS
+    assert decide_censored_exponent(_estimate(0.8, 1.51), [0] * 4, 30, 1, 0.5, 0.8)[0] == \
+        Verdict.INCONCLUSIVE
+    assert decide_censored_exponent(_estimate(1.51, 2.2), [0] * 4, 30, 1, 0.5, 0.8)[0] == \
+        Verdict.REFUTED
+    assert decide_censored_exponent(_estimate(1.49, 2.2), [0] * 4, 30, 1, 0.5, 0.8)[0] == \
+        Verdict.INCONCLUSIVE
+    # lower-bounded draws at high r can only lower the slope: no holds, refuted still valid
+    p3 = censored_resample_probability(3, 30, 0.8)  # 0.026 > 0.025
+    p2 = censored_resample_probability(2, 30, 0.8)  # 0.003
+    assert p2 <= 0.025 < p3
+    assert decide_censored_exponent(_estimate(0.8, 1.4), [0, 0, 0, 2], 30, 1, 0.5, 0.8)[0] == \
+        Verdict.HOLDS
+    assert decide_censored_exponent(_estimate(0.8, 1.4), [0, 0, 0, 3], 30, 1, 0.5, 0.8)[0] == \
+        Verdict.OUT_OF_REACH
+    assert decide_censored_exponent(_estimate(1.6, 2.4), [0, 0, 0, 9], 30, 1, 0.5, 0.8)[0] == \
+        Verdict.REFUTED
+    # ... at low r only raise it: no refutation, holds still valid
+    assert decide_censored_exponent(_estimate(1.6, 2.4), [2, 0, 0, 0], 30, 1, 0.5, 0.8)[0] == \
+        Verdict.REFUTED
+    assert decide_censored_exponent(_estimate(1.6, 2.4), [3, 0, 0, 0], 30, 1, 0.5, 0.8)[0] == \
+        Verdict.INCONCLUSIVE
+    assert decide_censored_exponent(_estimate(0.8, 1.4), [9, 0, 0, 0], 30, 1, 0.5, 0.8)[0] == \
+        Verdict.HOLDS
+
+
+# ------------------------------------------------------------------ thresholds, end to end
+
+def test_real_learner_holds_at_small_settings():
+    r = Theorem41LearnerCheck(SMALL).decide(0)
+    assert r.verdict == Verdict.HOLDS
+    assert part(r, "samples")["estimate"]["ci_high"] <= 1.5
+    rows = r.details["per_k"]["1"]["settings"]
+    assert all(row["constant"] > 10 for row in rows)  # the single table's constant ≫ 1
+    assert "far above 1" in r.measured_text
+
+
+def test_table_exponent_threshold_flips_with_the_width_power():
+    below = Theorem41LearnerCheck(MEDIUM, width_rule=ShrinkingWidth(0.75, 1.0, REF, 0.2))
+    above = Theorem41LearnerCheck(MEDIUM, width_rule=ShrinkingWidth(0.75, 1.0, REF, 0.9))
+    rb, ra = below.decide(1), above.decide(1)
+    assert part(rb, "table_size")["verdict"] == Verdict.HOLDS.value
+    assert part(ra, "table_size")["verdict"] == Verdict.REFUTED.value
+    assert part(rb, "table_size")["estimate"]["ci_high"] <= 1.5 < \
+        part(ra, "table_size")["estimate"]["ci_low"]
+    assert rb.verdict == Verdict.HOLDS and ra.verdict == Verdict.REFUTED
+
+
+def test_sample_exponent_threshold_flips_with_the_thinning_power():
+    # thinning leaves the buckets alone: only the sample exponent moves across k + δ
+    rb = Theorem41LearnerCheck(MEDIUM, keep_rule=ThinnedSamples(REF, 0.2)).decide(2)
+    ra = Theorem41LearnerCheck(MEDIUM, keep_rule=ThinnedSamples(REF, 1.5)).decide(2)
+    assert part(rb, "samples")["verdict"] == Verdict.HOLDS.value
+    assert part(ra, "samples")["verdict"] == Verdict.REFUTED.value
+    assert part(rb, "samples")["estimate"]["ci_high"] <= 1.5 < \
+        part(ra, "samples")["estimate"]["ci_low"]
+    assert part(ra, "table_size")["estimate"]["exponent"] < 1.5
+    assert rb.verdict == Verdict.HOLDS and ra.verdict == Verdict.REFUTED
+
+
+class SometimesCoarse:
+    """A hasher factory whose hasher is 40x too coarse with probability q (its own seed)."""
+
+    def __init__(self, q):
+        self.q = q
+
+    def __call__(self, dim, n_hashes, width, seed):
+        coarse = np.random.default_rng(seed + 1).random() < self.q
+        return EuclideanLSH(dim, n_hashes, width * (40 if coarse else 1), seed=seed)
+
+
+def test_floor_threshold_flips_with_the_share_of_coarse_hashers():
+    rare = Theorem41LearnerCheck(MEDIUM, hasher_factory=SometimesCoarse(0.05)).decide(0)
+    common = Theorem41LearnerCheck(MEDIUM, hasher_factory=SometimesCoarse(0.6)).decide(0)
+    assert part(rare, "floors")["verdict"] == Verdict.HOLDS.value
+    assert part(common, "floors")["verdict"] == Verdict.REFUTED.value
+    assert common.verdict == Verdict.REFUTED
+
+
+def test_calibration_beyond_its_cap_is_out_of_reach():
+    params = replace(SMALL, calibration_cap=20_000)
+    full = Theorem41LearnerCheck(params).decide(0)
+    starved = Theorem41LearnerCheck(params, keep_rule=lambda k, e: 0.005).decide(0)
+    assert full.details["per_k"]["1"]["calibration"]["n_star"] < 20_000
+    assert starved.verdict == Verdict.OUT_OF_REACH
+    assert "would need" in starved.details["per_k"]["1"]["reason"] or \
+        "needed" in starved.details["per_k"]["1"]["reason"]
+
+
+def test_fixed_width_is_refuted_by_its_floor():
+    r = Theorem41LearnerCheck(SMALL, width_rule=FixedWidth(0.75, 1.0, REF)).decide(0)
+    assert r.verdict == Verdict.REFUTED
+    assert part(r, "floors")["verdict"] == Verdict.REFUTED.value
+
+
+# ------------------------------------------------------------------ the quick preset
+
+def test_quick_planted_violations_are_refuted():
+    check = Theorem41LearnerCheck(replace(LearnerParams(), probes=()))
+    planted = check.planted_violations()
+    assert {p.name for p in planted} == {"width_eps^((k+1)/k)", "width_fixed",
+                                         "samples_thinned_eps"}
+    for p in planted:
+        assert p.build().decide(11).verdict == Verdict.REFUTED, p.name
+
+
+def test_determinism_and_probes():
+    params = replace(SMALL, probes=((2, 0.7071),))
+    a, b = Theorem41LearnerCheck(params).decide(5), Theorem41LearnerCheck(params).decide(5)
+    assert a.to_dict() == b.to_dict()
+    probe = a.details["probes"]["2"]["calibration"]
+    assert probe["constant"] > 10 and "probe, not decided" in a.measured_text
+
+
+def test_parameter_errors():
+    with pytest.raises(ValueError, match="strictly decreasing"):
+        Theorem41LearnerCheck(replace(SMALL, epsilons=((1, (0.25, 0.5)),))).decide(0)
+    with pytest.raises(ValueError, match="k"):
+        Theorem41LearnerCheck(replace(SMALL, epsilons=((9, (0.5, 0.25)),))).decide(0)
     with pytest.raises(ValueError, match="epsilon"):
-        LearnerParams(configs=((1, 10.0),)).validate()
-
-
-def test_symbolic_parameter_choices():
-    s = symbolic_parameter_choices()
-    assert s["coupon_collector_ok"] and s["table_exponent_ok"] and s["ops_ok"]
-    assert s["samples_minus_T_log_T"] == "0"
-
-
-@pytest.mark.parametrize("kind", ["bumps", "mlp", "polynomial", "hypercube"])
-def test_targets_are_certified_lipschitz(kind):
-    s = UniformSubspace(6, 2, seed=0)
-    f = make_target(kind, 6, s.basis, 2.0, 0.5, 1)
-    assert f.lipschitz_bound == pytest.approx(2.0)
+        Theorem41LearnerCheck(replace(SMALL, epsilons=((1, (10.0, 0.5)),))).decide(0)
+    with pytest.raises(ValueError, match="at least 2"):
+        Theorem41LearnerCheck(replace(SMALL, epsilons=((1, (0.5,)),))).decide(0)
+    with pytest.raises(ValueError, match="cap_factor"):
+        Theorem41LearnerCheck(replace(SMALL, cap_factor=0.5)).decide(0)
+    with pytest.raises(ValueError, match="params"):
+        Theorem41LearnerCheck(params=object())
+    with pytest.raises(ValueError, match="direction"):
+        RidgeTarget(np.zeros(3))
