@@ -128,15 +128,16 @@ def format_table(results: list[CheckResult], width: int = 100) -> str:
     lines = []
     for r in results:
         lines.append(f"== {r.name}: {_verdict_text(r)} ==")
-        measured = r.measured_text
+        headline = f"{r.measured:.4g}"
         if r.measured_interval is not None:
             lo, hi = r.measured_interval
-            measured += f" (interval [{lo:.4g}, {hi:.4g}])"
+            headline += f", interval [{lo:.4g}, {hi:.4g}]"
+        headline += f"; bound {r.bound:.4g} (the decisive part's value, in the check's units)"
         planted = ", ".join(f"{e['planted']} {e['refuted']}/{e['runs']}"
                             for e in r.power_details) or "none"
         for label, text in (("claim", f"{r.claim} [{r.source}]"),
-                            ("settings", r.settings or "-"), ("measured", measured),
-                            ("bound", r.bound_text), ("power", _power_text(r)),
+                            ("settings", r.settings or "-"), ("measured", r.measured_text),
+                            ("headline", headline), ("bound", r.bound_text), ("power", _power_text(r)),
                             ("planted", f"refuted/runs: {planted}")):
             wrapped = textwrap.wrap(text, width - 10) or [""]
             lines.append(f"{label:<9} {wrapped[0]}")
