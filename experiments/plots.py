@@ -17,7 +17,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa
 
 from experiments.scaling import error_column, fit_power_law  # noqa: E402
 
-X_LABELS = {"activated_units": "activated units", "size": "total width / buckets",
+X_LABELS = {"activated_units": "activated units", "size": "total width / non-empty buckets",
             "buckets": "non-empty buckets", "width": "total width",
             "flops_paper": "FLOPs per example (paper's convention)"}
 #: Model kinds whose ``size`` is their number of buckets (``with_size``); every other model's
@@ -27,18 +27,43 @@ BUCKET_KINDS = ("lsh", "lsh_table")
 Y_LABELS = {"eval_nmse": "eval nMSE = MSE / Var(y_eval)", "eval_mse": "eval MSE"}
 #: Height (inches) of one row of a legend of fontsize 7 in two columns, below its panel.
 LEGEND_ROW_INCHES = 0.19
+#: Panels side by side in one row of a figure (Figures 2 and 3 have five).
+PANELS_PER_ROW = 3
 
 
 def with_size(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add column ``size``: the buckets of LSH models and the total width of the others."""
-    size = frame["buckets"].where(frame["buckets"].notna(), frame["width"])
-    return frame.assign(size=size.astype(float))
+    """Add column ``size``: the non-empty buckets of LSH models (``nonempty_buckets``, counted
+    on the training data), the buckets of rows without that count, and the total width of the
+    other models.
+
+    The non-empty buckets of one model vary from seed to seed (new data, new hash functions),
+    so a model's size is their mean over its seeds, rounded: the rows of one model — same
+    ``experiment``, ``target``, ``model_key`` and ``fit``, where the frame has those columns —
+    share one x, so that plots, pivots and paired comparisons across seeds line up. The
+    per-seed count stays in ``nonempty_buckets``.
+
+    Arguments:
+        frame: results rows with columns ``buckets`` and ``width`` (``nonempty_buckets``
+            optional).
+
+    Returns:
+        a copy with column ``size`` (float; nan where neither is known).
+    """
+    size = frame["buckets"].where(frame["buckets"].notna(), frame["width"]).astype(float)
+    if "nonempty_buckets" in frame and frame["nonempty_buckets"].notna().any():
+        nonempty = frame["nonempty_buckets"].astype(float)
+        keys = [c for c in ("experiment", "target", "model_key", "fit") if c in frame]
+        if "model_key" in keys:
+            nonempty = nonempty.groupby([frame[c].astype(str) for c in keys]) \
+                .transform("mean").round()
+        size = nonempty.where(nonempty.notna(), size)
+    return frame.assign(size=size)
 
 
 def axis_label(frame: pd.DataFrame, x: str, labels: list[str]) -> str:
     """The x-axis label of a panel plotting ``labels`` against ``x``: for ``size`` it names
-    which models are plotted by buckets and which by total width (DSM and the routers at
-    their total width, dense at its width)."""
+    which models are plotted by non-empty buckets (the bucket kinds, ``with_size``) and which
+    by total width (DSM and the routers at their total width, dense at its width)."""
     if x != "size":
         return X_LABELS.get(x, x)
     rows = frame[frame["model_label"].isin(labels)]
@@ -48,10 +73,12 @@ def axis_label(frame: pd.DataFrame, x: str, labels: list[str]) -> str:
     if not by_buckets:
         return "total width"
     if not by_width:
-        return "buckets"
-    buckets = ", ".join(by_buckets)
+        return "non-empty buckets"
+    # one bucket model by name; several (the LSH tables of a family at s = 1, 4, 16) by kind
+    buckets = (by_buckets[0] if len(by_buckets) == 1 else
+               "LSH" if all(str(b).startswith("LSH") for b in by_buckets) else "hash tables")
     width = ", ".join(by_width) if len(by_width) <= 2 else f"all but {buckets}"
-    return f"total width ({width}) / buckets ({buckets})"
+    return f"total width ({width}) / non-empty buckets ({buckets})"
 
 
 def _log_x_ticks(ax, values) -> None:
@@ -114,23 +141,44 @@ def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = 
                          loc="upper center", borderaxespad=0)
 
 
+def panel_rows(spec: dict, rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows a panel plots: those of its training regime when the panel names one
+    (``spec["fit"]``, "exact" or "sgd": ``experiments.presets.REGIMES``) and the rows carry a
+    ``fit`` column; all of ``rows`` otherwise."""
+    if spec.get("fit") is None or "fit" not in rows:
+        return rows
+    return rows[rows["fit"] == spec["fit"]]
+
+
 def experiment_figure(panels: list[tuple[str, dict, pd.DataFrame]], suptitle: str,
                       fit_mask=None) -> plt.Figure:
-    """One figure with a panel per (name, spec, rows), each panel's legend in an axes of its
-    own below it. Returns the figure (the caller saves and closes it)."""
+    """One figure with a panel per (name, spec, rows), at most ``PANELS_PER_ROW`` in a row,
+    each panel's legend in an axes of its own below it; a panel plots the rows of its regime
+    (``panel_rows``). Returns the figure (the caller saves and closes it)."""
     entries = max(len(spec["models"]) + ("theory_alpha" in spec) for _, spec, _ in panels)
     legend_height = LEGEND_ROW_INCHES * np.ceil(entries / 2) + 0.1
-    fig, axes = plt.subplots(2, len(panels), figsize=(5.2 * len(panels), 4.0 + legend_height),
+    n_cols = min(len(panels), PANELS_PER_ROW)
+    n_rows = int(np.ceil(len(panels) / n_cols))
+    fig, axes = plt.subplots(2 * n_rows, n_cols,
+                             figsize=(5.2 * n_cols, (4.0 + legend_height) * n_rows),
                              squeeze=False, constrained_layout=True,
-                             gridspec_kw={"height_ratios": [4.0, legend_height]})
+                             gridspec_kw={"height_ratios": [4.0, legend_height] * n_rows})
     labels = list(dict.fromkeys(label for _, spec, _ in panels for label in spec["models"]))
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    if len(labels) > len(cycle):  # no two labels of a figure share a colour: tab20's dark
+        tab20 = plt.get_cmap("tab20").colors  # ten, then its light ten
+        cycle = list(tab20[0::2]) + list(tab20[1::2])
     colors = {label: cycle[i % len(cycle)] for i, label in enumerate(labels)}
-    for ax, legend_ax, (name, spec, rows) in zip(axes[0], axes[1], panels):
-        plot_panel(ax, with_size(rows), spec["x"], spec["models"],
-                   title=f"({name}) {spec.get('title', '')}",
+    for i, (name, spec, rows) in enumerate(panels):
+        row, col = divmod(i, n_cols)
+        plot_panel(axes[2 * row, col], with_size(panel_rows(spec, rows)), spec["x"],
+                   spec["models"], title=f"({name}) {spec.get('title', '')}",
                    theory_alpha=spec.get("theory_alpha"), fit_mask=fit_mask, colors=colors,
-                   legend_ax=legend_ax)
+                   legend_ax=axes[2 * row + 1, col])
+    for i in range(len(panels), n_rows * n_cols):  # the last row's empty places
+        row, col = divmod(i, n_cols)
+        axes[2 * row, col].axis("off")
+        axes[2 * row + 1, col].axis("off")
     fig.suptitle(suptitle, fontsize=10)
     return fig
 

@@ -77,15 +77,40 @@ def fit_power_law(frame: pd.DataFrame, x: str, y: str = "eval_mse", n_boot: int 
     seeds = frame["seed"].unique()
     low = high = float("nan")
     if len(seeds) > 1:
-        rng = np.random.default_rng(seed)
-        groups = {s: frame[frame["seed"] == s] for s in seeds}
-        alphas = []
-        for _ in range(n_boot):
-            drawn = pd.concat([groups[s] for s in rng.choice(seeds, size=len(seeds))])
-            if drawn[x].nunique() >= 2:
-                alphas.append(fit(drawn)[0])
+        alphas = _bootstrap_alphas(frame, x, y, seeds, n_boot, seed)
         low, high = np.percentile(alphas, [2.5, 97.5])
     return PowerLaw(alpha, log_c, float(low), float(high), int(frame[x].nunique()))
+
+
+def _bootstrap_alphas(frame: pd.DataFrame, x: str, y: str, seeds: np.ndarray, n_boot: int,
+                      seed: int) -> np.ndarray:
+    """The bootstrap exponents of ``fit_power_law``, all resamples at once: resample b draws
+    ``rng.choice(seeds, len(seeds))`` (the same stream as drawing the seeds themselves); at each
+    x the mean of ln y over the drawn rows (a seed drawn twice counts twice) is the drawn
+    seeds' sums over their counts, and α is minus the least-squares slope of those means on
+    ln x — the fit of ``fit_log_log`` in closed form. Resamples with fewer than two x values
+    are left out. Returns a float array of at most ``n_boot`` exponents."""
+    xs, x_index = np.unique(frame[x].to_numpy(dtype=float), return_inverse=True)
+    seed_index = pd.Index(seeds).get_indexer(frame["seed"])
+    log_y = np.log(frame[y].to_numpy(dtype=float))
+    sums = np.zeros((len(seeds), len(xs)))  # (S, X): Σ ln y of a seed's rows at each x
+    counts = np.zeros((len(seeds), len(xs)))
+    np.add.at(sums, (seed_index, x_index), log_y)
+    np.add.at(counts, (seed_index, x_index), 1.0)
+    draws = np.random.default_rng(seed).choice(len(seeds), size=(n_boot, len(seeds)))
+    times = np.zeros((n_boot, len(seeds)))  # (B, S): how often each seed is drawn
+    np.add.at(times, (np.arange(n_boot)[:, None], draws), 1.0)
+    total, count = times @ sums, times @ counts  # (B, X)
+    weight = (count > 0).astype(float)
+    mean_y = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+    u = np.log(xs)[None, :]
+    n = weight.sum(axis=1, keepdims=True)
+    keep = n[:, 0] >= 2
+    n = np.maximum(n, 1.0)
+    du = u - (weight * u).sum(axis=1, keepdims=True) / n
+    dv = mean_y - (weight * mean_y).sum(axis=1, keepdims=True) / n
+    slope = (weight * du * dv).sum(axis=1) / np.maximum((weight * du * du).sum(axis=1), 1e-300)
+    return -slope[keep]
 
 
 def scaling_table(frame: pd.DataFrame, x: str, labels: list[str] | None = None,
@@ -118,10 +143,11 @@ HUBER_DELTA = 1e-3
 LAWS = ("power", "offset")
 #: Distinct x values a law needs: its number of parameters (2 or 3).
 MIN_POINTS = {"power": 2, "offset": 3}
-#: Columns of ``fits.csv`` (``experiment_fits``), in order.
-FIT_COLUMNS = ["experiment", "target", "panel", "x", "y", "model_label", "law", "E", "E_low",
-               "E_high", "A", "A_low", "A_high", "alpha", "alpha_low", "alpha_high", "window",
-               "x_min", "x_max", "n_points", "n_seeds", "rms_log_residual",
+#: Columns of ``fits.csv`` (``experiment_fits``), in order; ``fit`` is the training regime of
+#: the fitted rows ("exact", "sgd": ``experiments.presets.REGIMES``).
+FIT_COLUMNS = ["experiment", "target", "panel", "fit", "x", "y", "model_label", "law", "E",
+               "E_low", "E_high", "A", "A_low", "A_high", "alpha", "alpha_low", "alpha_high",
+               "window", "x_min", "x_max", "n_points", "n_seeds", "rms_log_residual",
                "extrapolation_error", "n_boot"]
 
 
@@ -438,29 +464,73 @@ def fit_law(frame: pd.DataFrame, x: str, y: str = "eval_nmse", law: str = "offse
 FIT_BOOT = {"tiny": 50, "quick": 100, "paper": 1000}
 
 
+def panel_window(config, spec: dict, rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The rows of one panel that its fits use, and the window in words: the config's
+    ``fit_window`` for the panel's x (``apply_fit_window``); for a panel with
+    ``sample_regime_k``, Theorem 4.1's sample condition (``in_sample_regime``); for a panel with
+    a ``window_rule``, the subspace window of ``experiments.subspace.window_mask`` (which needs
+    the rows' ``GEOMETRY_COLUMNS``, ``experiments.subspace.with_geometry``).
+
+    Arguments:
+        config: the ``ExperimentConfig`` the rows belong to.
+        spec: its panel ({"x": column, …}).
+        rows: results rows of the config's target (any model).
+
+    Returns:
+        (rows inside the window, text for fits.csv's ``window``).
+
+    Raises:
+        ValueError: as ``apply_fit_window`` and ``experiments.subspace.window_mask``.
+    """
+    from experiments.presets import in_sample_regime
+
+    x = spec["x"]
+    window = (config.fit_window or {}).get(x)
+    text = window_text(x, window)
+    rows = apply_fit_window(rows, x, window)
+    if "window_rule" in spec:
+        from experiments.subspace import window_mask, window_text as rule_text
+
+        k = spec.get("sample_regime_k", config.target.subspace_k)
+        rows = rows[window_mask(rows, spec["window_rule"], k, config.n_train)]
+        text += "; " + rule_text(spec["window_rule"], k)
+    elif "sample_regime_k" in spec:
+        rows = rows[in_sample_regime(rows[x], spec["sample_regime_k"], config.n_train)]
+        text += f"; n_train >= k*{x}*ln({x}) (k = {spec['sample_regime_k']})"
+    return rows, text
+
+
 def experiment_fits(name: str, configs, frame: pd.DataFrame, n_boot: int | None = None,
                     seed: int = 0) -> pd.DataFrame:
     """Every fit of an experiment: for each config, panel and model label of the panel, the
     power and the offset law of the error (``error_column``) against the panel's x, on the rows
-    inside the config's ``fit_window`` for that x (and, for panels with
-    ``sample_regime_k``, inside the sample regime of Theorem 4.1, ``in_sample_regime``).
-    A law is left out where the window holds too few distinct x values with a positive error
-    for it.
+    inside the panel's window (``panel_window``: the config's ``fit_window`` for that x, and
+    for the subspace panels the sample condition of Theorem 4.1 and the window rule of
+    ``experiments.subspace``). A law is left out where the window holds too few distinct x
+    values with a positive error for it.
 
     Arguments:
         name: the experiment's name (column ``experiment``).
         configs: its ``ExperimentConfig`` list.
         frame: its results rows (``results.csv``; column ``size`` is added when missing and
-            ``buckets`` and ``width`` are there, ``experiments.plots.with_size``).
+            ``buckets`` and ``width`` are there, ``experiments.plots.with_size``; a subspace
+            panel needs the ``experiments.subspace.GEOMETRY_COLUMNS``).
         n_boot: bootstrap resamples of every fit (``fit_law``); None: ``FIT_BOOT`` of the
             first config's preset.
         seed: seed of every fit's bootstrap.
 
+    A panel of one training regime (``"fit"`` in the panel: ``experiments.plots.panel_rows``)
+    fits that regime's rows only; a curve in several panels with the same rows, x and window
+    (dense beside each LSH family) is fitted once, and its row repeated per panel.
+
     Returns:
         DataFrame with columns ``FIT_COLUMNS`` (one row per fit; none when nothing fits).
+
+    Raises:
+        ValueError: a subspace panel's rows lack the geometry columns.
     """
+    from experiments.plots import panel_rows as regime_rows
     from experiments.plots import with_size
-    from experiments.presets import in_sample_regime
 
     if n_boot is None:
         n_boot = FIT_BOOT.get(configs[0].preset, 1000) if configs else 0
@@ -468,6 +538,7 @@ def experiment_fits(name: str, configs, frame: pd.DataFrame, n_boot: int | None 
         frame = with_size(frame)
     y = error_column(frame)
     rows = []
+    done = {}  # one fit per (target, regime, label, x, window): panels share curves (dense)
     for config in configs:
         target = config.target.label()
         ours = frame[frame["target"] == target] if "target" in frame else frame
@@ -475,21 +546,28 @@ def experiment_fits(name: str, configs, frame: pd.DataFrame, n_boot: int | None 
             x = spec["x"]
             if x not in ours:
                 continue
-            window = (config.fit_window or {}).get(x)
-            text = window_text(x, window)
-            panel_rows = ours
-            if "sample_regime_k" in spec:
-                keep = in_sample_regime(ours[x], spec["sample_regime_k"], config.n_train)
-                panel_rows = ours[keep]
-                text += f"; n_train >= k*{x}*ln({x}) (k = {spec['sample_regime_k']})"
+            # a panel of one training regime fits that regime's rows only (``"fit"``)
+            panel_rows, text = panel_window(config, spec, regime_rows(spec, ours))
             for label in spec["models"]:
-                model_rows = apply_fit_window(panel_rows[panel_rows["model_label"] == label],
-                                              x, window)
+                model_rows = panel_rows[panel_rows["model_label"] == label]
                 model_rows = model_rows[(model_rows[x] > 0) & (model_rows[y] > 0)]
+                fits = _fit_value(model_rows)
                 for law in LAWS:
                     if model_rows[x].nunique() < MIN_POINTS[law]:
                         continue
-                    fit = fit_law(model_rows, x, y, law=law, n_boot=n_boot, seed=seed)
-                    rows.append({"experiment": name, "target": target, "panel": panel, "x": x,
-                                 "y": y, "model_label": label, **fit.row(), "window": text})
+                    key = (target, fits, label, x, text, law)
+                    if key not in done:
+                        done[key] = fit_law(model_rows, x, y, law=law, n_boot=n_boot,
+                                            seed=seed).row()
+                    rows.append({"experiment": name, "target": target, "panel": panel,
+                                 "fit": fits, "x": x, "y": y, "model_label": label,
+                                 **done[key], "window": text})
     return pd.DataFrame(rows, columns=FIT_COLUMNS)
+
+
+def _fit_value(rows: pd.DataFrame) -> str:
+    """The training regime(s) of a fit's rows for ``fits.csv``'s ``fit`` column: "exact",
+    "sgd", both joined by "+" when a curve mixes them, "" when the rows carry none."""
+    if "fit" not in rows:
+        return ""
+    return "+".join(sorted(map(str, pd.unique(rows["fit"].dropna()))))

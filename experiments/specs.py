@@ -27,6 +27,12 @@ ROUTER_KINDS = ("comet", "sigma_moe", "topk_moe", "pkm", "smear", "sdmlp")
 #: baseline ``DenseMLP`` (every unit active; k, if given, must equal the width).
 TRAINED_KINDS = ROUTER_KINDS + ("dense_mlp",)
 MODEL_KINDS = ("dense", "dsm", "random_hash", "lsh", "lsh_table") + TRAINED_KINDS
+#: Hash families of the "lsh" kind (``experiments.models.lsh_model.HASH_FAMILIES``, the same
+#: tuple; kept here so that reading a spec needs no torch): hyperplanes through the origin
+#: ("sign", Charikar 2002, the default), affine hyperplanes ("affine"), Euclidean LSH
+#: ("euclidean", Datar et al. 2004: the family of Baykal et al.'s Theorem 4.1) and a uniform
+#: random hash ("uniform", blind to geometry: the baseline of Baykal et al. §1 and Fig. 4).
+LSH_FAMILIES = ("sign", "affine", "euclidean", "uniform")
 #: Routers whose units are experts of width // n_experts hidden units each.
 EXPERT_KINDS = ("sigma_moe", "topk_moe", "smear")
 FITS = ("exact", "sgd")
@@ -83,21 +89,29 @@ class ModelSpec:
     """One model of a sweep.
 
     Attributes:
-        kind: "dense", "dsm", "random_hash", "lsh" (the torch LSH model with hyperplane
-            hashing, Baykal et al. §2.2) or "lsh_table" (``routing.LSHTable`` with Euclidean
-            LSH, the learner of Theorem 4.1; its "buckets" are the non-empty ones), a router
-            of ``ROUTER_KINDS``, or "dense_mlp" (``routing.layers.DenseMLP``, the dense
-            baseline the routers are trained beside: every unit active, trained end to end).
+        kind: "dense", "dsm", "random_hash", "lsh" (the torch LSH model, a trainable value
+            per bucket of a hash family ``family``, Baykal et al. §2.2) or "lsh_table"
+            (``routing.LSHTable`` with Euclidean LSH, the learner of Theorem 4.1; its
+            "buckets" are the non-empty ones), a router of ``ROUTER_KINDS``, or "dense_mlp"
+            (``routing.layers.DenseMLP``, the dense baseline the routers are trained beside:
+            every unit active, trained end to end).
         width: total width of the bottom layer (dense, dsm, random_hash, dense_mlp).
         k: activated units (dsm, random_hash, the routers; dense_mlp: None or the width).
-        n_bits: hyperplane bits per table (lsh); buckets = n_tables · 2^n_bits.
-        n_tables: hash tables (lsh, lsh_table).
-        n_hashes, bucket_width: Euclidean LSH parameters (lsh_table).
+        n_bits: lsh: hyperplanes per table (families sign, affine), or log2 of the slots per
+            table (euclidean: the code vectors are folded into them; uniform: the buckets);
+            the table holds n_tables · 2^n_bits values, of which a results row counts the
+            non-empty ones on the training data (``nonempty_buckets``).
+        n_tables: hash tables s (lsh, lsh_table; the uniform family: 1).
+        n_hashes, bucket_width: Euclidean LSH parameters (lsh_table, and lsh of family
+            euclidean; None otherwise).
         n_experts: experts of the MoE routers (sigma_moe, topk_moe, smear); each has
             width / n_experts hidden units, and k activated units are k / expert size experts
             (smear merges all experts into one, so its k must equal the expert size).
         lr: learning rate of a router (default: its config's, from its paper).
         label: legend name (defaults to the kind, with the width for DSM curves).
+        family: the hash family of kind "lsh", one of ``LSH_FAMILIES`` (None is read as
+            "sign", the family of specs written before families existed); None for every
+            other kind. Part of ``key()``.
 
     For the routers, ``width`` is the total number of hidden units and ``k`` the activated
     units per example: comet (one hidden layer, p_k = k / width), pkm (width = n_keys², k
@@ -114,6 +128,7 @@ class ModelSpec:
     n_experts: int | None = None
     lr: float | None = None
     label: str | None = None
+    family: str | None = None
 
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:
@@ -140,13 +155,36 @@ class ModelSpec:
         if self.lr is not None:
             check_real(self.lr, "lr", low=0.0, low_open=True)
         if self.kind == "lsh":
-            check_int(self.n_bits, "n_bits", low=1, high=24)
+            self._check_lsh()
+        elif self.family is not None:
+            raise ValueError(f"family is a parameter of kind 'lsh' only, got "
+                             f"family={self.family!r} for kind {self.kind!r}")
         if self.kind == "lsh_table":
             check_int(self.n_hashes, "n_hashes", low=1)
             check_real(self.bucket_width, "bucket_width", low=0.0, low_open=True)
 
+    def _check_lsh(self) -> None:
+        """The "lsh" kind's fields: family (None → "sign"), n_bits, and the Euclidean
+        parameters exactly for the euclidean family, one table for the uniform family."""
+        if self.family is None:
+            object.__setattr__(self, "family", "sign")
+        if self.family not in LSH_FAMILIES:
+            raise ValueError(f"family must be one of {LSH_FAMILIES}, got {self.family!r}")
+        check_int(self.n_bits, "n_bits", low=1, high=24)
+        check_int(self.n_tables, "n_tables", low=1)
+        if self.family == "euclidean":
+            check_int(self.n_hashes, "n_hashes", low=1)
+            check_real(self.bucket_width, "bucket_width", low=0.0, low_open=True)
+        elif self.n_hashes is not None or self.bucket_width is not None:
+            raise ValueError(f"n_hashes and bucket_width are parameters of the euclidean "
+                             f"family only, got n_hashes={self.n_hashes}, bucket_width="
+                             f"{self.bucket_width} for family {self.family!r}")
+        if self.family == "uniform":
+            check_int(self.n_tables, "n_tables", low=1, high=1)
+
     def key(self) -> str:
-        """A string identifying the configuration (used to resume sweeps)."""
+        """A string identifying the configuration (used to resume sweeps): the kind and every
+        field that is set but the label (for "lsh", the hash family too)."""
         parts = [self.kind] + [f"{name}={value}" for name, value in asdict(self).items()
                                if name not in ("kind", "label") and value is not None]
         return ";".join(parts)

@@ -63,8 +63,10 @@ def resolve_device(device: str) -> torch.device:
 
 
 def build_model(spec: ModelSpec, dim: int, seed: int) -> torch.nn.Module:
-    """The torch model of ``spec`` (kinds dense, dsm, random_hash, lsh)."""
+    """The torch model of ``spec`` (kinds dense, dsm, random_hash, lsh; for lsh, the hasher
+    of its family, ``experiments.models.lsh_model.lsh_hasher``, drawn with ``seed``)."""
     from experiments.models import DSM, Dense, LSHModel, RandomHashModel
+    from experiments.models.lsh_model import lsh_hasher
 
     if spec.kind == "dense":
         return Dense(dim, spec.width, seed=seed)
@@ -73,7 +75,10 @@ def build_model(spec: ModelSpec, dim: int, seed: int) -> torch.nn.Module:
     if spec.kind == "random_hash":
         return RandomHashModel(dim, spec.width, spec.k, seed=seed)
     if spec.kind == "lsh":
-        return LSHModel(dim, n_bits=spec.n_bits, n_tables=spec.n_tables, seed=seed)
+        hasher = lsh_hasher(spec.family, dim, spec.n_bits, spec.n_tables, seed,
+                            n_hashes=spec.n_hashes, bucket_width=spec.bucket_width)
+        return LSHModel(dim, n_bits=spec.n_bits, hasher=hasher, n_tables=spec.n_tables,
+                        seed=seed)
     raise ValueError(f"no torch model for kind {spec.kind!r}")
 
 
@@ -129,9 +134,13 @@ def run_model(spec: ModelSpec, config: ExperimentConfig, data, seed: int,
         sgd = SGDConfig(steps=config.sgd_steps, lr=config.sgd_lr, batch_size=config.sgd_batch)
         report = fit_model(model, X, y, fit=config.fit, sgd=sgd, ridge=config.ridge, seed=seed)
         metrics = evaluate(model, X_eval, y_eval)
+        lsh = spec.kind == "lsh"
+        # LSH: the table's capacity (n_tables·2^n_bits) and the buckets the training data
+        # reach, the values the fit sets (the plots' x for LSH, ``experiments.plots.with_size``)
         row = {"width": getattr(model, "width", None), "k": getattr(model, "k", None),
-               "buckets": model.total_units if spec.kind == "lsh" else None,
-               "nonempty_buckets": None, "activated_units": model.activated_units,
+               "buckets": model.total_units if lsh else None,
+               "nonempty_buckets": model.n_nonempty(X) if lsh else None,
+               "activated_units": model.activated_units,
                "params": model.n_params, "flops_paper": model.flops_paper(),
                "flops_true": model.flops_true(), "train_mse": report.train_mse,
                "eval_mse": metrics["mse"], "linf_error": metrics["linf"]}

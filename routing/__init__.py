@@ -2,11 +2,13 @@
 Sparse Distributed Memory calculators.
 
 Source: Baykal et al. 2022, §2.2 (LSH model, Euclidean LSH) and Lemma 4.2 (bucket geometry);
-Datar et al. 2004 (p-stable LSH); Charikar 2002 (hyperplane LSH); Andoni et al. 2015
-(cross-polytope LSH); Roller et al. 2021 (hash routing); Bricken et al. 2023, App. A.7 (SDM).
-The torch twins of the hashers (same parameters, any device) live in ``routing.torch_twins``.
+Datar et al. 2004 (p-stable LSH); Charikar 2002 (hyperplane LSH; with offsets, affine
+hyperplane LSH); Andoni et al. 2015 (cross-polytope LSH); Roller et al. 2021 (hash routing);
+Bricken et al. 2023, App. A.7 (SDM). The torch twins of the hashers (same parameters, any
+device) live in ``routing.torch_twins``.
 """
 
+from routing.affine_hyperplane_lsh import AffineHyperplaneLSH
 from routing.bucket_geometry import (
     BucketRegion,
     ChaoEstimate,
@@ -44,7 +46,7 @@ from routing.topk import topk_indices, topk_mask
 from routing.uniform_hash import UniformHash
 
 __all__ = [
-    "EuclideanLSH", "HyperplaneLSH", "CrossPolytopeLSH", "UniformHash",
+    "EuclideanLSH", "HyperplaneLSH", "AffineHyperplaneLSH", "CrossPolytopeLSH", "UniformHash",
     "topk_mask", "topk_indices",
     "LSHTable", "NotFittedError",
     "n_nonempty_buckets", "bucket_size_histogram", "estimate_nonempty_buckets", "ChaoEstimate",

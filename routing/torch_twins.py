@@ -31,6 +31,7 @@ from ._mixer import GOLDEN, MIX1, MIX2
 __all__ = [
     "TorchEuclideanLSH",
     "TorchHyperplaneLSH",
+    "TorchAffineHyperplaneLSH",
     "TorchCrossPolytopeLSH",
     "TorchUniformHash",
     "topk_indices",
@@ -137,6 +138,30 @@ class TorchHyperplaneLSH(nn.Module):
                       f"a projection a·x overflows {X.dtype}")
         bits = (proj >= 0).to(torch.int64)
         return (bits * self.powers).sum(dim=2)  # distinct powers: the sum is a bitwise or
+
+
+class TorchAffineHyperplaneLSH(TorchHyperplaneLSH):
+    """Torch twin of :class:`routing.AffineHyperplaneLSH`: forward(X) -> packed int64 keys.
+
+    Buffers: ``directions`` (n_tables, n_bits, dim + 1) float64, the augmented directions
+    [a, b] (``AffineHyperplaneLSH.augmented_directions``), and ``powers``.
+
+    forward(X): (N, dim) float32/float64 -> (N, n_tables) int64 on X's device: the keys of
+    ``TorchHyperplaneLSH`` on [x, 1], bit i set iff a_i·x + b_i >= 0 (projection in X's dtype).
+
+    Source: Baykal et al. 2022, §2.2; Charikar 2002 (with offsets).
+    """
+
+    @classmethod
+    def from_hasher(cls, hasher) -> "TorchAffineHyperplaneLSH":
+        """The twin of a ``routing.AffineHyperplaneLSH`` (its hyperplanes copied to CPU
+        buffers)."""
+        return cls(torch.from_numpy(hasher.augmented_directions()))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        dim = self.directions.shape[2] - 1
+        X = _check_points(X, dim, self.check_finite)
+        return super().forward(torch.cat([X, X.new_ones(X.shape[0], 1)], dim=1))
 
 
 class TorchCrossPolytopeLSH(nn.Module):

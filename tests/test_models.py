@@ -14,8 +14,11 @@ from experiments.models._sparse_dot import fused_sparse_dot, sparse_dot, sparse_
 from experiments.models._topk_kernel import (
     bottom_groups, bracket_quantiles, relu_topk, relu_topk_reference, unit_moments,
 )
-from experiments.models.lsh_model import MAX_TABLE_VALUES
+from experiments.models.lsh_model import HASH_FAMILIES, MAX_TABLE_VALUES, lsh_hasher
+from experiments.specs import LSH_FAMILIES
 from routing._projection import pack_groups
+from routing.affine_hyperplane_lsh import AffineHyperplaneLSH
+from routing.cross_polytope_lsh import CrossPolytopeLSH
 from routing.euclidean_lsh import EuclideanLSH
 from routing.hyperplane_lsh import HyperplaneLSH
 from routing.uniform_hash import UniformHash
@@ -424,6 +427,110 @@ def test_lsh_with_euclidean_hasher_shares_values_exactly_within_buckets():
         assert len(set(by_code.values())) == len(by_code)  # no collision at 2^20 slots
 
 
+@pytest.mark.parametrize("n_tables", [1, 3])
+def test_lsh_with_affine_hasher_equals_explicit_affine_signs(n_tables):
+    """Each table's bucket is the sign pattern of a·x + b, computed here by hand from the
+    hasher's directions and offsets (float64; points within 1e-6 of a hyperplane skipped),
+    and the model averages the bucket values of the s tables."""
+    dim, n_bits = 5, 6
+    hasher = AffineHyperplaneLSH(dim, n_bits, n_tables, seed=4)
+    model = randomise(LSHModel(dim, n_bits=n_bits, hasher=hasher)).double()
+    X = cube(400, dim, seed=2, dtype=np.float64)
+    proj = np.einsum("nd,tbd->ntb", X, hasher.directions) + hasher.offsets  # (N, s, bits)
+    keys = ((proj >= 0).astype(np.int64) << np.arange(n_bits)).sum(axis=2)  # (N, s)
+    clear = (np.abs(proj) > 1e-6).all(axis=(1, 2))
+    assert clear.mean() > 0.95
+    values = model.values.detach().numpy()[:, :, 0]
+    expected = np.mean([values[t, keys[:, t]] for t in range(n_tables)], axis=0)
+    np.testing.assert_allclose(model(X).detach().numpy()[clear], expected[clear], rtol=1e-12)
+    np.testing.assert_array_equal(model.slots(model.prepare(X)).numpy()[clear], keys[clear])
+    # offsets put every hyperplane through a point of the cube: both sides hold data
+    bits = proj >= 0
+    assert bits.any(axis=0).all() and (~bits).any(axis=0).all()
+
+
+def test_lsh_with_uniform_hasher_uses_the_uniform_buckets():
+    hasher = UniformHash(2**7, seed=3, dim=4)
+    model = randomise(LSHModel(4, n_bits=7, hasher=hasher))
+    X = cube(300, 4)
+    buckets = hasher.bucket_ids(X)[:, 0]
+    np.testing.assert_array_equal(model.slots(model.prepare(X)).numpy()[:, 0], buckets)
+    np.testing.assert_allclose(model(X).detach().numpy(),
+                               model.values.detach().numpy()[0, buckets, 0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("family,kwargs", [("sign", {}), ("affine", {}), ("uniform", {}),
+                                           ("euclidean", dict(n_hashes=3, bucket_width=0.7))])
+def test_n_nonempty_counts_the_distinct_buckets_of_every_table(family, kwargs):
+    """Against the numpy hasher's keys (an independent path for every family but euclidean,
+    whose slots are the folded code vectors: there, against the distinct code vectors, which
+    the 2^20 slots keep apart)."""
+    n_tables = 1 if family == "uniform" else 3
+    n_bits = {"euclidean": 20, "uniform": 10}.get(family, 6)
+    hasher = lsh_hasher(family, 4, n_bits, n_tables, seed=5, **kwargs)
+    model = LSHModel(4, n_bits=n_bits, hasher=hasher)
+    X = cube(500, 4, seed=6)
+    if family == "euclidean":
+        codes = hasher.hash(X)  # (N, s, H)
+        expected = sum(len({tuple(c) for c in codes[:, t]}) for t in range(n_tables))
+    else:
+        keys = hasher.bucket_ids(X)
+        expected = sum(len(np.unique(keys[:, t])) for t in range(n_tables))
+    assert model.n_nonempty(X) == model.n_nonempty(X, batch_size=7) == expected
+    assert 0 < expected < min(500 * n_tables, n_tables * 2**n_bits)  # not trivially full
+    assert model.n_nonempty(np.zeros((0, 4), np.float32)) == 0
+
+
+def test_lsh_hasher_families_and_defaults():
+    assert HASH_FAMILIES == LSH_FAMILIES  # the spec's copy, kept without importing torch
+    sign = lsh_hasher("sign", 6, 5, 2, seed=9)
+    default = LSHModel(6, n_bits=5, n_tables=2, seed=9)  # the model's default hasher
+    np.testing.assert_array_equal(sign.directions, HyperplaneLSH(6, 5, 2, seed=9).directions)
+    X = cube(50, 6)
+    np.testing.assert_array_equal(LSHModel(6, n_bits=5, hasher=sign).slots(torch.from_numpy(X)),
+                                  default.slots(torch.from_numpy(X)))
+    affine = lsh_hasher("affine", 6, 5, 2, seed=9)
+    assert isinstance(affine, AffineHyperplaneLSH) and affine.radius == 1.0
+    euclidean = lsh_hasher("euclidean", 6, 12, 2, seed=9, n_hashes=4, bucket_width=0.5)
+    assert (euclidean.n_hashes, euclidean.width, euclidean.n_tables) == (4, 0.5, 2)
+    uniform = lsh_hasher("uniform", 6, 5, seed=9)
+    assert (uniform.n_buckets, uniform.dim) == (32, 6)
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: lsh_hasher("cosine", 4, 5), "family"),
+    (lambda: lsh_hasher("euclidean", 4, 5, bucket_width=1.0), "n_hashes"),
+    (lambda: lsh_hasher("euclidean", 4, 5, n_hashes=2), "bucket_width"),
+    (lambda: lsh_hasher("euclidean", 4, 5, n_hashes=2, bucket_width=0.0), "bucket_width"),
+    (lambda: lsh_hasher("sign", 4, 5, n_hashes=2), "n_hashes"),
+    (lambda: lsh_hasher("affine", 4, 5, bucket_width=1.0), "bucket_width"),
+    (lambda: lsh_hasher("uniform", 4, 5, n_tables=2), "n_tables"),
+    (lambda: lsh_hasher("sign", 4, 0), "n_bits"),
+    (lambda: lsh_hasher("sign", 4, 63), "n_bits"),
+])
+def test_lsh_hasher_rejects_bad_arguments(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_shift_output_moves_every_prediction_and_needs_a_bias_or_an_override():
+    X = cube(40, 3)
+    for model in (randomise(Dense(3, 8)), randomise(LSHModel(3, n_bits=4, n_tables=3)),
+                  randomise(DSM(3, 8, 2))):
+        before = model(X).detach().numpy().astype(np.float64)
+        model.shift_output(2.5)
+        np.testing.assert_allclose(model(X).detach().numpy(), before + 2.5, rtol=1e-6)
+
+    class NoBias(Dense):
+        def __init__(self):
+            super().__init__(3, 4)
+            del self.bias
+            self.register_parameter("bias", None)
+
+    with pytest.raises(NotImplementedError, match="shift_output"):
+        NoBias().shift_output(1.0)
+
+
 # --------------------------------------------------------------------------------------------
 # exactly k active units
 
@@ -489,6 +596,19 @@ def test_lsh_flops_and_sizes(dim, bits, tables, degree):
     assert model.total_units == tables * 2**bits == model.buckets
     assert model.activated_units == tables
     assert model.n_params == tables * 2**bits * n_feat
+
+
+def test_lsh_flops_of_the_other_families():
+    """Affine hyperplanes project [x, 1] (dim + 1 multiply-adds per bit); the uniform hash
+    costs RandomHashModel's 10·(dim + 1) + 2 integer operations, plus the one value."""
+    dim, bits, tables = 8, 6, 4
+    affine = LSHModel(dim, n_bits=bits, hasher=AffineHyperplaneLSH(dim, bits, tables))
+    assert affine.flops_true() == tables * 2 * (dim + 1) * bits + tables
+    euclidean = LSHModel(dim, n_bits=12, hasher=EuclideanLSH(dim, 5, 1.0, n_tables=tables))
+    assert euclidean.flops_true() == tables * 2 * dim * 5 + tables
+    uniform = LSHModel(dim, n_bits=bits, hasher=UniformHash(2**bits, dim=dim))
+    assert uniform.flops_true() == 10 * (dim + 1) + 2 + 1
+    assert uniform.flops_paper() == 2 * (dim + 1)  # one activated bucket
 
 
 def test_table1_flops_column():
@@ -557,7 +677,11 @@ def test_double_precision_and_numpy_or_torch_inputs():
     (lambda: LSHModel(8, n_bits=5, hasher=HyperplaneLSH(8, 4)), "n_bits"),
     (lambda: LSHModel(8, hasher=HyperplaneLSH(7, 4)), "dim"),
     (lambda: LSHModel(8, hasher=EuclideanLSH(8, 3, 1.0)), "n_bits"),
-    (lambda: LSHModel(8, n_bits=4, hasher=UniformHash(16)), "hasher"),
+    (lambda: LSHModel(8, n_bits=4, hasher=UniformHash(16)), "hasher.dim"),
+    (lambda: LSHModel(8, n_bits=4, hasher=UniformHash(32, dim=8)), "n_buckets"),
+    (lambda: LSHModel(8, hasher=UniformHash(16, dim=8)), "n_bits"),
+    (lambda: LSHModel(8, n_bits=4, hasher=CrossPolytopeLSH(8, 1)), "hasher must be"),
+    (lambda: LSHModel(8, n_bits=4, hasher=AffineHyperplaneLSH(8, 5)), "n_bits"),
 ])
 def test_bad_constructor_arguments(make, name):
     with pytest.raises(ValueError, match=name):

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from routing._codebook import _M1, _M3, Codebook, _vector_hash
+from routing.affine_hyperplane_lsh import AffineHyperplaneLSH
 from routing.cross_polytope_lsh import CrossPolytopeLSH
 from routing.euclidean_lsh import EuclideanLSH
 from routing.hyperplane_lsh import HyperplaneLSH
@@ -343,6 +344,7 @@ def test_topk_rejects_bad_scores():
 HASHERS = {
     "euclidean": lambda: EuclideanLSH(4, 3, 0.5, n_tables=2, seed=1),
     "hyperplane": lambda: HyperplaneLSH(4, 10, n_tables=2, seed=1),
+    "affine": lambda: AffineHyperplaneLSH(4, 10, n_tables=2, seed=1),
     "cross_polytope": lambda: CrossPolytopeLSH(4, 2, n_tables=2, seed=1),
     "uniform": lambda: UniformHash(17, seed=1, dim=4),
 }
@@ -420,6 +422,43 @@ def test_euclidean_rejects_bad_parameters(kwargs, match):
         EuclideanLSH(**kwargs)
 
 
+def test_affine_hyperplanes_follow_the_documented_draws_and_cut_the_cube():
+    """directions: the first standard normals of the seed (HyperplaneLSH's), then points p
+    uniform on [−r, r]^dim and b = −a·p; bit i of x is [a_i·x + b_i >= 0], packed
+    little-endian."""
+    dim, n_bits, n_tables, radius = 3, 7, 2, 0.5
+    h = AffineHyperplaneLSH(dim, n_bits, n_tables, radius=radius, seed=11)
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((n_tables, n_bits, dim))
+    p = rng.uniform(-radius, radius, (n_tables, n_bits, dim))
+    np.testing.assert_array_equal(h.directions, a)
+    np.testing.assert_array_equal(h.directions, HyperplaneLSH(dim, n_bits, n_tables,
+                                                              seed=11).directions)
+    np.testing.assert_allclose(h.offsets, -(a * p).sum(axis=2), rtol=1e-15)
+    X = np.random.default_rng(1).uniform(-1, 1, (3000, dim))
+    bits = np.einsum("nd,tbd->ntb", X, a) + h.offsets[None] >= 0
+    np.testing.assert_array_equal(h.hash(X), bits.astype(np.uint8))
+    np.testing.assert_array_equal(h.bucket_ids(X), (bits << np.arange(n_bits)).sum(axis=2))
+    # each hyperplane passes through the cube: it splits the data (a central one would too,
+    # but the point x = p is on it: a·p + b = 0)
+    assert (bits.mean(axis=0) > 0.01).all() and (bits.mean(axis=0) < 0.99).all()
+    np.testing.assert_allclose(np.einsum("tbd,tbd->tb", a, p) + h.offsets, 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match="read-only"):
+        h.offsets[0, 0] = 1.0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(dim=0, n_bits=2), r"dim"), (dict(dim=2, n_bits=0), r"n_bits"),
+    (dict(dim=2, n_bits=65), r"n_bits"), (dict(dim=2, n_bits=2, n_tables=0), r"n_tables"),
+    (dict(dim=2, n_bits=2, radius=0.0), r"radius"), (dict(dim=2, n_bits=2, radius=np.inf),
+                                                     r"radius"),
+    (dict(dim=2, n_bits=2, seed=-1), r"seed"),
+])
+def test_affine_rejects_bad_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        AffineHyperplaneLSH(**kwargs)
+
+
 @pytest.mark.parametrize("n_bits", [0, 65, -3, 8.0])
 def test_hyperplane_rejects_n_bits_outside_1_to_64(n_bits):
     with pytest.raises(ValueError, match=r"n_bits must be an integer in \[1, 64\]"):
@@ -457,6 +496,7 @@ def test_same_seed_same_buckets_other_seed_other_buckets(name):
     np.testing.assert_array_equal(a, b)
     other = {"euclidean": EuclideanLSH(4, 3, 0.5, n_tables=2, seed=2),
              "hyperplane": HyperplaneLSH(4, 10, n_tables=2, seed=2),
+             "affine": AffineHyperplaneLSH(4, 10, n_tables=2, seed=2),
              "cross_polytope": CrossPolytopeLSH(4, 2, n_tables=2, seed=2),
              "uniform": UniformHash(17, seed=2, dim=4)}[name]
     if name == "euclidean":  # ids are first-appearance ranks: compare the partitions
@@ -465,7 +505,7 @@ def test_same_seed_same_buckets_other_seed_other_buckets(name):
         assert not np.array_equal(a, other.bucket_ids(X))
 
 
-@pytest.mark.parametrize("name", ["euclidean", "hyperplane", "cross_polytope"])
+@pytest.mark.parametrize("name", ["euclidean", "hyperplane", "affine", "cross_polytope"])
 def test_float32_agrees_with_float64_away_from_boundaries(name):
     X = np.random.default_rng(3).uniform(-1, 1, (2000, 4)).astype(np.float32)
     h32, h64 = HASHERS[name](), HASHERS[name]()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from routing.affine_hyperplane_lsh import AffineHyperplaneLSH
 from routing.cross_polytope_lsh import CrossPolytopeLSH
 from routing.euclidean_lsh import EuclideanLSH
 from routing.hyperplane_lsh import HyperplaneLSH
@@ -45,6 +46,22 @@ def test_hyperplane_twin_agrees_away_from_hyperplanes(dtype, n_bits, device="cpu
     clear = (np.abs(proj) > 1e-5).all(axis=(1, 2))
     assert clear.mean() > 0.9
     np.testing.assert_array_equal(keys[clear], h.bucket_ids(X)[clear])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_bits", [5, 64])
+def test_affine_twin_agrees_away_from_hyperplanes(dtype, n_bits, device="cpu"):
+    h = AffineHyperplaneLSH(12, n_bits, n_tables=2, radius=2.0, seed=2)
+    X = _points(dtype=dtype)
+    twin = h.to_torch().to(device)
+    keys = twin(torch.from_numpy(X).to(device)).cpu().numpy()
+    proj = np.einsum("nd,tbd->ntb", X.astype(np.float64), h.directions) + h.offsets
+    clear = (np.abs(proj) > 1e-5).all(axis=(1, 2))
+    assert clear.mean() > 0.9
+    np.testing.assert_array_equal(keys[clear], h.bucket_ids(X)[clear])
+    assert twin.directions.shape == (2, n_bits, 13)  # [a, b]: a buffer, saved with the module
+    with pytest.raises(ValueError, match=r"shape \(N, 12\)"):
+        twin(torch.zeros(3, 13))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

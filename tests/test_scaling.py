@@ -234,3 +234,29 @@ def test_report_states_each_targets_variance_and_writes_fits_csv(tmp_path):
     power = fits[fits["law"] == "power"].iloc[0]
     assert power["alpha"] == pytest.approx(0.5) and power["n_points"] == 4
     assert "Offset law eval nMSE" in (tmp_path / "table.md").read_text()
+
+
+def test_power_law_bootstrap_equals_the_resample_and_refit_loop():
+    """``fit_power_law``'s vectorised bootstrap against the plain loop it replaced: draw seeds
+    with replacement, concatenate their rows, refit on the per-x mean of ln y. Unbalanced rows
+    (a seed missing an x, an x with two rows of one seed) make the weighting matter."""
+    rng = np.random.default_rng(1)
+    rows = [dict(seed=s, n=n, mse=n ** -0.7 * np.exp(0.2 * rng.standard_normal()))
+            for s in range(3) for n in (10, 20, 20, 40, 80, 160) if not (s == 2 and n == 160)]
+    frame = pd.DataFrame(rows)
+
+    def loop(n_boot, seed):
+        def fit(part):
+            means = part.assign(log_y=np.log(part["mse"])).groupby("n")["log_y"].mean()
+            return fit_log_log(means.index.to_numpy(), np.exp(means.to_numpy()))[0]
+
+        seeds = frame["seed"].unique()
+        draw = np.random.default_rng(seed)
+        groups = {s: frame[frame["seed"] == s] for s in seeds}
+        alphas = [fit(pd.concat([groups[s] for s in draw.choice(seeds, size=len(seeds))]))
+                  for _ in range(n_boot)]
+        return np.percentile(alphas, [2.5, 97.5])
+
+    law = fit_power_law(frame, "n", "mse", n_boot=300, seed=4)
+    np.testing.assert_allclose([law.alpha_low, law.alpha_high], loop(300, 4), rtol=1e-12)
+    assert law.alpha_low < law.alpha < law.alpha_high

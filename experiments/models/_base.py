@@ -178,6 +178,22 @@ class RegressionModel(nn.Module, abc.ABC):
         if self.output_bias is not None:
             self.output_bias.copy_(torch.as_tensor(0.0 if bias is None else bias).to(self.output_bias))
 
+    @torch.no_grad()
+    def shift_output(self, c: float) -> None:
+        """Add the constant ``c`` to every prediction, in place, through the trainable
+        parameters: here the output bias; a model without one overrides this (``LSHModel``:
+        every bucket's constant). ``experiments.fitting.fit_model`` fits centred targets
+        and adds their mean back with it.
+
+        Raises:
+            NotImplementedError: a model with neither an output bias nor an override.
+        """
+        bias = self.output_bias
+        if bias is None:
+            raise NotImplementedError(f"{type(self).__name__} has no output bias: override "
+                                      f"shift_output")
+        bias += float(c)
+
     # -- input handling ---------------------------------------------------------------------
     @property
     def device(self) -> torch.device:
