@@ -1,185 +1,30 @@
-"""Tables, claims and reports: our numbers beside the paper's, and whether our run supports
-each qualitative claim of Baykal et al. 2022, §5.2. Claims are judged on the run as it is;
-the set-up is never tuned until a claim passes."""
+"""Tables and reports: our numbers beside the paper's, the fits, and the claims of
+``experiments.claims`` (Baykal et al. 2022, §5.2; the routers' papers; Theorem 4.1's
+exponent) with their verdicts, significance, diagnoses and sources. Claims are judged on the
+run as it is; the set-up is never tuned until a claim passes."""
 
 from __future__ import annotations
 
 import pathlib
-from dataclasses import dataclass, fields
+import re
 
 import numpy as np
 import pandas as pd
 
+from experiments.claims import (  # noqa: F401  (re-exported: report's public names)
+    AS_WELL_AS,
+    CLAIM_COLUMNS,
+    PAPER_TABLE1,
+    PAPER_TABLE2,
+    Claim,
+    claims_for,
+    mean_mse,
+    paper_table2_anomalies,
+    sizes_text,
+)
 from experiments.plots import plot_experiment, with_size
-from experiments.presets import in_sample_regime
-from experiments.scaling import error_column, experiment_fits, scaling_table
+from experiments.scaling import error_column, experiment_fits, panel_window, scaling_table
 from experiments.specs import ExperimentConfig
-
-#: Baykal et al. 2022, Table 1: FLOPs → eval MSE (dense, DSM 50 % sparsity, DSM 25 % sparsity).
-PAPER_TABLE1 = pd.DataFrame(
-    {"FLOPs": [18432, 36864, 73728], "dense": [0.01015, 0.01009, 0.01046],
-     "DSM 50% sparsity": [0.01014, 0.007438, 0.006115],
-     "DSM 25% sparsity": [0.009655, 0.005054, 0.001799]})
-
-#: Baykal et al. 2022, Table 2: MSE for the random 3-layer NN target; rows model, columns width.
-PAPER_TABLE2 = pd.DataFrame(
-    {"model": ["dense", "DSM k=32", "DSM k=64", "DSM k=128", "DSM k=256", "DSM k=512",
-               "DSM k=1024"],
-     1024: [4.32e-5, 1.3e-4, 1.1e-4, 1e-4, 8.7e-5, 5.8e-5, 6e-5],
-     2048: [1.76e-5, 7e-5, 3.1e-5, 4.2e-5, 3.7e-5, 3.8e-5, 2.1e-5],
-     4096: [7.4e-6, 2.3e-5, 1.9e-5, 1.5e-5, 1.7e-5, 1.9e-5, 2.2e-5]}).set_index("model")
-
-#: Tolerance of "performs as well as" in the Table 2 claim: best DSM MSE ≤ 1.5 × dense MSE.
-AS_WELL_AS = 1.5
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A qualitative claim of §5.2 and what our run says about it.
-
-    Attributes:
-        experiment: experiment name.
-        claim: the claim in words, with its source.
-        verdict: "supported", "not supported", "mixed" or "not tested".
-        evidence: the comparison behind the verdict.
-    """
-
-    experiment: str
-    claim: str
-    verdict: str
-    evidence: str
-
-
-CLAIM_COLUMNS = [f.name for f in fields(Claim)]
-
-
-def mean_mse(frame: pd.DataFrame, label: str, x: str) -> pd.Series:
-    """Geometric mean over seeds of the eval error for ``label``, indexed by ``x``: of
-    ``eval_nmse`` where the rows carry it (``error_column``: the verdict between models of one
-    target is the same as on ``eval_mse``, Var(y_eval) being common), else of ``eval_mse``."""
-    y = error_column(frame)
-    rows = frame[frame["model_label"] == label].dropna(subset=[x])
-    return rows.groupby(x)[y].apply(lambda v: float(np.exp(np.mean(np.log(v)))))
-
-
-def _compare(name, text, better: pd.Series, worse: pd.Series, against=None) -> Claim:
-    """Claim that ``better`` has lower MSE than ``worse`` at every shared x (or at each x of
-    ``better`` against ``against(x)`` when given)."""
-    pairs = []
-    for x, value in better.items():
-        ref_x = x if against is None else against(x)
-        if ref_x is not None and ref_x in worse.index:
-            pairs.append((x, value, worse[ref_x], ref_x))
-    if not pairs:
-        return Claim(name, text, "not tested", "no comparable configurations in this run")
-    wins = sum(v < w for _, v, w, _ in pairs)
-    verdict = ("supported" if wins == len(pairs) else "not supported" if wins == 0 else "mixed")
-    evidence = "; ".join(f"{x:g}: {v:.3g} vs {w:.3g}" + ("" if r == x else f" (at {r:g})")
-                         for x, v, w, r in pairs)
-    return Claim(name, text, verdict, f"{wins}/{len(pairs)} lower — {evidence}")
-
-
-def claims_for(name: str, frame: pd.DataFrame, configs: list[ExperimentConfig]) -> list[Claim]:
-    """The claims that experiment ``name`` tests (Baykal et al. §5.2; for ``routers``, each
-    router against the trained dense MLP), judged on ``frame``."""
-    frame = with_size(frame)
-    dense_units = mean_mse(frame, "dense", "activated_units")
-    dense_size = mean_mse(frame, "dense", "size")
-    claims = []
-
-    def lsh_vs_dense(text, threshold=0):
-        lsh = mean_mse(frame, "LSH", "size")
-        lsh = lsh[lsh.index >= threshold]
-        # dense at the same width if we ran it, otherwise our widest dense model below it
-        def widest(b):
-            widths = dense_size.index[dense_size.index <= b]
-            return widths.max() if len(widths) else None
-        return _compare(name, text, lsh, dense_size, against=widest)
-
-    if name in ("fig2", "fig3"):
-        dsm_labels = sorted({l for l in frame["model_label"] if l.startswith("DSM width")},
-                            key=lambda l: int(l.split()[-1]))
-        for label in dsm_labels:
-            claims.append(_compare(name, f"{label} beats dense at equal activated units "
-                                   "(Baykal et al. 2022, §5.2, Fig. 2a/3a)",
-                                   mean_mse(frame, label, "activated_units"), dense_units))
-        claims.append(lsh_vs_dense(
-            "LSH beats dense from 2048 buckets (§5.2, Fig. 2b)" if name == "fig2"
-            else "LSH beats dense at equal size (§5.2, Fig. 3b)", 2048 if name == "fig2" else 0))
-    elif name == "fig4":
-        claims.append(_compare(name, "DSM beats dense at equal activated units (§5.2, Fig. 4)",
-                               mean_mse(frame, "DSM", "activated_units"), dense_units))
-        claims.append(_compare(name, "random hash underperforms dense at equal activated units "
-                               "(§5.2, Fig. 4)", dense_units,
-                               mean_mse(frame, "random hash", "activated_units")))
-        claims.append(lsh_vs_dense("LSH beats dense at equal size (§5.2, Fig. 4)"))
-    elif name == "table1":
-        dense = mean_mse(frame, "dense", "flops_paper")
-        for label in ("DSM 50% sparsity", "DSM 25% sparsity"):
-            claims.append(_compare(name, f"{label} beats dense at equal FLOPs (§5.2, Table 1)",
-                                   mean_mse(frame, label, "flops_paper"), dense))
-        dsm = mean_mse(frame, "DSM 25% sparsity", "flops_paper")
-        if len(dsm) and len(dense):
-            low, high = dsm.index.min(), dense.index.max()
-            ok = dsm[low] < dense[high]
-            claims.append(Claim(name, "DSM (25 %) at the smallest FLOPs beats dense at the "
-                                "largest FLOPs (§5.2)", "supported" if ok else "not supported",
-                                f"DSM {low:g} FLOPs: {dsm[low]:.3g}; dense {high:g} FLOPs: "
-                                f"{dense[high]:.3g}"))
-    elif name == "table2":
-        dense = mean_mse(frame, "dense", "width")
-        dsm = frame[frame["model"] == "dsm"]
-        best = dsm.groupby(["width", "model_label"])[error_column(frame)].apply(
-            lambda v: float(np.exp(np.mean(np.log(v))))).groupby("width").min()
-        pairs = [(w, best[w], dense[w]) for w in best.index if w in dense.index]
-        ok = [b <= AS_WELL_AS * d for _, b, d in pairs]
-        verdict = ("supported" if all(ok) else "not supported" if not any(ok) else "mixed")
-        claims.append(Claim(name, f"at the same total width a sparser DSM performs as well as "
-                            f"dense (best DSM ≤ {AS_WELL_AS} × dense MSE; §5.2, Table 2)",
-                            verdict if pairs else "not tested",
-                            "; ".join(f"width {w:g}: best DSM {b:.3g} vs dense {d:.3g}"
-                                      for w, b, d in pairs)))
-    elif name == "routers":
-        claims += _router_claims(name, frame)
-    elif name == "subspace":
-        for config in configs:
-            k = config.target.subspace_k
-            rows = frame[frame["target"] == config.target.label()]
-            rows = rows[in_sample_regime(rows["buckets"], k, config.n_train)]
-            law = scaling_table(rows, "buckets", n_boot=500, y=error_column(rows))
-            if law.empty:
-                claims.append(Claim(name, f"MSE ∝ buckets^(−2/k) at k = {k}", "not tested",
-                                    "fewer than two bucket counts in the sample regime"))
-                continue
-            r = law.iloc[0]
-            inside = r.alpha_low <= 2 / k <= r.alpha_high
-            claims.append(Claim(
-                name, f"MSE ∝ buckets^(−2/k) at k = {k} (Theorem 4.1, Lemma 4.2)",
-                "supported" if inside else "not supported",
-                f"fitted α = {r.alpha:.2f} [{r.alpha_low:.2f}, {r.alpha_high:.2f}] vs 2/k = "
-                f"{2 / k:.2f}, on the {int(r.n_points)} bucket counts T with "
-                f"n_train ≥ k·T·ln T"))
-    return claims
-
-
-def _router_claims(name: str, frame: pd.DataFrame) -> list[Claim]:
-    """Each router against the dense MLP trained alike (``DenseMLP``, width a) at equal
-    activated units a, per target: the comparison the router papers make against their
-    dense baselines (COMET §5.2.1: the "smaller model" of p_k·N neurons; Csordás et al. §6;
-    Baykal et al. §5.2 make it for DSM), here with both sides learning their features."""
-    from experiments.presets import ROUTER_LABELS, TRAINED_DENSE_LABEL
-
-    claims = []
-    for target, rows in frame.groupby("target", sort=False):
-        dense = mean_mse(rows, TRAINED_DENSE_LABEL, "activated_units")
-        for label in ROUTER_LABELS.values():
-            router = mean_mse(rows, label, "activated_units")
-            if len(router):
-                claims.append(_compare(
-                    name, f"{label} beats the dense MLP trained alike at equal activated "
-                    f"units, {target} (the router papers' dense comparison; COMET §5.2.1)",
-                    router, dense))
-    return claims
 
 
 def _fits(frame: pd.DataFrame, default: str) -> str:
@@ -256,62 +101,121 @@ def _variance_lines(frame: pd.DataFrame) -> list[str]:
             f"does not state its targets' variance); compare nMSEs, not MSEs.", ""]
 
 
+def _by_fit(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(heading suffix, rows) per training regime: one group, suffix "", when the rows carry
+    one fit value or none (a pivot never averages two regimes of one model together)."""
+    if "fit" not in frame or frame["fit"].nunique() <= 1:
+        return [("", frame)]
+    return [(f", fit = {fit}", rows) for fit, rows in frame.groupby("fit", sort=False)]
+
+
+def _width_of(key: str) -> float:
+    match = re.search(r"bucket_width=([0-9.eE+-]+)", str(key))
+    return float(match.group(1)) if match else float("nan")
+
+
+def subspace_table(rows: pd.DataFrame, config: ExperimentConfig) -> pd.DataFrame:
+    """One row per bucket width of a subspace config: the geometric mean of T and of the error
+    over seeds, the mean geometry of the window rule (``experiments.subspace``) and how many
+    seeds' rows lie in the fit window (``experiments.scaling.panel_window``)."""
+    from experiments.subspace import GEOMETRY_COLUMNS
+
+    y = error_column(rows)
+    spec = config.panels["a"]
+    inside, _ = panel_window(config, spec, rows)
+    rows = rows.assign(bucket_width=rows["model_key"].map(_width_of),
+                       in_window=rows.index.isin(inside.index))
+    aggregations = {"T": ("buckets", lambda v: float(np.exp(np.mean(np.log(v))))),
+                    y: (y, lambda v: float(np.exp(np.mean(np.log(v)))))}
+    aggregations.update({c: (c, "mean") for c in GEOMETRY_COLUMNS if c in rows})
+    aggregations["seeds_in_window"] = ("in_window", "sum")
+    table = rows.groupby("bucket_width").agg(**aggregations).sort_index(ascending=False)
+    return table.reset_index()
+
+
 def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[ExperimentConfig],
                         claims: list[Claim], fits: pd.DataFrame | None = None) -> str:
-    """A Markdown section: each target's variance, results table(s), the paper's numbers where
-    it has them, the fitted scaling exponents, the offset-law fits of ``fits``
-    (``experiments.scaling.experiment_fits``) when given, and the claims."""
+    """A Markdown section: the run's sizes against the paper's, each target's variance,
+    results table(s) per training regime, the paper's numbers where it has them (and the
+    anomalies of its Table 2), the fitted scaling exponents, the offset-law fits of ``fits``
+    (``experiments.scaling.experiment_fits``) when given, and the claims with their verdict,
+    evidence, significance and, when not supported, diagnosis. A subspace frame needs the
+    ``experiments.subspace.GEOMETRY_COLUMNS`` (``with_geometry``)."""
     frame = with_size(frame)
+    if any("window_rule" in s for c in configs for s in c.panels.values()) \
+            and "spread_ratio" not in frame:
+        from experiments.subspace import with_geometry
+
+        frame = with_geometry(frame, configs)
     what = "eval nMSE" if error_column(frame) == "eval_nmse" else "eval MSE"
     lines = [f"## {name}", "", f"Target: {', '.join(sorted({c.target.label() for c in configs}))}; "
              f"fit: {_fits(frame, configs[0].fit)}; seeds: {list(configs[0].seeds)}; n_train = "
-             f"{configs[0].n_train}, n_eval = {configs[0].n_eval}; preset: {configs[0].preset}.", ""]
+             f"{configs[0].n_train}, n_eval = {configs[0].n_eval}; preset: "
+             f"{configs[0].preset}.", "",
+             f"Sizes: {sizes_text(name, configs)}.", ""]
     lines += _variance_lines(frame)
     if name == "table1":
-        ours = summary_table(frame, "flops_paper", "model_label")
-        lines += [f"Ours ({what}, geometric mean over seeds):", "", ours.to_markdown(), "",
-                  "Baykal et al. 2022, Table 1 (MSE):", "",
+        for suffix, rows in _by_fit(frame):
+            ours = summary_table(rows, "flops_paper", "model_label")
+            lines += [f"Ours ({what}, geometric mean over seeds{suffix}):", "",
+                      ours.to_markdown(), ""]
+        lines += ["Baykal et al. 2022, Table 1 (MSE):", "",
                   PAPER_TABLE1.to_markdown(index=False), ""]
     elif name == "table2":
-        ours = summary_table(frame, "model_label", "width")
-        lines += [f"Ours ({what}):", "", ours.to_markdown(), "",
-                  "Baykal et al. 2022, Table 2:", "", PAPER_TABLE2.to_markdown(), ""]
+        for suffix, rows in _by_fit(frame):
+            ours = summary_table(rows, "model_label", "width")
+            lines += [f"Ours ({what}{suffix}):", "", ours.to_markdown(), ""]
+        lines += ["Baykal et al. 2022, Table 2:", "", PAPER_TABLE2.to_markdown(), ""]
+        lines += ["Anomalies of the paper's Table 2: " + "; ".join(paper_table2_anomalies())
+                  + ".", ""]
+    elif name == "subspace":
+        for config in configs:
+            rows = frame[(frame["target"] == config.target.label())
+                         & (frame["model_label"] == "LSH table")]
+            if rows.empty:
+                continue
+            lines += [f"k = {config.target.subspace_k}, target {config.target.label()}: per "
+                      f"bucket width, T and {what} (geometric means over seeds), the window "
+                      f"rule's geometry (means) and the seeds in the fit window:", "",
+                      subspace_table(rows, config).to_markdown(index=False, floatfmt=".4g"),
+                      ""]
     else:
         x = configs[0].panels.get("a", {}).get("x", "activated_units")
         x = x if x in frame else "activated_units"
-        for target, rows in frame.groupby("target", sort=False):
-            # Models whose x does not tell their sizes apart (LSH: one activated bucket at every
-            # bucket count) are tabled by size instead, beside dense (its width), as in the
-            # plots' LSH panels; a pivot never averages different model sizes together.
-            by_size = mixed_size_labels(rows, x)
-            table = summary_table(rows[~rows["model_label"].isin(by_size)], "model_label", x)
-            lines += [f"{what[0].upper()}{what[1:]} by model and {x}, target {target}:", "",
-                      table.to_markdown(), ""]
-            if by_size and x != "size":
-                sized = rows[rows["model_label"].isin(["dense", *by_size])]
-                lines += [f"{what[0].upper()}{what[1:]} by model and size (buckets for "
-                          f"{', '.join(by_size)}, "
-                          f"width for dense), target {target}:", "",
-                          summary_table(sized, "model_label", "size").rename(
-                              columns=lambda v: f"{v:g}").to_markdown(), ""]
+        for (target, rows_t) in frame.groupby("target", sort=False):
+            for suffix, rows in _by_fit(rows_t):
+                # Models whose x does not tell their sizes apart (LSH: one activated bucket at
+                # every bucket count) are tabled by size instead, beside dense (its width), as
+                # in the plots' LSH panels; a pivot never averages different model sizes.
+                by_size = mixed_size_labels(rows, x)
+                table = summary_table(rows[~rows["model_label"].isin(by_size)], "model_label",
+                                      x)
+                lines += [f"{what[0].upper()}{what[1:]} by model and {x}, target {target}"
+                          f"{suffix}:", "", table.to_markdown(), ""]
+                if by_size and x != "size":
+                    sized = rows[rows["model_label"].isin(["dense", *by_size])]
+                    lines += [f"{what[0].upper()}{what[1:]} by model and size (buckets for "
+                              f"{', '.join(by_size)}, width for dense), target {target}"
+                              f"{suffix}:", "",
+                              summary_table(sized, "model_label", "size").rename(
+                                  columns=lambda v: f"{v:g}").to_markdown(), ""]
     laws = []
     for config in configs:
         for spec in config.panels.values():
-            rows = frame[frame["target"] == config.target.label()]
-            if "sample_regime_k" in spec:
-                rows = rows[in_sample_regime(rows[spec["x"]], spec["sample_regime_k"],
-                                             config.n_train)]
-            law = scaling_table(rows, spec["x"], spec["models"], n_boot=500,
-                                y=error_column(frame))
-            if not law.empty:
-                laws.append(law.assign(target=config.target.label(),
-                                       theory_alpha=spec.get("theory_alpha")))
+            rows, _ = panel_window(config, spec, frame[frame["target"] == config.target.label()])
+            for suffix, fit_rows in _by_fit(rows):
+                law = scaling_table(fit_rows, spec["x"], spec["models"], n_boot=500,
+                                    y=error_column(frame))
+                if not law.empty:
+                    laws.append(law.assign(target=config.target.label(), fit=suffix[8:],
+                                           theory_alpha=spec.get("theory_alpha")))
     if laws:
-        laws = pd.concat(laws).drop_duplicates(["target", "model_label", "x"])
-        lines += [f"Fitted scaling laws {what} ≈ C·N^(−α) (95 % bootstrap interval over "
-                  f"seeds):", "",
-                  laws[["target", "model_label", "x", "alpha", "alpha_low", "alpha_high",
-                        "theory_alpha"]].to_markdown(index=False, floatfmt=".3f"), ""]
+        laws = pd.concat(laws).drop_duplicates(["target", "fit", "model_label", "x"])
+        columns = ["target", *(["fit"] if (laws["fit"] != "").any() else []), "model_label",
+                   "x", "alpha", "alpha_low", "alpha_high", "theory_alpha"]
+        lines += [f"Fitted scaling laws {what} ≈ C·N^(−α) inside each panel's fit window (95 % "
+                  f"bootstrap interval over seeds):", "",
+                  laws[columns].to_markdown(index=False, floatfmt=".3f"), ""]
     offset = fits[fits["law"] == "offset"] if fits is not None and len(fits) else None
     if offset is not None and len(offset):
         table = offset.assign(
@@ -338,9 +242,22 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
                   table.to_markdown(index=False, floatfmt=".3g"), ""]
     lines += _cost_formula_lines(frame)
     if claims:
-        lines += ["Claims:", "", "| claim | verdict | evidence |", "| --- | --- | --- |"]
-        lines += [f"| {c.claim} | **{c.verdict}** | {c.evidence} |" for c in claims]
+        lines += ["Claims: (verdict rules in experiments/claims.py and experiments/subspace.py; "
+                  "significance paired across seeds)", "",
+                  "| claim | source | verdict | evidence | significance | diagnosis |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        cell = markdown_cell
+        lines += [f"| {cell(c.claim)} | {cell(c.source)} | **{c.verdict}** | {cell(c.evidence)} "
+                  f"| {cell(c.significance)} | "
+                  f"{cell(c.diagnosis) if c.verdict != 'supported' else ''} |" for c in claims]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def markdown_cell(text) -> str:
+    """``text`` (any value; None and nan give "") as a string safe inside a Markdown table
+    cell: pipes escaped, newlines turned into spaces."""
+    return "" if text is None or (isinstance(text, float) and np.isnan(text)) else \
+        str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _cost_formula_lines(frame: pd.DataFrame) -> list[str]:
@@ -371,21 +288,41 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
     """Plots (PNG and SVG), ``fits.csv`` (every power- and offset-law fit,
     ``experiments.scaling.experiment_fits``: columns ``FIT_COLUMNS``, the header even when
     nothing can be fitted), ``table.md`` and ``claims.csv`` (columns ``CLAIM_COLUMNS``, the
-    header even when the experiment tests no claim) for one experiment."""
+    header even when the experiment tests no claim) for one experiment. For the subspace
+    experiment also ``geometry.csv``: the window rule's input-only quantities per row
+    (``experiments.subspace.bucket_geometry``), computed before any fit; its fits use
+    ``experiments.subspace.SUBSPACE_BOOT`` bootstrap resamples.
+
+    Raises:
+        ValueError: a subspace row's bucket count differs from the recomputed one
+            (``experiments.subspace.with_geometry``).
+    """
     out = pathlib.Path(out)
-    claims = claims_for(name, frame, configs)
-    fits = experiment_fits(name, configs, frame)
+    paths = []
+    n_boot = None
+    if any(c.target.subspace_k is not None for c in configs):
+        from experiments.subspace import SUBSPACE_BOOT, bucket_geometry, with_geometry
+
+        geometry = pd.concat([bucket_geometry(c) for c in configs
+                              if c.target.subspace_k is not None])
+        geometry_path = out / "geometry.csv"
+        geometry.to_csv(geometry_path, index=False)
+        paths.append(geometry_path)
+        frame = with_geometry(frame, configs, geometry)
+        n_boot = SUBSPACE_BOOT
+    fits = experiment_fits(name, configs, frame, n_boot=n_boot)
+    claims = claims_for(name, frame, configs, fits=fits)
     fits_path = out / "fits.csv"
     fits.to_csv(fits_path, index=False)
-    paths = []
     for i, config in enumerate(configs):
         rows = frame[frame["target"] == config.target.label()]
         panels = [(p, spec, rows) for p, spec in config.panels.items()]
         stem = out / (name if len(configs) == 1 else f"{name}_{i}")
         mask = None
-        if config.target.subspace_k is not None:  # fit within the theorem's sample regime
-            k, n_train = config.target.subspace_k, config.n_train
-            mask = lambda r, k=k, n=n_train: in_sample_regime(r["buckets"], k, n)  # noqa: E731
+        spec = config.panels.get("a", {})
+        if "window_rule" in spec or "sample_regime_k" in spec:  # filled: the fit window
+            mask = lambda r, c=config, s=spec: r.index.isin(  # noqa: E731
+                panel_window(c, s, r)[0].index)
         paths += plot_experiment(panels, stem, f"{name}: {config.target.label()}",
                                  fit_mask=mask)
     table = out / "table.md"

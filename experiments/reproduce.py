@@ -5,7 +5,9 @@ Each step writes into its own sub-folder and, last, a ``done.json`` marker holdi
 configuration; a rerun skips steps whose marker matches, so an interrupted run resumes without
 losing finished work (``--force`` redoes everything). A step whose marker holds another
 configuration (for a scaling experiment: other settings fingerprints, e.g. after a preset
-changed) is redone from scratch. The scaling experiments also resume
+changed) is redone from scratch; one whose marker differs only in its fit windows
+(``fit_windows``: the configs' ``fit_window`` and window rules, which change no row) keeps its
+rows and redoes its fits, plots and claims. The scaling experiments also resume
 inside a step: their ``results.csv`` keeps every finished row.
 """
 
@@ -18,6 +20,7 @@ from dataclasses import asdict
 from typing import Callable
 
 import click
+import numpy as np
 import pandas as pd
 
 from experiments.gallery import GalleryConfig, write_target_gallery
@@ -55,12 +58,30 @@ def steps(preset: str, device: str = "auto"):
          lambda out: write_utilisation(out, utilisation, progress=True)),
     ]
     for name in EXPERIMENTS:
+        configs = experiment_configs(name, preset)
         # the settings fingerprints: a preset changed in the code makes the step stale
-        settings = [settings_fingerprint(c) for c in experiment_configs(name, preset)]
-        result.append((name, {"experiment": name, "preset": preset, "settings": settings},
+        settings = [settings_fingerprint(c) for c in configs]
+        result.append((name, {"experiment": name, "preset": preset, "settings": settings,
+                              WINDOWS_KEY: fit_windows(configs)},
                        lambda out, name=name: run_experiment(name, preset, out, device=device,
                                                              progress=True)[0]))
     return result
+
+
+#: Key of a scaling step's marker that holds its fit windows (``fit_windows``).
+WINDOWS_KEY = "fit_windows"
+
+
+def fit_windows(configs) -> list[dict]:
+    """What a scaling step's fits depend on beyond its rows, one entry per config: the
+    config's ``fit_window`` and each panel's ``window_rule`` (the subspace window of
+    ``experiments.subspace``). Neither is a setting of the resume fingerprint (they change no
+    row), so the step marker records them: a changed window redoes the step's fits, plots and
+    claims while its rows are kept (``run_reproduce``)."""
+    return [{"fit_window": config.fit_window,
+             "window_rules": {panel: spec["window_rule"] for panel, spec in
+                              config.panels.items() if "window_rule" in spec}}
+            for config in configs]
 
 
 def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: str = "auto",
@@ -82,7 +103,7 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
         folder = out / name
         marker = folder / "done.json"
         record = {"config": json.loads(json.dumps(config))}
-        stale = False
+        stale = windows_only = False
         if not force and marker.exists():
             previous = json.loads(marker.read_text())
             if previous.get("config") == record["config"]:
@@ -90,10 +111,14 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
                 written[name] = previous["files"]
                 continue
             stale = True
-        echo(f"[{name}] running" + (" (done under another configuration: redone)"
-                                    if stale else ""))
+            windows_only = _without_windows(previous.get("config")) == \
+                _without_windows(record["config"])
+        echo(f"[{name}] running" + (
+            " (its fit windows changed: rows kept, fits, plots and claims redone)"
+            if windows_only else " (done under another configuration: redone)" if stale
+            else ""))
         start = time.perf_counter()
-        if (force or stale) and (folder / "results.csv").exists():
+        if (force or (stale and not windows_only)) and (folder / "results.csv").exists():
             (folder / "results.csv").unlink()
         files = [str(pathlib.Path(p).relative_to(out)) for p in run(folder)]
         record.update(files=files, seconds=round(time.perf_counter() - start, 2))
@@ -102,6 +127,13 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
     (out / "index.json").write_text(json.dumps({"preset": preset, "steps": written}, indent=2))
     write_report(out, preset, written)
     return written
+
+
+def _without_windows(config):
+    """A step's marker configuration without its fit windows (``WINDOWS_KEY``)."""
+    if not isinstance(config, dict):
+        return config
+    return {key: value for key, value in config.items() if key != WINDOWS_KEY}
 
 
 def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) -> pathlib.Path:
@@ -117,9 +149,7 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) 
               if f.endswith("claims.csv")]
     claims = [table for table in claims if len(table)]
     if claims:
-        table = pd.concat(claims)
-        lines += ["## Claims and what this run says", "",
-                  table[["experiment", "claim", "verdict"]].to_markdown(index=False), ""]
+        lines += claims_summary(pd.concat(claims))
     for name, files in written.items():
         lines += [f"## {name}", ""]
         for f in files:
@@ -156,12 +186,10 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) 
 
 def _check_row(r: dict) -> dict:
     """One row of the report's checks table from a check's JSON result: the claim's source,
-    measured value (with interval), bound, power with its interval, verdict (with what the
-    data said when underpowered) and, when the verdict is not *holds*, the check's diagnosis."""
+    measured values (the check's text, with its intervals), bound, power with its interval,
+    verdict (with what the data said when underpowered) and, when the verdict is not
+    *holds*, the check's diagnosis (``details["diagnosis"]``)."""
     measured = r["measured_text"]
-    if r.get("measured_interval"):
-        lo, hi = r["measured_interval"]
-        measured += f" [{lo:.3g}, {hi:.3g}]"
     power = "not measured" if r.get("power") is None else (
         f"{r['power']:.2f} [{r['power_interval'][0]:.2f}, {r['power_interval'][1]:.2f}]")
     verdict = r["verdict"]
@@ -173,15 +201,58 @@ def _check_row(r: dict) -> dict:
             "bound": r["bound_text"], "power": power, "verdict": verdict, "reason": reason}
 
 
+def claims_summary(table: pd.DataFrame) -> list[str]:
+    """The report's claims section: how verdicts are reached, then one row per claim with its
+    regime, source, verdict, paired significance and — when it is not *supported* — the
+    diagnosis computed from the data (``experiments.claims``).
+
+    Arguments:
+        table: claims rows with the ``CLAIM_COLUMNS`` (``_read_claims`` fills missing ones).
+
+    Returns:
+        Markdown lines.
+    """
+    from experiments.report import markdown_cell
+
+    rows = ["| experiment | claim | regime | source | verdict | significance | reason |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for claim in table.itertuples(index=False):
+        verdict = str(claim.verdict)
+        reason = "" if verdict == "supported" else markdown_cell(claim.diagnosis)
+        cell = markdown_cell
+        rows.append(f"| {cell(claim.experiment)} | {cell(claim.claim)} | {cell(claim.regime)} "
+                    f"| {cell(claim.source)} | **{verdict}** | {cell(claim.significance)} | "
+                    f"{reason} |")
+    return ["## Claims and what this run says", "",
+            "Verdicts: *supported* / *not supported* / *mixed* (a comparison holds at every, no "
+            "or some compared size, on geometric means over seeds); *inconclusive* and *out of "
+            "reach* (the subspace exponent: an interval that neither fits the band nor misses "
+            "it, or a window too short for the asymptotic law); *not tested*. Significance is "
+            "paired across seeds (mean Δ ln nMSE with a Student-t 95 % interval); the reason is "
+            "computed from the run's rows. Each experiment's section gives its evidence, "
+            "sizes against the paper's and the rules (experiments/claims.py, "
+            "experiments/subspace.py). Claims are judged per training regime present.", "",
+            *rows, ""]
+
+
 def _read_claims(path: pathlib.Path) -> pd.DataFrame:
-    """A ``claims.csv``; empty for an experiment without claims, including the header-less
-    single newline that sparselab wrote for those before the header was always written."""
+    """A ``claims.csv`` with every ``CLAIM_COLUMNS`` column: files written before the columns
+    regime, source, effect, … existed get them empty ("" for text, nan for numbers); empty for
+    an experiment without claims, including the header-less single newline that sparselab
+    wrote for those before the header was always written."""
     from experiments.report import CLAIM_COLUMNS
 
     try:
-        return pd.read_csv(path)
+        table = pd.read_csv(path)
     except pd.errors.EmptyDataError:
         return pd.DataFrame(columns=CLAIM_COLUMNS)
+    numeric = ("effect", "effect_low", "effect_high")
+    for column in CLAIM_COLUMNS:
+        if column not in table:
+            table[column] = np.nan if column in numeric else ""
+    text = [c for c in CLAIM_COLUMNS if c not in numeric]
+    table[text] = table[text].astype(object).fillna("")
+    return table[CLAIM_COLUMNS]
 
 
 @click.command()

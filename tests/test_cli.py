@@ -87,6 +87,48 @@ def test_reproduce_redoes_a_step_done_under_another_configuration(tmp_path, monk
     assert (tmp_path / "scale" / "results.csv").read_text() == "b"
 
 
+def test_reproduce_redoes_only_the_fits_when_a_fit_window_changes(tmp_path, monkeypatch):
+    # the fit window changes no row (it is no setting of the fingerprint), but it changes the
+    # fits: a step whose marker differs only there is rerun with its results.csv kept
+    from experiments import reproduce
+
+    window, seen = {"value": [16, None]}, []
+
+    def fake_steps(preset, device="auto"):
+        def run(out):
+            seen.append((out / "results.csv").exists())
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "results.csv").write_text("rows")
+            return [out / "results.csv"]
+        return [("scale", {"preset": preset, "settings": ["a"],
+                           reproduce.WINDOWS_KEY: [{"fit_window": {"x": window["value"]}}]},
+                 run)]
+
+    monkeypatch.setattr(reproduce, "steps", fake_steps)
+    monkeypatch.setattr(reproduce, "write_report", lambda *args: None)
+    run_reproduce("tiny", tmp_path, echo=lambda s: None)
+    run_reproduce("tiny", tmp_path, echo=lambda s: None)  # same window: skipped
+    assert seen == [False]
+    window["value"] = [32, None]
+    messages = []
+    run_reproduce("tiny", tmp_path, echo=messages.append)
+    assert seen == [False, True] and "fit windows changed" in messages[0]
+
+
+def test_reproduce_markers_hold_each_configs_fit_window_and_window_rule():
+    from experiments.presets import experiment_configs
+    from experiments.reproduce import WINDOWS_KEY, fit_windows, steps
+
+    configs = {name: config for name, config, _ in steps("tiny")}
+    subspace = experiment_configs("subspace", "tiny")
+    assert configs["subspace"][WINDOWS_KEY] == fit_windows(subspace)
+    first = configs["subspace"][WINDOWS_KEY][0]
+    assert first["fit_window"] == subspace[0].fit_window
+    assert first["window_rules"] == {"a": subspace[0].panels["a"]["window_rule"]}
+    moved = [subspace[0].with_(fit_window={"buckets": (8.0, None)})]
+    assert fit_windows(moved) != fit_windows(subspace[:1])
+
+
 def test_reproduce_steps_record_the_scaling_experiments_settings():
     from experiments.presets import experiment_configs
     from experiments.reproduce import steps

@@ -89,9 +89,21 @@ def test_router_claims_judge_each_router_against_the_trained_dense_mlp_per_targe
     frame.loc[first & sdmlp, "eval_mse"] = 10.0  # SDMLP loses everywhere on one target
     pkm = (frame["model_label"] == "PKM") & (frame["activated_units"] == 16)
     frame.loc[first & pkm, "eval_mse"] = 10.0  # PKM loses at a = 16 only
+    every = claims_for("routers", frame, configs)
     claims = {(c.claim.split(" beats")[0], c.claim.split("units, ")[1].split(" (")[0]): c
-              for c in claims_for("routers", frame, configs)}
+              for c in every if " beats the dense MLP" in c.claim}
     assert len(claims) == len(ROUTER_LABELS) * len(targets)
+    # each router's own paper is its source, not COMET's
+    assert claims[("PKM", targets[0])].source.startswith("Csordás et al. 2023")
+    assert claims[("SMEAR", targets[0])].source.startswith("Muqeeth et al. 2024")
+    assert claims[("SDMLP", targets[0])].source.startswith("Bricken et al. 2023")
+    assert claims[("COMET", targets[0])].source.startswith("COMET §5.2.1")
+    assert claims[("SDMLP", targets[0])].diagnosis and not claims[("COMET", targets[0])].diagnosis
+    # Csordás et al.'s own comparison, at equal total width: σ-MoE (width 4a) against the
+    # trained dense MLP as wide (a' = 4a) where the run has one (a = 16, 64 of 16, 64, 256)
+    equal = [c for c in every if " the parameter-equal dense MLP" in c.claim]
+    assert {c.claim.split(" ")[0] for c in equal} == {"σ-MoE", "PKM"}
+    assert all(c.evidence.count("width") == 2 for c in equal)
     assert claims[("SDMLP", targets[0])].verdict == "not supported"
     assert claims[("SDMLP", targets[1])].verdict == "supported"
     assert claims[("PKM", targets[0])].verdict == "mixed"
@@ -99,7 +111,10 @@ def test_router_claims_judge_each_router_against_the_trained_dense_mlp_per_targe
     assert claims[("COMET", targets[0])].verdict == "supported"
     # against the trained dense MLP, not the frozen-feature dense model
     frame.loc[frame["model_label"] == TRAINED_DENSE_LABEL, "eval_mse"] = 1e-9
-    assert {c.verdict for c in claims_for("routers", frame, configs)} == {"not supported"}
+    verdicts = {c.claim.split(" ")[1]: c.verdict for c in claims_for("routers", frame, configs)
+                if " the parameter-equal dense MLP" in c.claim or " beats" in c.claim}
+    assert {v for c, v in verdicts.items() if c == "beats"} == {"not supported"}
+    assert verdicts["matches"] == "not supported" and verdicts["underperforms"] == "supported"
 
 
 def test_fig4_claims_are_still_written_with_their_section(tmp_path):
@@ -129,7 +144,27 @@ def test_report_reads_claims_files_without_claims(tmp_path):
     assert "## Claims" not in text  # no claim anywhere: no claims section
     written["fig4"] = ["fig4/claims.csv"]
     text = write_report(tmp_path, "tiny", written).read_text()
-    assert "| fig4         | DSM wins | supported |" in text
+    # a claims.csv of the old four columns is still read: the new columns come out empty
+    assert "| fig4 | DSM wins |  |  | **supported** |  |  |" in text
+
+
+def test_report_gives_the_reason_of_every_claim_that_is_not_supported(tmp_path):
+    from experiments.report import Claim
+
+    claims = [Claim("fig2", "LSH beats dense", "not supported", "0/2 lower", regime="sgd",
+                    source="Baykal et al. 2022, §5.2, Fig. 2b", significance="paired over 3",
+                    diagnosis="LSH model: one table | piecewise constant"),
+              Claim("fig2", "DSM beats dense", "supported", "2/2 lower", regime="exact",
+                    diagnosis="never shown")]
+    (tmp_path / "fig2").mkdir()
+    pd.DataFrame([c.__dict__ for c in claims], columns=CLAIM_COLUMNS).to_csv(
+        tmp_path / "fig2" / "claims.csv", index=False)
+    text = write_report(tmp_path, "tiny", {"fig2": ["fig2/claims.csv"]}).read_text()
+    line = next(l for l in text.splitlines() if l.startswith("| fig2 | LSH beats dense"))
+    assert "| sgd | Baykal et al. 2022, §5.2, Fig. 2b | **not supported** | paired over 3 |" \
+        in line and line.endswith("LSH model: one table \\| piecewise constant |")
+    supported = next(l for l in text.splitlines() if l.startswith("| fig2 | DSM beats dense"))
+    assert "never shown" not in supported and supported.endswith("|  |")
 
 
 def test_activated_units_pivot_never_averages_lsh_sizes_together():
@@ -154,8 +189,8 @@ def test_panel_x_labels_describe_every_plotted_model():
     configs, frame = _synthetic_routers("tiny")
     frame = with_size(frame)
     panel_b = configs[0].panels["b"]["models"]
-    assert axis_label(frame, "size", panel_b) == "total width (all but LSH) / buckets (LSH)"
-    assert axis_label(frame, "size", ["dense", "LSH"]) == "total width (dense) / buckets (LSH)"
+    assert axis_label(frame, "size", panel_b) == "total width (all but LSH) / non-empty buckets (LSH)"
+    assert axis_label(frame, "size", ["dense", "LSH"]) == "total width (dense) / non-empty buckets (LSH)"
     assert axis_label(frame, "size", ["DSM", *ROUTER_LABELS.values()]) == "total width"
     assert axis_label(frame, "activated_units", panel_b) == "activated units"
 
@@ -170,7 +205,7 @@ def test_legends_leave_the_data_alone_and_tick_labels_do_not_overlap():
     data_axes = [ax for ax in fig.axes if ax.get_xlabel()]
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
     assert len(data_axes) == len(legends) == 2
-    assert data_axes[1].get_xlabel() == "total width (all but LSH) / buckets (LSH)"
+    assert data_axes[1].get_xlabel() == "total width (all but LSH) / non-empty buckets (LSH)"
     for ax in data_axes:
         box = ax.get_window_extent(renderer)
         for legend in legends:
