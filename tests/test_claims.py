@@ -153,3 +153,32 @@ def test_old_claims_csv_files_are_read_with_every_column(tmp_path):
     assert table.loc[0, "diagnosis"] == "" and np.isnan(table.loc[0, "effect"])
     path.write_text("\n")
     assert list(_read_claims(path).columns) == CLAIM_COLUMNS
+
+
+def test_lsh_against_uniform_hash_is_paired_from_below():
+    from experiments.claims import compare, matched_below
+
+    pick = matched_below([64.0, 512.0, 4096.0])
+    assert pick(100.0) == 64.0 and pick(1000.0) == 512.0 and pick(600.0) == 512.0
+    assert pick(130.0) is None  # 64 < 130 / 2: nothing within a factor 2 below
+    assert pick(50.0) is None  # nothing below at all
+    with pytest.raises(ValueError, match="factor"):
+        matched_below([1.0], 0.5)
+
+    def frame(lsh_error):
+        rows = []
+        for seed in (0, 1, 2):
+            for size, value in ((100.0, lsh_error), (1000.0, lsh_error)):
+                rows.append({**_row("LSH sign s=1", size, value + 0.01 * seed, seed),
+                             "size": size})
+            for size in (64.0, 512.0):
+                rows.append({**_row("uniform hash", size, 1.0 + 0.01 * seed, seed),
+                             "size": size})
+        return pd.DataFrame(rows)
+
+    for lsh_error, verdict in ((0.5, "supported"), (1.5, "not supported")):
+        f = frame(lsh_error)
+        claim = compare("fig2", "LSH beats uniform", f, "LSH sign s=1", "uniform hash", "size",
+                        against=matched_below(f[f.model_label == "uniform hash"]["size"]))
+        assert claim.verdict == verdict
+        assert "100: " in claim.evidence and "(at 64)" in claim.evidence
