@@ -17,6 +17,7 @@ from lipschitz.validation import check_int, check_real, check_seed
 from ._inputs import as_points, raise_non_finite
 from ._projection import pack_groups
 from ._sign_kernel import packed_signs
+from .hyperplane_lsh import key_bits
 
 __all__ = ["AffineHyperplaneLSH"]
 
@@ -102,9 +103,7 @@ class AffineHyperplaneLSH:
 
         ``hash(X)[:, t, i]`` is bit i of ``bucket_ids(X)[:, t]``. Errors as :meth:`bucket_ids`.
         """
-        keys = self.bucket_ids(X).view(np.uint64)
-        shifts = np.arange(self.n_bits, dtype=np.uint64)
-        return ((keys[:, :, None] >> shifts) & np.uint64(1)).astype(np.uint8)
+        return key_bits(self.bucket_ids(X), self.n_bits)
 
     def to_torch(self):
         """A :class:`routing.torch_twins.TorchAffineHyperplaneLSH` with the same hyperplanes."""

@@ -13,7 +13,7 @@ from ._inputs import as_points, raise_non_finite
 from ._projection import pack_groups
 from ._sign_kernel import packed_signs
 
-__all__ = ["HyperplaneLSH"]
+__all__ = ["HyperplaneLSH", "key_bits"]
 
 
 class HyperplaneLSH:
@@ -73,9 +73,7 @@ class HyperplaneLSH:
 
         ``hash(X)[:, t, i]`` is bit i of ``bucket_ids(X)[:, t]``. Errors as :meth:`bucket_ids`.
         """
-        keys = self.bucket_ids(X).view(np.uint64)
-        shifts = np.arange(self.n_bits, dtype=np.uint64)
-        return ((keys[:, :, None] >> shifts) & np.uint64(1)).astype(np.uint8)
+        return key_bits(self.bucket_ids(X), self.n_bits)
 
     def to_torch(self):
         """A :class:`routing.torch_twins.TorchHyperplaneLSH` with the same directions."""
@@ -86,3 +84,12 @@ class HyperplaneLSH:
     def __repr__(self) -> str:
         return (f"HyperplaneLSH(dim={self.dim}, n_bits={self.n_bits}, "
                 f"n_tables={self.n_tables}, seed={self.seed})")
+
+
+def key_bits(keys: np.ndarray, n_bits: int) -> np.ndarray:
+    """The bits of packed sign keys: int64 (N, n_tables) -> uint8 (N, n_tables, n_bits) in
+    {0, 1}, bit i of ``keys[:, t]`` at ``[:, t, i]`` (the layout ``bucket_ids`` packs; shared
+    by ``HyperplaneLSH`` and ``AffineHyperplaneLSH``)."""
+    keys = np.asarray(keys, np.int64).view(np.uint64)
+    shifts = np.arange(n_bits, dtype=np.uint64)
+    return ((keys[:, :, None] >> shifts) & np.uint64(1)).astype(np.uint8)
