@@ -349,11 +349,10 @@ def compare(name: str, text: str, frame: pd.DataFrame, better_label: str, worse_
                      "no comparable configurations in this run", **extra)
     geo_b, geo_w = np.exp(better.mean(axis=1)), np.exp(worse.mean(axis=1))
     wins = sum(geo_b[v] < geo_w[r] for v, r in pairs)
-    verdict = ("supported" if wins == len(pairs) else "not supported" if wins == 0
-               else "mixed")
     evidence = "; ".join(f"{v:g}: {geo_b[v]:.3g} vs {geo_w[r]:.3g}"
                          + ("" if r == v else f" (at {r:g})") for v, r in pairs)
     stats = paired_difference(better, worse, pairs)
+    verdict = comparison_verdict(wins, len(pairs), stats)
     diagnosis = ""
     if verdict != "supported":
         diagnosis = "; ".join(p for p in (describe, comparison_diagnosis(
@@ -362,6 +361,43 @@ def compare(name: str, text: str, frame: pd.DataFrame, better_label: str, worse_
                  f"{wins}/{len(pairs)} lower — {evidence}", effect=stats["mean"],
                  effect_low=stats["low"], effect_high=stats["high"],
                  significance=significance_text(stats), diagnosis=diagnosis, **extra)
+
+
+def comparison_verdict(wins: int, n_pairs: int, stats: dict) -> str:
+    """The verdict of "better beats worse" from the count of compared sizes it wins (on
+    geometric means over seeds) and the paired effect across seeds (``paired_difference``):
+
+    * *supported*: it wins at every size and the paired interval of mean Δ ln error lies
+      below 0;
+    * *not supported*: it wins at no size and the interval lies above 0;
+    * *inconclusive*: it wins at every size (or at none) but the interval contains 0 — the
+      seeds do not separate the models (VERDICTS.md: a comparison is decided paired across
+      seeds);
+    * *mixed*: it wins at some sizes only.
+
+    With a single seed (no interval) the count alone decides, and the significance text says
+    there is no interval.
+
+    Arguments:
+        wins, n_pairs: sizes won and compared (0 ≤ wins ≤ n_pairs, n_pairs ≥ 1).
+        stats: ``paired_difference``'s dict ("low", "high").
+
+    Returns:
+        "supported", "not supported", "inconclusive" or "mixed".
+
+    Raises:
+        ValueError: counts out of range.
+    """
+    if n_pairs < 1 or not 0 <= wins <= n_pairs:
+        raise ValueError(f"need 0 <= wins <= n_pairs and n_pairs >= 1, got {wins}, {n_pairs}")
+    if 0 < wins < n_pairs:
+        return "mixed"
+    low, high = stats.get("low", np.nan), stats.get("high", np.nan)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "supported" if wins == n_pairs else "not supported"
+    if wins == n_pairs:
+        return "supported" if high < 0 else "inconclusive"
+    return "not supported" if low > 0 else "inconclusive"
 
 
 def sizes_text(name: str, configs) -> str:

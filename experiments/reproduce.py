@@ -225,10 +225,12 @@ def claims_summary(table: pd.DataFrame) -> list[str]:
                     f"{reason} |")
     return ["## Claims and what this run says", "",
             "Verdicts: *supported* / *not supported* / *mixed* (a comparison holds at every, no "
-            "or some compared size, on geometric means over seeds); *inconclusive* and *out of "
-            "reach* (the subspace exponent: an interval that neither fits the band nor misses "
-            "it, or a window too short for the asymptotic law); *not tested*. Significance is "
-            "paired across seeds (mean Δ ln nMSE with a Student-t 95 % interval); the reason is "
+            "or some compared size, on geometric means over seeds, and — for supported or not "
+            "supported — the paired interval across seeds excludes 0); *inconclusive* (a "
+            "comparison won or lost at every size whose paired interval contains 0; the "
+            "subspace exponent: an interval that neither fits the band nor misses it) and *out "
+            "of reach* (a window too short for the asymptotic law); *not tested*. Significance "
+            "is paired across seeds (mean Δ ln nMSE with a Student-t 95 % interval); the reason is "
             "computed from the run's rows. Each experiment's section gives its evidence, "
             "sizes against the paper's and the rules (experiments/claims.py, "
             "experiments/subspace.py). Claims are judged per training regime present.", "",

@@ -182,3 +182,18 @@ def test_lsh_against_uniform_hash_is_paired_from_below():
                         against=matched_below(f[f.model_label == "uniform hash"]["size"]))
         assert claim.verdict == verdict
         assert "100: " in claim.evidence and "(at 64)" in claim.evidence
+
+
+def test_a_comparison_is_decided_paired_across_seeds():
+    from experiments.claims import comparison_verdict
+
+    below, straddle, above = ({"low": -0.3, "high": -0.01}, {"low": -0.3, "high": 0.01},
+                              {"low": 0.01, "high": 0.3})
+    assert comparison_verdict(3, 3, below) == "supported"
+    assert comparison_verdict(3, 3, straddle) == "inconclusive"  # wins, but not significant
+    assert comparison_verdict(0, 3, above) == "not supported"
+    assert comparison_verdict(0, 3, {"low": -0.01, "high": 0.3}) == "inconclusive"
+    assert comparison_verdict(1, 3, below) == "mixed"
+    assert comparison_verdict(2, 2, {"low": np.nan, "high": np.nan}) == "supported"
+    with pytest.raises(ValueError, match="wins"):
+        comparison_verdict(4, 3, below)
