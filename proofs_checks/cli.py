@@ -201,8 +201,9 @@ def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], pres
     """Run the theorems of Baykal et al. 2022 (§3–§4, App. B) as executable checks.
 
     Each check's power is measured on planted violations; a check with power < 0.9 says
-    "underpowered". Prints a table (claim, settings, measured, bound, power, verdict) and
-    exits with status 1 when a check is refuted.
+    "underpowered". Prints one block per check (claim, settings, measured, headline with its
+    interval, bound, power, planted runs, verdict) and exits with status 1 when a check is
+    refuted.
     """
     added = []
     for path in modules:
