@@ -75,7 +75,6 @@ from typing import Callable
 
 import numpy as np
 from matplotlib.ticker import NullFormatter
-from scipy.spatial import HalfspaceIntersection
 
 from lipschitz import UniformSubspace
 from lipschitz.validation import check_int, check_real, check_seed
@@ -85,7 +84,9 @@ from proofs_checks._framework import (
 )
 from proofs_checks._plots import plt, save_figure
 from proofs_checks._scaling import bootstrap_exponent, decide_exponent
-from proofs_checks.lsh_cells import MAX_K, TooManyCandidates, hasher_cells, polytope_vertices
+from proofs_checks.lsh_cells import (
+    MAX_K, TooManyCandidates, difference_body_vertices, hasher_cells, polytope_vertices,
+)
 from routing.euclidean_lsh import EuclideanLSH
 
 __all__ = ["DiameterParams", "Lemma42DiameterCheck", "default_hasher", "PowerWidthHasher",
@@ -166,42 +167,6 @@ class DiameterBracket:
     high: float
     radius: float
     how: str
-
-
-def difference_body_vertices(projected: np.ndarray, width: float) -> np.ndarray:
-    """Vertices of the polytope {u ∈ R^k : |g_i·u| ≤ w for all i}, largest norm first.
-
-    Arguments:
-        projected: float (m, k), the hash directions projected on the subspace (g_i).
-        width: w > 0.
-
-    Returns:
-        float64 (n_vertices, k), sorted by decreasing Euclidean norm (both u and −u appear).
-        Empty (0, k) when the g_i do not span R^k (the polytope is unbounded).
-
-    Raises:
-        ValueError: width ≤ 0 or non-finite input.
-        RuntimeError: if Qhull fails on a numerically degenerate polytope.
-
-    Source: the bound D ≤ max‖u‖ of ``proofs_checks.lsh_cells.difference_body_radius``.
-    """
-    G = np.asarray(projected, np.float64)
-    w = check_real(width, "width", 0.0, None, low_open=True)
-    if G.ndim != 2 or not np.isfinite(G).all():
-        raise ValueError(f"projected must be a finite (m, k) array, got shape {G.shape}")
-    m, k = G.shape
-    if m < k or np.linalg.matrix_rank(G) < k:
-        return np.zeros((0, k))
-    if k == 1:
-        r = w / float(np.abs(G[:, 0]).max())
-        return np.array([[r], [-r]])
-    halfspaces = np.vstack([np.hstack([G, -w * np.ones((m, 1))]),
-                            np.hstack([-G, -w * np.ones((m, 1))])])
-    try:
-        V = HalfspaceIntersection(halfspaces, np.zeros(k)).intersections
-    except Exception as err:  # pragma: no cover - Qhull on degenerate input
-        raise RuntimeError(f"Qhull failed on the difference body: {err}") from err
-    return V[np.argsort(-np.linalg.norm(V, axis=1), kind="stable")]
 
 
 def _witness(G, b, w, basis, cube_vertices, u, rng, max_tries) -> bool | None:

@@ -39,6 +39,7 @@ from lipschitz.validation import check_int, check_points, check_real
 from routing.bucket_geometry import bucket_diameters
 
 __all__ = ["LSHCells", "euclidean_lsh_cells", "hasher_cells", "difference_body_radius",
+           "difference_body_vertices",
            "polytope_vertices", "TooManyCandidates", "MAX_K"]
 
 #: Largest subspace dimension supported (the vertex enumeration is O(H^k)).
@@ -320,18 +321,41 @@ def difference_body_radius(projected: np.ndarray, width: float) -> float:
 
     Source: used to certify Baykal et al. 2022, Lemma 4.2(1) for every bucket at once.
     """
+    V = difference_body_vertices(projected, width)
+    return float("inf") if V.size == 0 else float(np.linalg.norm(V[0]))
+
+
+def difference_body_vertices(projected: np.ndarray, width: float) -> np.ndarray:
+    """Vertices of the polytope {u ∈ R^k : |g_i·u| ≤ w for all i}, largest norm first.
+
+    Arguments:
+        projected: float (m, k), the hash directions projected on the subspace (g_i).
+        width: w > 0.
+
+    Returns:
+        float64 (n_vertices, k), sorted by decreasing Euclidean norm (both u and −u appear).
+        Empty (0, k) when the g_i do not span R^k (the polytope is unbounded).
+
+    Raises:
+        ValueError: width ≤ 0 or non-finite input.
+        RuntimeError: if Qhull fails on a numerically degenerate polytope.
+
+    Source: the difference body bounding every bucket (``difference_body_radius``);
+    Baykal et al. 2022, Lemma 4.2(1).
+    """
     G = check_points(projected, None, name="projected")
     w = check_real(width, "width", 0.0, None, low_open=True)
     m, k = G.shape
     if m < k or np.linalg.matrix_rank(G) < k:
-        return float("inf")
+        return np.zeros((0, k))
     if k == 1:
-        return w / float(np.abs(G[:, 0]).max())
+        r = w / float(np.abs(G[:, 0]).max())
+        return np.array([[r], [-r]])
     # the polytope {|G u| <= w} is symmetric with 0 inside: its vertices by Qhull
     halfspaces = np.vstack([np.hstack([G, -w * np.ones((m, 1))]),
                             np.hstack([-G, -w * np.ones((m, 1))])])
     try:
-        vertices = HalfspaceIntersection(halfspaces, np.zeros(k)).intersections
+        V = HalfspaceIntersection(halfspaces, np.zeros(k)).intersections
     except Exception as err:  # pragma: no cover - Qhull on degenerate input
         raise RuntimeError(f"Qhull failed on the difference body: {err}") from err
-    return float(np.linalg.norm(vertices, axis=1).max())
+    return V[np.argsort(-np.linalg.norm(V, axis=1), kind="stable")]
