@@ -55,7 +55,7 @@ from scipy.stats import spearmanr  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 from lipschitz import UniformCube, UniformSubspace  # noqa: E402
-from lipschitz.validation import check_int, check_real, check_seed  # noqa: E402
+from routing.validation import check_int, check_real, check_seed  # noqa: E402
 from routing.layers.comet import ACTIVATIONS, COMET, COMETConfig  # noqa: E402
 
 __all__ = ["SimilarityConfig", "preset_similarity", "make_pairs", "pair_similarities",

@@ -72,7 +72,7 @@ from numba import njit
 from tqdm.auto import tqdm
 
 from experiments.models._base import Features, RegressionModel
-from lipschitz.validation import check_int, check_real, check_seed, check_tensor
+from routing.validation import check_int, check_real, check_seed, check_tensor
 
 __all__ = ["SGDConfig", "FitReport", "fit_model", "evaluate", "adam_optimizer", "MAX_DENSE_COEF"]
 

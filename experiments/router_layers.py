@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from experiments.specs import TRAINED_KINDS, ModelSpec
-from lipschitz.validation import check_int, check_seed
+from routing.validation import check_int, check_seed
 from routing.layers import (
     COMET,
     PKM,

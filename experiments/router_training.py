@@ -31,7 +31,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from experiments.fitting import adam_optimizer
-from lipschitz.validation import check_choice, check_int, check_real, check_seed, check_tensor
+from routing.validation import check_choice, check_int, check_real, check_seed, check_tensor
 from routing.layers import RouterLayer
 from routing.layers._base import OPTIMIZERS
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from lipschitz.validation import check_choice, check_int, check_real
+from routing.validation import check_choice, check_int, check_real
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 from routing.sdm import circle_intersection, fit_softmax_beta, hamming_to_cosine
 from routing.sdm._checks import check_weighting
 

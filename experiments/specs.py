@@ -18,7 +18,7 @@ from lipschitz import (
     UniformCube,
     UniformSubspace,
 )
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 
 TARGET_FAMILIES = ("polynomial", "hypercube", "mlp")
 #: The routers of issue 7 (``routing.layers``), trained end to end (``experiments.router_training``).

@@ -66,7 +66,7 @@ import numpy as np
 import pandas as pd
 
 from lipschitz import make_dataset
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 
 #: Lower end of the fit window: the buckets' spread ratio ρ (squared RMS bucket radius over
 #: Γ's) at most 1/4, i.e. buckets at most half Γ's RMS extent.

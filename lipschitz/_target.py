@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lipschitz.validation import check_points
+from routing.validation import check_points
 
 
 class Target(abc.ABC):

@@ -11,7 +11,7 @@ import numpy as np
 
 from lipschitz._target import Target
 from lipschitz.registry import distribution_from_config, target_from_config
-from lipschitz.validation import check_int, check_real, check_seed
+from routing.validation import check_int, check_real, check_seed
 
 FORMAT_VERSION = 1
 

@@ -10,7 +10,7 @@ import torch
 from scipy.spatial import cKDTree
 
 from lipschitz._target import Target
-from lipschitz.validation import check_int, check_points
+from routing.validation import check_int, check_points
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from lipschitz._target import Target
-from lipschitz.validation import check_int, check_seed
+from routing.validation import check_int, check_seed
 
 #: Largest supported n_inputs: the function stores 2^n corner values (2^24 float64 = 128 MiB).
 MAX_HYPERCUBE_INPUTS = 24

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from lipschitz.validation import check_int, check_real, check_seed
+from routing.validation import check_int, check_real, check_seed
 
 
 class CurvedManifold:

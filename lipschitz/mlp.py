@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from lipschitz._target import Target
-from lipschitz.validation import check_int, check_real, check_seed
+from routing.validation import check_int, check_real, check_seed
 
 #: Activations and the Lipschitz constant of each (sup |σ'|): ReLU, tanh and softplus 1,
 #: the logistic sigmoid 1/4 (σ' = σ(1 − σ) ≤ 1/4).

@@ -10,7 +10,7 @@ import torch
 from scipy.special import comb
 
 from lipschitz._target import Target
-from lipschitz.validation import check_int, check_real, check_seed
+from routing.validation import check_int, check_real, check_seed
 
 #: The largest number of monomials a RandomPolynomial may have (memory guard).
 MAX_MONOMIALS = 200_000

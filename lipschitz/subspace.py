@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linprog
 
-from lipschitz.validation import check_int, check_seed
+from routing.validation import check_int, check_seed
 
 _MAX_BATCH = 1 << 16
 _ROW_BLOCK = 32

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from lipschitz._target import Target
-from lipschitz.validation import check_points, check_real
+from routing.validation import check_points, check_real
 
 
 class ScaledTarget(Target):

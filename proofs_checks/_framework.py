@@ -40,7 +40,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from scipy import stats
 
-from lipschitz.validation import check_int, check_real, check_seed
+from routing.validation import check_int, check_real, check_seed
 
 __all__ = [
     "Verdict", "ProbabilityDecision", "decide_probability", "decide_probability_bounds",

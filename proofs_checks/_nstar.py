@@ -77,7 +77,7 @@ from typing import Callable
 import numpy as np
 from scipy import stats
 
-from lipschitz.validation import check_bool, check_int, check_real
+from routing.validation import check_bool, check_int, check_real
 from proofs_checks._framework import (
     CONFIDENCE, Check, CheckParams, CheckResult, Verdict, child_seeds, combine_verdicts,
     decide_probability,

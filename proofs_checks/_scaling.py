@@ -29,7 +29,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from lipschitz.validation import check_int, check_real, check_seed
+from routing.validation import check_int, check_real, check_seed
 from proofs_checks._framework import CONFIDENCE, Verdict
 
 __all__ = ["ExponentEstimate", "fit_exponent", "bootstrap_exponent", "decide_exponent", "SIDES"]

@@ -41,7 +41,7 @@ from typing import Callable
 import numpy as np
 
 from lipschitz import UniformCube
-from lipschitz.validation import check_int, check_points, check_real
+from routing.validation import check_int, check_points, check_real
 from proofs_checks._framework import (
     Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, register,
 )

@@ -59,7 +59,7 @@ import sympy as sp
 import torch
 
 from lipschitz import UniformSubspace
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 from proofs_checks._framework import (
     Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts, register,
 )

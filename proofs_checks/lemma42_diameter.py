@@ -77,7 +77,7 @@ import numpy as np
 from matplotlib.ticker import NullFormatter
 
 from lipschitz import UniformSubspace
-from lipschitz.validation import check_int, check_real, check_seed
+from routing.validation import check_int, check_real, check_seed
 from proofs_checks._framework import (
     Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts,
     decide_probability_bounds, quantile_upper_bound, register,

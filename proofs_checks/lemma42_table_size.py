@@ -68,7 +68,7 @@ from numba import njit
 from scipy.spatial import ConvexHull
 
 from lipschitz import UniformSubspace
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 from proofs_checks._framework import (
     Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts,
     decide_probability_bounds, quantile_upper_bound, register,

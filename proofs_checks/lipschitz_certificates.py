@@ -53,7 +53,7 @@ from lipschitz import (
     estimate_lipschitz, rescale,
 )
 from lipschitz.mlp import ACTIVATIONS
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 from proofs_checks._framework import (
     Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, register,
 )

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import HalfspaceIntersection
 
-from lipschitz.validation import check_int, check_points, check_real
+from routing.validation import check_int, check_points, check_real
 from routing.bucket_geometry import bucket_diameters
 
 __all__ = ["LSHCells", "euclidean_lsh_cells", "hasher_cells", "difference_body_radius",

@@ -81,7 +81,7 @@ import numpy as np
 from scipy import special, stats
 
 from lipschitz import RandomHypercubeFunction, RandomPolynomial, UniformCube
-from lipschitz.validation import check_int, check_real, check_seed
+from routing.validation import check_int, check_real, check_seed
 from proofs_checks._framework import (
     Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, register,
 )

@@ -32,7 +32,7 @@ import sympy as sp
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from lipschitz.validation import check_int
+from routing.validation import check_int
 
 __all__ = ["lsh_forward_ops", "dense_forward_ops", "LSH_OPS", "DENSE_OPS", "SYMBOLS"]
 

@@ -26,7 +26,7 @@ import torch
 from scipy.spatial import cKDTree
 
 from lipschitz import Target
-from lipschitz.validation import check_points, check_real, check_seed
+from routing.validation import check_points, check_real, check_seed
 from proofs_checks.lsh_cells import polytope_vertices
 
 __all__ = ["BumpField", "grid_centers", "PackingFamily"]

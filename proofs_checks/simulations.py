@@ -58,7 +58,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from lipschitz import RandomHypercubeFunction, RandomMLP, RandomPolynomial, UniformCube
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 from proofs_checks._framework import (
     Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, register,
 )

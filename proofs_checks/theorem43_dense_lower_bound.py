@@ -82,7 +82,7 @@ from scipy.optimize import linprog
 from scipy.spatial import cKDTree
 
 from lipschitz import UniformSubspace, estimate_lipschitz
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 from proofs_checks._framework import (
     Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts, register,
 )

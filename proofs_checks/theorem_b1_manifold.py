@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lipschitz import CurvedManifold
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 from proofs_checks._framework import Planted, register
 from proofs_checks._nstar import NStarCheck, NStarParams
 

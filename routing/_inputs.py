@@ -1,6 +1,6 @@
 """Cheap input checks for the hashers: shape and dtype here, finiteness inside the kernels.
 
-``lipschitz.validation.check_points`` builds an (N, dim) boolean temporary to test
+``routing.validation.check_points`` builds an (N, dim) boolean temporary to test
 finiteness; for 10⁶ × 64 inputs that alone is eight times the size of the hash output. The
 hashers therefore check shape and dtype here and let each kernel test the finiteness of what
 it computes (every projection, rotation or element it reads): a non-finite input always
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lipschitz.validation import check_points
+from routing.validation import check_points
 
 __all__ = ["as_points", "raise_non_finite"]
 

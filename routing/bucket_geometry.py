@@ -22,7 +22,7 @@ from scipy.linalg import null_space
 from scipy.spatial import HalfspaceIntersection, QhullError
 from scipy.spatial.distance import pdist
 
-from lipschitz.validation import check_int, check_points, check_real
+from routing.validation import check_int, check_points, check_real
 
 __all__ = [
     "n_nonempty_buckets",

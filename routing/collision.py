@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from lipschitz.validation import check_int, check_points, check_real, check_seed
+from routing.validation import check_int, check_points, check_real, check_seed
 
 __all__ = [
     "collision_probability_euclidean",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lipschitz.validation import check_int, check_real, check_seed
+from routing.validation import check_int, check_real, check_seed
 
 from ._codebook import Codebook
 from ._floor_kernel import floor_codes

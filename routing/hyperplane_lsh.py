@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lipschitz.validation import check_int, check_seed
+from routing.validation import check_int, check_seed
 
 from ._inputs import as_points, raise_non_finite
 from ._projection import pack_groups

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from numba import njit, prange
 
-from lipschitz.validation import check_int, check_points, check_real
+from routing.validation import check_int, check_points, check_real
 
 __all__ = ["LSHTable", "NotFittedError", "polynomial_powers"]
 

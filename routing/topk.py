@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lipschitz.validation import check_int
+from routing.validation import check_int
 
 __all__ = ["topk_indices", "topk_mask", "topk_indices_reference"]
 

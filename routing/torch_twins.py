@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lipschitz.validation import check_int
+from routing.validation import check_int
 
 from ._hadamard import TIE_TOL
 from ._mixer import GOLDEN, MIX1, MIX2

@@ -1,11 +1,11 @@
-"""The shared argument checks of ``lipschitz.validation``: each bad input gets a ValueError that
+"""The shared argument checks of ``routing.validation``: each bad input gets a ValueError that
 names the parameter; good input comes back converted."""
 
 import numpy as np
 import pytest
 import torch
 
-from lipschitz.validation import check_bool, check_choice, check_tensor
+from routing.validation import check_bool, check_choice, check_tensor
 
 
 def test_check_tensor_converts_and_places():

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lipschitz.validation import check_int, check_tensor
+from routing.validation import check_int, check_tensor
 
 from ._sparse_dot import sparse_dot
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lipschitz.validation import check_int, check_seed
+from routing.validation import check_int, check_seed
 
 from ._base import Features, RegressionModel, bottom_layer, check_dim_width
 

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from lipschitz.validation import check_choice, check_int, check_real, check_seed
+from routing.validation import check_choice, check_int, check_real, check_seed
 from routing.affine_hyperplane_lsh import AffineHyperplaneLSH
 from routing.euclidean_lsh import EuclideanLSH
 from routing.hyperplane_lsh import HyperplaneLSH

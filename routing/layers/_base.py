@@ -45,7 +45,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from lipschitz.validation import (check_choice, check_finite_tensor, check_int, check_real,
+from routing.validation import (check_choice, check_finite_tensor, check_int, check_real,
                                   check_seed)
 
 __all__ = ["RouterLayer", "OPTIMIZERS", "check_layer_config"]

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from lipschitz.validation import check_finite_tensor
+from routing.validation import check_finite_tensor
 from routing._projection import (BLOCK, LANES, compress_in_range, count_in_range, max_below,
                                  min_max, packed_rows, project_block, row_axpy, row_dot)
 from routing._select import bracket_quantiles, kth_largest_guessed, mean_std, write_winners

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lipschitz.validation import (check_bool, check_choice, check_finite_tensor, check_int,
+from routing.validation import (check_bool, check_choice, check_finite_tensor, check_int,
                                   check_real)
 from routing.layers._base import RouterLayer, check_layer_config
 from routing.layers._unit_kernel import routed_unit_mlp

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from lipschitz.validation import check_int
+from routing.validation import check_int
 from routing.layers._base import RouterLayer, check_layer_config
 
 __all__ = ["DenseMLPConfig", "DenseMLP"]

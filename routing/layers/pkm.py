@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from lipschitz.validation import check_bool, check_choice, check_finite_tensor, check_int
+from routing.validation import check_bool, check_choice, check_finite_tensor, check_int
 from routing.layers._base import RouterLayer, check_layer_config
 from routing.layers._experts import _cpu_kernel_dtype, topk_lowest_index
 from routing.layers._pkm_kernel import MAX_FUSED_KEYS, pkm_forward, pkm_select

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from lipschitz.validation import check_bool, check_finite_tensor, check_int
+from routing.validation import check_bool, check_finite_tensor, check_int
 from ._base import RouterLayer, check_layer_config
 from ._unit_kernel import normalised_rows, project_nonnegative_unit_rows, routed_unit_mlp
 

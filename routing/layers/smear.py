@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lipschitz.validation import check_bool, check_choice, check_int, check_real
+from routing.validation import check_bool, check_choice, check_int, check_real
 from ._base import RouterLayer, check_layer_config
 
 __all__ = ["SMEARConfig", "SMEAR"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lipschitz.validation import check_bool, check_choice, check_int, check_real
+from routing.validation import check_bool, check_choice, check_int, check_real
 from routing.layers._base import check_layer_config
 from routing.layers._experts import INITS, ExpertMoE, topk_lowest_index
 

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 
 # Canonical weighting names of Bricken et al. 2023, App. A.7, Eqs. 7-9, and accepted aliases.
 WEIGHTINGS = ("binary", "linear", "exponential")

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from scipy import integrate, optimize, special
 
-from lipschitz.validation import check_int
+from routing.validation import check_int
 from routing.sdm._checks import check_cosine
 
 __all__ = ["cap_fraction", "cap_intersection_fraction"]

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import stats
 
-from lipschitz.validation import check_int, check_real, check_seed
+from routing.validation import check_int, check_real, check_seed
 from routing.sdm._checks import check_weighting
 from routing.sdm._weighting import _weight
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from lipschitz.validation import check_int, check_real
+from routing.validation import check_int, check_real
 from routing.sdm._checks import check_cosine, check_hamming, check_weighting
 from routing.sdm._intersection import _LOG_FLOAT_TINY, _MODES, _log_intersection_curve, circle_intersection
 

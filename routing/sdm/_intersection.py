@@ -33,7 +33,7 @@ from fractions import Fraction
 import numpy as np
 from numba import njit
 
-from lipschitz.validation import check_int
+from routing.validation import check_int
 from routing.sdm._checks import check_hamming, check_weighting
 
 __all__ = ["circle_intersection"]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lipschitz.validation import check_int
+from routing.validation import check_int
 from routing.sdm._checks import check_hamming, check_weighting
 from routing.sdm._continuous import cap_intersection_fraction
 from routing.sdm._intersection import circle_intersection
