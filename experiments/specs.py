@@ -18,21 +18,19 @@ from lipschitz import (
     UniformCube,
     UniformSubspace,
 )
+from experiments.kinds.linear import LSH_FAMILIES
+from experiments.model_kinds import model_kind
 from routing.validation import check_int, check_real
 
 TARGET_FAMILIES = ("polynomial", "hypercube", "mlp")
-#: The routers of issue 7 (``routing.layers``), trained end to end (``experiments.router_training``).
+#: The routers of issue 7 (``routing.layers``), trained end to end (``experiments.kinds.routers``).
 ROUTER_KINDS = ("comet", "sigma_moe", "topk_moe", "pkm", "smear", "sdmlp")
 #: The ``routing.layers`` layers a sweep trains end to end: the routers and their dense
 #: baseline ``DenseMLP`` (every unit active; k, if given, must equal the width).
 TRAINED_KINDS = ROUTER_KINDS + ("dense_mlp",)
+#: The built-in model kinds (``experiments.model_kinds``; ``model_kind_names()`` adds the ones
+#: registered since).
 MODEL_KINDS = ("dense", "dsm", "random_hash", "lsh", "lsh_table") + TRAINED_KINDS
-#: Hash families of the "lsh" kind (``experiments.models.lsh_model.HASH_FAMILIES``, the same
-#: tuple; kept here so that reading a spec needs no torch): hyperplanes through the origin
-#: ("sign", Charikar 2002, the default), affine hyperplanes ("affine"), Euclidean LSH
-#: ("euclidean", Datar et al. 2004: the family of Baykal et al.'s Theorem 4.1) and a uniform
-#: random hash ("uniform", blind to geometry: the baseline of Baykal et al. §1 and Fig. 4).
-LSH_FAMILIES = ("sign", "affine", "euclidean", "uniform")
 #: Routers whose units are experts of width // n_experts hidden units each.
 EXPERT_KINDS = ("sigma_moe", "topk_moe", "smear")
 FITS = ("exact", "sgd")
@@ -112,6 +110,12 @@ class ModelSpec:
         family: the hash family of kind "lsh", one of ``LSH_FAMILIES`` (None is read as
             "sign", the family of specs written before families existed); None for every
             other kind. Part of ``key()``.
+        options: further parameters of a kind registered by a user (a dict, kept as sorted
+            (name, value) pairs so that the spec stays hashable); None for the built-in
+            kinds. Part of ``key()``.
+
+    Which fields a kind reads, and their ranges, are the kind's (``experiments.model_kinds``:
+    ``model_kind(kind).fields`` and ``check_spec``); a field a kind does not read is refused.
 
     For the routers, ``width`` is the total number of hidden units and ``k`` the activated
     units per example: comet (one hidden layer, p_k = k / width), pkm (width = n_keys², k
@@ -129,58 +133,21 @@ class ModelSpec:
     lr: float | None = None
     label: str | None = None
     family: str | None = None
+    options: tuple[tuple[str, Any], ...] | None = None
 
     def __post_init__(self):
-        if self.kind not in MODEL_KINDS:
-            raise ValueError(f"model kind must be one of {MODEL_KINDS}, got {self.kind!r}")
-        if self.kind in ("dense", "dsm", "random_hash") + TRAINED_KINDS:
-            check_int(self.width, "width", low=1)
-        if self.kind == "dense_mlp":
-            if self.k is None:
-                object.__setattr__(self, "k", self.width)
-            check_int(self.k, "k", low=self.width, high=self.width)  # every unit is active
-        if self.kind in ("dsm", "random_hash") + ROUTER_KINDS:
-            check_int(self.k, "k", low=1, high=self.width)
-        if self.kind in EXPERT_KINDS:
-            check_int(self.n_experts, "n_experts", low=1, high=self.width)
-            if self.width % self.n_experts:
-                raise ValueError(f"width ({self.width}) must be a multiple of n_experts "
-                                 f"({self.n_experts})")
-            size = self.width // self.n_experts
-            if self.k % size or (self.kind == "smear" and self.k != size):
-                raise ValueError(f"k ({self.k}) must be {'equal to' if self.kind == 'smear' else 'a multiple of'} "
-                                 f"the expert size width / n_experts = {size}")
-        if self.kind == "pkm" and round(self.width ** 0.5) ** 2 != self.width:
-            raise ValueError(f"pkm width must be a square (n_keys²), got {self.width}")
+        if isinstance(self.options, dict):
+            object.__setattr__(self, "options", tuple(sorted(self.options.items())))
+        elif self.options is not None:
+            object.__setattr__(self, "options", tuple(sorted(
+                (str(name), value) for name, value in self.options)))
         if self.lr is not None:
             check_real(self.lr, "lr", low=0.0, low_open=True)
-        if self.kind == "lsh":
-            self._check_lsh()
-        elif self.family is not None:
-            raise ValueError(f"family is a parameter of kind 'lsh' only, got "
-                             f"family={self.family!r} for kind {self.kind!r}")
-        if self.kind == "lsh_table":
-            check_int(self.n_hashes, "n_hashes", low=1)
-            check_real(self.bucket_width, "bucket_width", low=0.0, low_open=True)
+        model_kind(self.kind).check_spec(self)
 
-    def _check_lsh(self) -> None:
-        """The "lsh" kind's fields: family (None → "sign"), n_bits, and the Euclidean
-        parameters exactly for the euclidean family, one table for the uniform family."""
-        if self.family is None:
-            object.__setattr__(self, "family", "sign")
-        if self.family not in LSH_FAMILIES:
-            raise ValueError(f"family must be one of {LSH_FAMILIES}, got {self.family!r}")
-        check_int(self.n_bits, "n_bits", low=1, high=24)
-        check_int(self.n_tables, "n_tables", low=1)
-        if self.family == "euclidean":
-            check_int(self.n_hashes, "n_hashes", low=1)
-            check_real(self.bucket_width, "bucket_width", low=0.0, low_open=True)
-        elif self.n_hashes is not None or self.bucket_width is not None:
-            raise ValueError(f"n_hashes and bucket_width are parameters of the euclidean "
-                             f"family only, got n_hashes={self.n_hashes}, bucket_width="
-                             f"{self.bucket_width} for family {self.family!r}")
-        if self.family == "uniform":
-            check_int(self.n_tables, "n_tables", low=1, high=1)
+    def option(self, name: str, default: Any = None) -> Any:
+        """The value of ``options[name]`` (``default`` when not given)."""
+        return dict(self.options or ()).get(name, default)
 
     def key(self) -> str:
         """A string identifying the configuration (used to resume sweeps): the kind and every
@@ -254,6 +221,19 @@ class ExperimentConfig:
         data["seeds"] = tuple(data["seeds"])
         return cls(target=TargetSpec(**target), models=models, **data)
 
+    def make_data(self, seed: int):
+        """The data of one seed of this sweep: (X (n_train, d), y (n_train,), X_eval
+        (n_eval, d), y_eval (n_eval,)), float64; training labels carry ``noise_std`` noise,
+        evaluation labels none. Training and evaluation data use independent seeds derived
+        from ``seed`` (``data_seeds``)."""
+        from lipschitz import make_dataset
+
+        target, distribution = self.target.build()
+        train_seed, eval_seed = data_seeds(seed)
+        X, y = make_dataset(target, distribution, self.n_train, self.noise_std, train_seed)
+        X_eval, y_eval = make_dataset(target, distribution, self.n_eval, 0.0, eval_seed)
+        return X, y, X_eval, y_eval
+
     def with_(self, **changes) -> "ExperimentConfig":
         return replace(self, **changes)
 
@@ -283,15 +263,13 @@ def _check_fit_window(window) -> dict[str, tuple[float | None, float | None]]:
     return result
 
 
-def fit_of(spec: ModelSpec, config: ExperimentConfig) -> str:
-    """The fit a model of a sweep gets: the LSH table is always exact (bucket means), the
-    routers and their trained dense baseline always "sgd" (they learn their routing or
-    features: no closed form), others the config's."""
-    if spec.kind == "lsh_table":
-        return "exact"
-    if spec.kind in TRAINED_KINDS:
-        return "sgd"
-    return config.fit
+def fit_of(spec: ModelSpec, config: ExperimentConfig | None) -> str:
+    """The fit regime a model of a sweep gets: the config's where the model's kind supports
+    it, else the kind's own (the LSH table is always exact: bucket means; the routers and
+    their trained dense baseline always "sgd": they learn their routing or features, no closed
+    form). ``config`` None asks for the kind's default regime."""
+    kind = model_kind(spec.kind)
+    return kind.regime(config.fit if config is not None else kind.regimes[0])
 
 
 def data_seeds(seed: int) -> tuple[int, int]:

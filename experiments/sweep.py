@@ -18,7 +18,6 @@ import math
 import os
 import pathlib
 import tempfile
-import time
 from typing import Callable
 
 import numpy as np
@@ -26,8 +25,8 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from experiments.specs import TRAINED_KINDS, ExperimentConfig, ModelSpec, data_seeds, fit_of
-from lipschitz import make_dataset
+from experiments.model_kinds import model_kind
+from experiments.specs import ExperimentConfig, ModelSpec, fit_of
 
 COLUMNS = ["experiment", "target", "model", "model_label", "model_key", "width", "k", "buckets",
            "nonempty_buckets", "activated_units", "params", "flops_paper", "flops_true",
@@ -42,11 +41,6 @@ ROW_KEY = ["experiment", "target", "model_key", "fit", "seed", "settings"]
 #: but never silently reuse rows.
 NOT_SETTINGS = ("name", "preset", "models", "seeds", "fit", "panels", "fit_window")
 
-#: Largest number of float32 bottom-layer activations a model may hold for one batch of the
-#: exact fit before we refuse (4 GiB): an estimate made before allocating anything.
-MAX_FEATURE_BYTES = 4 << 30
-
-
 def resolve_device(device: str) -> torch.device:
     """"auto" → CUDA when available, else CPU; "cuda" without CUDA is an error.
 
@@ -60,26 +54,6 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return torch.device(device)
-
-
-def build_model(spec: ModelSpec, dim: int, seed: int) -> torch.nn.Module:
-    """The torch model of ``spec`` (kinds dense, dsm, random_hash, lsh; for lsh, the hasher
-    of its family, ``experiments.models.lsh_model.lsh_hasher``, drawn with ``seed``)."""
-    from experiments.models import DSM, Dense, LSHModel, RandomHashModel
-    from experiments.models.lsh_model import lsh_hasher
-
-    if spec.kind == "dense":
-        return Dense(dim, spec.width, seed=seed)
-    if spec.kind == "dsm":
-        return DSM(dim, spec.width, spec.k, seed=seed)
-    if spec.kind == "random_hash":
-        return RandomHashModel(dim, spec.width, spec.k, seed=seed)
-    if spec.kind == "lsh":
-        hasher = lsh_hasher(spec.family, dim, spec.n_bits, spec.n_tables, seed,
-                            n_hashes=spec.n_hashes, bucket_width=spec.bucket_width)
-        return LSHModel(dim, n_bits=spec.n_bits, hasher=hasher, n_tables=spec.n_tables,
-                        seed=seed)
-    raise ValueError(f"no torch model for kind {spec.kind!r}")
 
 
 def normalised_errors(train_mse: float, eval_mse: float, y_train, y_eval) -> dict[str, float]:
@@ -114,104 +88,18 @@ def normalised_errors(train_mse: float, eval_mse: float, y_train, y_eval) -> dic
 def run_model(spec: ModelSpec, config: ExperimentConfig, data, seed: int,
               device: torch.device) -> dict:
     """Fit one model on ``data = (X, y, X_eval, y_eval)`` and measure it: a results row, with
-    the raw errors and the normalised ones (``normalised_errors``)."""
-    X, y, X_eval, y_eval = data
-    dim = X.shape[1]
-    start = time.perf_counter()
-    if spec.kind == "lsh_table":
-        row = _run_lsh_table(spec, data, seed)
-    elif spec.kind in TRAINED_KINDS:
-        row = _run_router(spec, config, data, seed, device)
-    else:
-        if spec.kind in ("dense", "dsm", "random_hash") and config.fit == "exact":
-            needed = 4 * spec.width * min(len(X), 65536)
-            if needed > MAX_FEATURE_BYTES:
-                raise ValueError(f"width={spec.width} needs {needed / 2**30:.1f} GiB of features "
-                                 f"per batch; at most {MAX_FEATURE_BYTES / 2**30:.0f} GiB")
-        from experiments.fitting import SGDConfig, evaluate, fit_model
+    the raw errors and the normalised ones (``normalised_errors``). What is built and how it
+    is fitted and measured is its kind's (``experiments.model_kinds.model_kind(spec.kind)``).
 
-        model = build_model(spec, dim, seed).to(device)
-        sgd = SGDConfig(steps=config.sgd_steps, lr=config.sgd_lr, batch_size=config.sgd_batch)
-        report = fit_model(model, X, y, fit=config.fit, sgd=sgd, ridge=config.ridge, seed=seed)
-        metrics = evaluate(model, X_eval, y_eval)
-        lsh = spec.kind == "lsh"
-        # LSH: the table's capacity (n_tables·2^n_bits) and the buckets the training data
-        # reach, the values the fit sets (the plots' x for LSH, ``experiments.plots.with_size``)
-        row = {"width": getattr(model, "width", None), "k": getattr(model, "k", None),
-               "buckets": model.total_units if lsh else None,
-               "nonempty_buckets": model.n_nonempty(X) if lsh else None,
-               "activated_units": model.activated_units,
-               "params": model.n_params, "flops_paper": model.flops_paper(),
-               "flops_true": model.flops_true(), "train_mse": report.train_mse,
-               "eval_mse": metrics["mse"], "linf_error": metrics["linf"]}
+    Raises:
+        ValueError: from the kind (a model that does not fit in memory, bad data).
+    """
+    X, y, X_eval, y_eval = data
+    row = model_kind(spec.kind).run(spec, config, data, seed, device)
     row.update(normalised_errors(row["train_mse"], row["eval_mse"], y, y_eval))
     row.update(model=spec.kind, model_label=spec.display(), model_key=spec.key(),
-               fit=fit_of(spec, config), seed=seed,
-               device=str(device) if spec.kind != "lsh_table" else "cpu",
-               wall_s=round(time.perf_counter() - start, 4))
+               fit=fit_of(spec, config), seed=seed)
     return row
-
-
-def _run_router(spec: ModelSpec, config: ExperimentConfig, data, seed: int,
-                device: torch.device) -> dict:
-    """Train a router layer end to end (``experiments.router_training``) and measure it."""
-    from experiments.router_layers import build_router
-    from experiments.router_training import (RouterRegressor, RouterTraining, evaluate_router,
-                                             train_router)
-
-    X, y, X_eval, y_eval = data
-    epochs = max(1, config.sgd_steps * min(config.sgd_batch, len(X)) // len(X))
-    layer = build_router(spec, X.shape[1], seed, epochs=epochs)
-    model = RouterRegressor(layer).to(device)
-    training = RouterTraining(steps=config.sgd_steps, batch_size=config.sgd_batch, lr=spec.lr)
-    report = train_router(model, X, y, training, seed=seed)
-    metrics = evaluate_router(model, X_eval, y_eval)
-    info = layer.describe()
-    dim = X.shape[1]
-    return {"width": spec.width, "k": spec.k, "buckets": None, "nonempty_buckets": None,
-            "activated_units": info["activated_units"], "params": info["params"],
-            "flops_paper": 2 * (dim + 1) * info["activated_units"],
-            "flops_true": info["flops"], "flops_cost_formula": cost_formula_flops(layer),
-            "train_mse": report.train_mse,
-            "eval_mse": metrics["mse"], "linf_error": metrics["linf"],
-            "dead_fraction": metrics["dead_fraction"], "usage_cv": metrics["usage_cv"]}
-
-
-def cost_formula_flops(layer) -> int | None:
-    """FLOPs per example by the layer's own paper's cost formula, where the paper gives one
-    and the layer reports it as ``cost()["paper_formula"]`` (SMEAR: Muqeeth et al. 2024, §3,
-    "Computational Costs"); None otherwise. ``flops_true`` counts the layer's actual
-    multiply-adds × 2; the two differ by the paper's conventions (SMEAR's §3 charges the merge
-    one FLOP per weight per expert, half a multiply-add count)."""
-    cost = getattr(layer, "cost", None)
-    if not callable(cost):
-        return None
-    value = cost().get("paper_formula")
-    return None if value is None else int(value)
-
-
-def _run_lsh_table(spec: ModelSpec, data, seed: int) -> dict:
-    """routing.LSHTable with Euclidean LSH (bucket means): the learner of Theorem 4.1."""
-    from routing.bucket_geometry import n_nonempty_buckets
-    from routing.euclidean_lsh import EuclideanLSH
-    from routing.lsh_table import LSHTable
-
-    X, y, X_eval, y_eval = data
-    dim = X.shape[1]
-    hasher = EuclideanLSH(dim, spec.n_hashes, spec.bucket_width, n_tables=spec.n_tables,
-                          seed=seed)
-    table = LSHTable(hasher).fit(X, y)
-    train_error = table.predict(X) - y
-    error = table.predict(X_eval) - y_eval
-    nonempty = int(np.sum(n_nonempty_buckets(hasher.bucket_ids(X))))
-    # Paper convention: 2·(dim+1) per activated unit; one activated bucket per table. True
-    # cost: hashing (2·dim·n_hashes per table) plus one lookup and the average.
-    return {"width": None, "k": None, "buckets": nonempty, "nonempty_buckets": nonempty,
-            "activated_units": spec.n_tables, "params": nonempty,
-            "flops_paper": 2 * (dim + 1) * spec.n_tables,
-            "flops_true": 2 * dim * spec.n_hashes * spec.n_tables + spec.n_tables,
-            "train_mse": float(np.mean(train_error**2)), "eval_mse": float(np.mean(error**2)),
-            "linf_error": float(np.max(np.abs(error)))}
 
 
 def settings_of(config: ExperimentConfig | dict) -> dict:
@@ -456,8 +344,5 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
 
 
 def _make_data(config: ExperimentConfig, seed: int):
-    target, distribution = config.target.build()
-    train_seed, eval_seed = data_seeds(seed)
-    X, y = make_dataset(target, distribution, config.n_train, config.noise_std, train_seed)
-    X_eval, y_eval = make_dataset(target, distribution, config.n_eval, 0.0, eval_seed)
-    return X, y, X_eval, y_eval
+    """(X, y, X_eval, y_eval) of ``config`` for ``seed`` (``ExperimentConfig.make_data``)."""
+    return config.make_data(seed)
