@@ -284,7 +284,8 @@ def _cost_formula_lines(frame: pd.DataFrame) -> list[str]:
 
 
 def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: pd.DataFrame,
-                             out: pathlib.Path) -> tuple[list[pathlib.Path], list[Claim]]:
+                             out: pathlib.Path, claims: str | None = None
+                             ) -> tuple[list[pathlib.Path], list[Claim]]:
     """Plots (PNG and SVG), ``fits.csv`` (every power- and offset-law fit,
     ``experiments.scaling.experiment_fits``: columns ``FIT_COLUMNS``, the header even when
     nothing can be fitted), ``table.md`` and ``claims.csv`` (columns ``CLAIM_COLUMNS``, the
@@ -292,6 +293,10 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
     experiment also ``geometry.csv``: the window rule's input-only quantities per row
     (``experiments.subspace.bucket_geometry``), computed before any fit; its fits use
     ``experiments.subspace.SUBSPACE_BOOT`` bootstrap resamples.
+
+    ``claims`` names the experiment whose claims are judged (``claims_for``; an experiment
+    from a config file may judge fig2's claims under its own name), "none" for none; None:
+    ``name``'s own.
 
     Raises:
         ValueError: a subspace row's bucket count differs from the recomputed one
@@ -311,7 +316,8 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
         frame = with_geometry(frame, configs, geometry)
         n_boot = SUBSPACE_BOOT
     fits = experiment_fits(name, configs, frame, n_boot=n_boot)
-    claims = claims_for(name, frame, configs, fits=fits)
+    claim_set = name if claims is None else claims
+    claims = [] if claim_set == "none" else claims_for(claim_set, frame, configs, fits=fits)
     fits_path = out / "fits.csv"
     fits.to_csv(fits_path, index=False)
     for i, config in enumerate(configs):

@@ -1,6 +1,8 @@
 """``sparselab scale``: run one scaling experiment and write its results folder.
 
     sparselab scale --experiment fig2 --preset quick --out runs/quick/fig2
+    sparselab scale --experiment fig2 --preset quick --print-config > my.toml   # then edit
+    sparselab scale --config my.toml --seeds 0,1,2,3,4
 
 writes ``results.csv`` (tidy, one row per model, configuration and seed), ``config.json``
 (the configs, their settings fingerprints, seeds, package versions, device, git revision),
@@ -19,8 +21,10 @@ import subprocess
 
 import click
 
+from experiments.config_file import parse_seeds, read_config_file, with_overrides, write_toml
 from experiments.presets import EXPERIMENTS, PRESETS, experiment_configs
 from experiments.report import Claim, write_experiment_outputs
+from experiments.specs import ExperimentConfig
 from experiments.sweep import prepare_out, resolve_device, run_sweep, settings_fingerprint
 
 
@@ -42,8 +46,9 @@ def environment(device) -> dict:
 
 
 def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "auto",
-                   progress: bool = True,
-                   force: bool = False) -> tuple[list[pathlib.Path], list[Claim]]:
+                   progress: bool = True, force: bool = False,
+                   configs: list[ExperimentConfig] | None = None,
+                   claims: str | None = None) -> tuple[list[pathlib.Path], list[Claim]]:
     """Run (or resume) experiment ``name`` at ``preset`` into ``out``; return files and claims.
 
     ``config.json`` is written once the folder has been checked and before the first row, so
@@ -56,30 +61,57 @@ def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "aut
         progress: show a progress bar.
         force: delete ``out/results.csv`` first and run every row anew (as
             ``sparselab reproduce --force`` does for its steps).
+        configs: the sweeps to run instead of the preset's (a config file's, or the preset's
+            with ``--seeds``/``--n-train``/``--n-eval``); ``name`` and ``preset`` then only
+            label them.
+        claims: whose claims to judge (``experiments.report.write_experiment_outputs``);
+            None: ``name``'s.
 
     Raises:
         ValueError: unknown experiment/preset, bad device, unwritable ``out``, or rows in
             ``out/results.csv`` made under other settings (without ``force``).
     """
-    configs = experiment_configs(name, preset)
+    configs = list(configs) if configs is not None else experiment_configs(name, preset)
     torch_device = resolve_device(device)
     out = pathlib.Path(out)
     prepare_out(configs, out, force=force)
     config_path = out / "config.json"
     config_path.write_text(json.dumps(
-        {"experiment": name, "preset": preset, "configs": [c.to_dict() for c in configs],
+        {"experiment": name, "preset": preset, "claims": claims or name,
+         "configs": [c.to_dict() for c in configs],
          "settings": [settings_fingerprint(c) for c in configs],
          **environment(torch_device)}, indent=2, default=str))
     frame = run_sweep(configs, out, device=device, progress=progress)
-    paths, claims = write_experiment_outputs(name, configs, frame, out)
+    paths, claims = write_experiment_outputs(name, configs, frame, out, claims=claims)
     return [out / "results.csv", config_path, *paths], claims
 
 
-@click.command()
-@click.option("--experiment", "name", type=click.Choice(sorted(EXPERIMENTS)), required=True,
-              help="Which experiment of Baykal et al. 2022, §5.")
+def _seeds_option(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return parse_seeds(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error).replace("--seeds ", "")) from None
+
+
+@click.command(short_help="Run a scaling experiment (a preset or a TOML file) and plot it.")
+@click.option("--experiment", "name", type=click.Choice(sorted(EXPERIMENTS)), default=None,
+              help="Which experiment of Baykal et al. 2022, §5 (or the routers, subspace).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=pathlib.Path),
+              default=None,
+              help="Run the experiment of a TOML file instead (fields as config.json; start "
+                   "from --print-config).")
 @click.option("--preset", type=click.Choice(PRESETS), default="quick", show_default=True,
               help="tiny: seconds (tests); quick: minutes on 2 CPU cores; paper: paper's sizes.")
+@click.option("--seeds", callback=_seeds_option, default=None, metavar="0,1,2",
+              help="Seeds to run, overriding the preset's or the file's.")
+@click.option("--n-train", type=click.IntRange(min=1), default=None,
+              help="Training rows per seed, overriding the preset's or the file's.")
+@click.option("--n-eval", type=click.IntRange(min=1), default=None,
+              help="Evaluation rows per seed, overriding the preset's or the file's.")
+@click.option("--print-config", is_flag=True,
+              help="Print the experiment as TOML (to edit and pass to --config) and exit.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=pathlib.Path), default=None,
               help="Results folder [default: runs/<preset>/<experiment>, where "
                    "`sparselab reproduce` puts it].")
@@ -88,13 +120,32 @@ def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "aut
 @click.option("--force", is_flag=True,
               help="Start the folder's results over (delete its results.csv) instead of "
                    "resuming.")
-def scale_command(name: str, preset: str, out: pathlib.Path | None, device: str,
+def scale_command(name: str | None, config_file: pathlib.Path | None, preset: str,
+                  seeds: tuple[int, ...] | None, n_train: int | None, n_eval: int | None,
+                  print_config: bool, out: pathlib.Path | None, device: str,
                   force: bool) -> None:
-    """Run a scaling experiment (Figures 2-4, Tables 1-2, subspace) and plot it."""
-    # one folder per preset: a tiny run never lands in the folder of a quick one
-    out = out or pathlib.Path("runs") / preset / name
+    """Run a scaling experiment (Figures 2-4, Tables 1-2, subspace, routers) and plot it.
+
+    Either a preset (--experiment fig2 --preset quick) or a file of one's own
+    (--config my.toml); --seeds, --n-train and --n-eval override either.
+    """
+    if (name is None) == (config_file is None):
+        raise click.UsageError("give exactly one of --experiment NAME and --config FILE.toml")
     try:
-        paths, claims = run_experiment(name, preset, out, device=device, force=force)
+        if config_file is not None:
+            experiment = read_config_file(config_file)
+            name, preset, claims = experiment.experiment, experiment.preset, experiment.claims
+            configs = list(experiment.configs)
+        else:
+            configs, claims = experiment_configs(name, preset), None
+        configs = with_overrides(configs, seeds=seeds, n_train=n_train, n_eval=n_eval)
+        if print_config:
+            click.echo(write_toml(name, preset, configs, claims=claims), nl=False)
+            return
+        # one folder per preset: a tiny run never lands in the folder of a quick one
+        out = out or pathlib.Path("runs") / preset / name
+        paths, claims = run_experiment(name, preset, out, device=device, force=force,
+                                       configs=configs, claims=claims)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     for path in paths:

@@ -6,6 +6,7 @@ that a figure can be regenerated from its folder alone (``ExperimentConfig.from_
 
 from __future__ import annotations
 
+import pathlib
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -22,7 +23,9 @@ from experiments.kinds.linear import LSH_FAMILIES
 from experiments.model_kinds import model_kind
 from routing.validation import check_int, check_real
 
-TARGET_FAMILIES = ("polynomial", "hypercube", "mlp")
+#: Generated targets (``lipschitz``), and "data": (X, y) read from a file of one's own
+#: (``lipschitz.data_file``).
+TARGET_FAMILIES = ("polynomial", "hypercube", "mlp", "data")
 #: The routers of issue 7 (``routing.layers``), trained end to end (``experiments.kinds.routers``).
 ROUTER_KINDS = ("comet", "sigma_moe", "topk_moe", "pkm", "smear", "sdmlp")
 #: The ``routing.layers`` layers a sweep trains end to end: the routers and their dense
@@ -49,6 +52,13 @@ class TargetSpec:
         subspace_k: if set, inputs are uniform on a random subspace of this dimension
             (UniformSubspace), otherwise uniform on the cube.
         seed: seed of the target function (fixed across the sweep's seeds).
+        path: family "data" only: a ``.npz`` (arrays X, y) or ``.csv`` (column y and input
+            columns) file (``lipschitz.data_file.load_xy``); each sweep seed draws disjoint
+            training and evaluation rows from it (``ExperimentConfig.make_data``). Its
+            ``n_inputs`` is the file's number of input columns.
+        sha256: family "data" only: the file's sha256, filled in on construction; a file
+            that no longer matches a recorded value is refused (its rows would not be the
+            ones a results folder was made from).
     """
 
     family: str = "polynomial"
@@ -57,14 +67,51 @@ class TargetSpec:
     hidden: tuple[int, ...] = (64, 64)
     subspace_k: int | None = None
     seed: int = 0
+    path: str | None = None
+    sha256: str | None = None
 
     def __post_init__(self):
         if self.family not in TARGET_FAMILIES:
             raise ValueError(f"family must be one of {TARGET_FAMILIES}, got {self.family!r}")
+        if self.family == "data":
+            self._check_data_file()
+        elif self.path is not None or self.sha256 is not None:
+            raise ValueError(f"path and sha256 are fields of family 'data' only, got "
+                             f"path={self.path!r} for family {self.family!r}")
         check_int(self.n_inputs, "n_inputs", low=1)
 
+    def _check_data_file(self) -> None:
+        """Family "data": the file exists and parses, its hash matches a recorded one, and
+        n_inputs is its number of input columns."""
+        from lipschitz.data_file import file_sha256, load_xy
+
+        if not isinstance(self.path, str) or not self.path:
+            raise ValueError(f"target family 'data' needs path, a .npz or .csv file, got "
+                             f"{self.path!r}")
+        if self.subspace_k is not None:
+            raise ValueError("subspace_k is a field of generated targets; a 'data' target's "
+                             "inputs are the file's")
+        X, _ = load_xy(self.path)
+        digest = file_sha256(self.path)
+        if self.sha256 is not None and self.sha256 != digest:
+            raise ValueError(f"data file {self.path} changed: its sha256 is {digest}, the "
+                             f"config records {self.sha256}")
+        object.__setattr__(self, "sha256", digest)
+        if self.n_inputs not in (X.shape[1], TargetSpec.n_inputs):
+            raise ValueError(f"n_inputs={self.n_inputs} but data file {self.path} has "
+                             f"{X.shape[1]} input columns")
+        object.__setattr__(self, "n_inputs", X.shape[1])
+
     def build(self):
-        """(target, distribution)."""
+        """(target, distribution).
+
+        Raises:
+            ValueError: family "data", which has no function to build (its rows are read by
+                ``ExperimentConfig.make_data``).
+        """
+        if self.family == "data":
+            raise ValueError(f"target family 'data' ({self.path}) is rows of a file, not a "
+                             f"function: it has no target to build")
         if self.family == "polynomial":
             target = RandomPolynomial(self.n_inputs, self.degree, seed=self.seed)
         elif self.family == "hypercube":
@@ -78,7 +125,9 @@ class TargetSpec:
     def label(self) -> str:
         base = {"polynomial": f"poly(n={self.n_inputs}, deg={self.degree})",
                 "hypercube": f"hypercube(n={self.n_inputs})",
-                "mlp": f"mlp(n={self.n_inputs}, hidden={list(self.hidden)})"}[self.family]
+                "mlp": f"mlp(n={self.n_inputs}, hidden={list(self.hidden)})",
+                "data": f"data({pathlib.Path(self.path or '').name}, n={self.n_inputs})",
+                }[self.family]
         return base if self.subspace_k is None else f"{base} on k={self.subspace_k} subspace"
 
 
@@ -228,11 +277,35 @@ class ExperimentConfig:
         from ``seed`` (``data_seeds``)."""
         from lipschitz import make_dataset
 
-        target, distribution = self.target.build()
         train_seed, eval_seed = data_seeds(seed)
+        if self.target.family == "data":
+            return self._rows_of_file(train_seed)
+        target, distribution = self.target.build()
         X, y = make_dataset(target, distribution, self.n_train, self.noise_std, train_seed)
         X_eval, y_eval = make_dataset(target, distribution, self.n_eval, 0.0, eval_seed)
         return X, y, X_eval, y_eval
+
+    def _rows_of_file(self, seed: int):
+        """A data target's (X, y, X_eval, y_eval): n_train and n_eval disjoint rows of the
+        file drawn by a permutation seeded by ``seed``; ``noise_std`` noise on the training
+        labels, as for generated targets.
+
+        Raises:
+            ValueError: the file has fewer than n_train + n_eval rows.
+        """
+        from lipschitz.data_file import load_xy
+
+        X, y = load_xy(self.target.path)
+        if self.n_train + self.n_eval > len(X):
+            raise ValueError(f"n_train + n_eval = {self.n_train + self.n_eval} rows are more "
+                             f"than data file {self.target.path} has ({len(X)})")
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(len(X))
+        train, held_out = order[:self.n_train], order[self.n_train:self.n_train + self.n_eval]
+        y_train = y[train]
+        if self.noise_std > 0:
+            y_train = y_train + rng.normal(0.0, self.noise_std, size=len(train))
+        return X[train], y_train, X[held_out], y[held_out]
 
     def with_(self, **changes) -> "ExperimentConfig":
         return replace(self, **changes)
