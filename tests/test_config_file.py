@@ -89,7 +89,8 @@ def test_a_small_file_reads_with_defaults_merged(tmp_path):
                                    r"\(allowed: kind, width"),
     (("kind = \"dense\"", "kind = \"dens\""), r"configs\[0\]\.models\[0\]: model kind must be "
                                               r"one of \(.*'dense'"),
-    (("width = 16", "width = 0"), r"configs\[0\]\.models\[0\]: width must be an integer >= 1, got 0"),
+    (("width = 16", "width = 0"),
+     r"configs\[0\]\.models\[0\]: width must be an integer >= 1, got 0"),
     (("degree = 3", "degre = 3"), r"unknown field 'degre' in configs\[0\]\.target"),
     (("family = \"polynomial\"", "family = \"poly\""), r"configs\[0\]\.target: family must be "
                                                        r"one of \('polynomial'"),
