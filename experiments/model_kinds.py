@@ -26,11 +26,14 @@ is then usable in every sweep, config file and preset.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import pathlib
+import sys
 import time
 from typing import Any, Callable
 
 __all__ = ["ModelKind", "register_model_kind", "model_kind", "model_kind_names",
-           "unregister_model_kind", "SPEC_FIELDS"]
+           "unregister_model_kind", "load_kind_module", "SPEC_FIELDS"]
 
 #: ``ModelSpec`` fields a kind may read (``ModelKind.fields`` names a subset; the spec's
 #: ``label`` and ``lr`` are open to every kind, ``options`` to any kind that lists it).
@@ -220,3 +223,43 @@ def _load_builtins() -> None:
         for module in _BUILTIN_MODULES:
             importlib.import_module(module)
 
+
+
+def load_kind_module(path) -> list[str]:
+    """Import a Python file that registers model kinds of one's own (``sparselab scale
+    --module FILE.py``) and return the names it registered.
+
+    The module is also marked to be pickled by value (cloudpickle), so that Dask workers,
+    which cannot import it by name, receive its classes with each task.
+
+    Arguments:
+        path: a ``.py`` file, e.g. ``examples/own_router.py``.
+
+    Returns:
+        The kind names the file registered (or re-registered), in registration order.
+
+    Raises:
+        ValueError: not an existing ``.py`` file, or importing it registered no kind;
+            whatever the module raises on import.
+    """
+    path = pathlib.Path(path)
+    if path.suffix != ".py" or not path.is_file():
+        raise ValueError(f"module must be an existing .py file, got {str(path)!r}")
+    _load_builtins()  # the built-in kinds first, so that a user's cannot shadow one silently
+    before = dict(_REGISTRY)
+    name = f"sparselab_user_kinds_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    try:
+        import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
+    except (ImportError, ValueError):  # pragma: no cover - without Dask there are no workers
+        pass
+    added = [n for n, kind in _REGISTRY.items() if before.get(n) is not kind]
+    if not added:
+        raise ValueError(f"module {str(path)!r} registered no model kind (call "
+                         f"experiments.model_kinds.register_model_kind)")
+    return added

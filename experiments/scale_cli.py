@@ -22,6 +22,7 @@ import subprocess
 import click
 
 from experiments.config_file import parse_seeds, read_config_file, with_overrides, write_toml
+from experiments.model_kinds import load_kind_module
 from experiments.presets import EXPERIMENTS, PRESETS, experiment_configs
 from experiments.report import Claim, write_experiment_outputs
 from experiments.specs import ExperimentConfig
@@ -102,6 +103,10 @@ def _seeds_option(ctx, param, value):
               default=None,
               help="Run the experiment of a TOML file instead (fields as config.json; start "
                    "from --print-config).")
+@click.option("--module", "modules", multiple=True,
+              type=click.Path(dir_okay=False, path_type=pathlib.Path),
+              help="A .py file registering model kinds of one's own (repeatable; "
+                   "examples/own_router.py).")
 @click.option("--preset", type=click.Choice(PRESETS), default="quick", show_default=True,
               help="tiny: seconds (tests); quick: minutes on 2 CPU cores; paper: paper's sizes.")
 @click.option("--seeds", callback=_seeds_option, default=None, metavar="0,1,2",
@@ -120,18 +125,22 @@ def _seeds_option(ctx, param, value):
 @click.option("--force", is_flag=True,
               help="Start the folder's results over (delete its results.csv) instead of "
                    "resuming.")
-def scale_command(name: str | None, config_file: pathlib.Path | None, preset: str,
+def scale_command(name: str | None, config_file: pathlib.Path | None,
+                  modules: tuple[pathlib.Path, ...], preset: str,
                   seeds: tuple[int, ...] | None, n_train: int | None, n_eval: int | None,
                   print_config: bool, out: pathlib.Path | None, device: str,
                   force: bool) -> None:
     """Run a scaling experiment (Figures 2-4, Tables 1-2, subspace, routers) and plot it.
 
     Either a preset (--experiment fig2 --preset quick) or a file of one's own
-    (--config my.toml); --seeds, --n-train and --n-eval override either.
+    (--config my.toml); --seeds, --n-train and --n-eval override either, and --module
+    my_router.py registers model kinds of one's own first.
     """
     if (name is None) == (config_file is None):
         raise click.UsageError("give exactly one of --experiment NAME and --config FILE.toml")
     try:
+        for module in modules:
+            load_kind_module(module)
         if config_file is not None:
             experiment = read_config_file(config_file)
             name, preset, claims = experiment.experiment, experiment.preset, experiment.claims
@@ -140,7 +149,7 @@ def scale_command(name: str | None, config_file: pathlib.Path | None, preset: st
             configs, claims = experiment_configs(name, preset), None
         configs = with_overrides(configs, seeds=seeds, n_train=n_train, n_eval=n_eval)
         if print_config:
-            click.echo(write_toml(name, preset, configs, claims=claims), nl=False)
+            click.echo(write_toml(name, preset, configs, claims=claims or name), nl=False)
             return
         # one folder per preset: a tiny run never lands in the folder of a quick one
         out = out or pathlib.Path("runs") / preset / name

@@ -277,3 +277,31 @@ def test_a_file_experiment_on_a_data_set(tmp_path):
     table = pd.read_csv(tmp_path / "out" / "results.csv")
     assert set(table["target"]) == {"data(mine.npz, n=3)"} and len(table) == 4
     assert (table["eval_nmse"] < 0.5).all()  # sin sums are easy for these models
+
+
+def test_a_users_router_module_swept_from_a_file(tmp_path):
+    """examples/own_router.py registers "hash_moe"; --module makes it usable in a file."""
+    from experiments.model_kinds import model_kind_names, unregister_model_kind
+
+    example = pathlib.Path(__file__).parents[1] / "examples" / "own_router.py"
+    text = SMALL.replace('[[configs.models]]\nkind = "dense"\nwidth = 16',
+                         '[[configs.models]]\nkind = "hash_moe"\nwidth = 16\nk = 4\n'
+                         'n_experts = 4\nlabel = "hash"')
+    path = tmp_path / "mine.toml"
+    path.write_text(text.replace("seeds = [3, 5]", "seeds = [3]"))
+    try:
+        result = CliRunner().invoke(main, ["scale", "--module", str(example), "--config",
+                                           str(path), "--out", str(tmp_path / "out"),
+                                           "--device", "cpu"])
+        assert result.exit_code == 0, result.output
+        table = pd.read_csv(tmp_path / "out" / "results.csv")
+        assert list(table["model"]) == ["hash_moe", "dsm"] and table["eval_nmse"].notna().all()
+        assert table.loc[0, "activated_units"] == 4 and table.loc[0, "fit"] == "sgd"
+    finally:
+        if "hash_moe" in model_kind_names():
+            unregister_model_kind("hash_moe")
+    no_kind = tmp_path / "empty.py"
+    no_kind.write_text("x = 1\n")
+    result = CliRunner().invoke(main, ["scale", "--module", str(no_kind), "--config",
+                                       str(path)])
+    assert result.exit_code == 1 and "registered no model kind" in result.output
