@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 TORCH_PIN ?= torch==2.13.0
 PRESET ?= quick
 
-.PHONY: install test test-all reproduce bench clean
+.PHONY: install test test-all reproduce bench docs clean
 
 install: $(VENV)/.installed
 
@@ -30,5 +30,13 @@ reproduce: install
 bench: install
 	$(PY) benchmarks/run_all.py --out runs/bench
 
+# the API reference and guides (mkdocs + mkdocstrings), into site/; warnings are errors
+docs: $(VENV)/.installed-docs
+	$(VENV)/bin/mkdocs build --strict
+
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[docs]" "$(TORCH_PIN)"
+	touch $@
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache .hypothesis
+	rm -rf $(VENV) runs site .pytest_cache .hypothesis

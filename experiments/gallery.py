@@ -6,23 +6,18 @@ from __future__ import annotations
 import json
 import pathlib
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import click
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
+from experiments.cli_options import default_out, preset_option, writable_folder
 
-from lipschitz import (  # noqa: E402
-    RandomHypercubeFunction,
-    RandomMLP,
-    RandomPolynomial,
-    UniformCube,
-    estimate_lipschitz,
-)
+if TYPE_CHECKING:  # numpy, pandas, matplotlib and lipschitz (torch) load when drawing
+    import pandas as pd
+
+#: Seeds per family in the Lipschitz-ratio plot, per preset (``sparselab targets``,
+#: ``sparselab reproduce``).
+PRESET_SEEDS = {"tiny": 2, "quick": 10, "paper": 50}
 
 
 @dataclass(frozen=True)
@@ -47,8 +42,21 @@ class GalleryConfig:
     slice_seeds: tuple[int, ...] = (0, 1, 2)
     resolution: int = 161
 
+    @classmethod
+    def preset(cls, name: str, **changes) -> "GalleryConfig":
+        """The gallery of a preset (``PRESET_SEEDS``), with ``changes`` to its fields.
+
+        Raises:
+            ValueError: an unknown preset name.
+        """
+        if name not in PRESET_SEEDS:
+            raise ValueError(f"preset must be one of {tuple(PRESET_SEEDS)}, got {name!r}")
+        return cls(**{"n_seeds": PRESET_SEEDS[name], **changes})
+
     def families(self):
         """(name, seed -> target) for each family."""
+        from lipschitz import RandomHypercubeFunction, RandomMLP, RandomPolynomial
+
         return [
             (f"RandomPolynomial(n={self.n_inputs}, degree={self.degree})",
              lambda s: RandomPolynomial(self.n_inputs, self.degree, seed=s)),
@@ -66,6 +74,12 @@ def lipschitz_ratios(config: GalleryConfig, progress: bool = True) -> pd.DataFra
     uniform points of the cube plus, for n ≤ 10, the 2^n corners (where the hypercube
     function's gradient is largest, so its ratio reaches 1); it must never exceed 1.
     """
+    import numpy as np
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from lipschitz import RandomHypercubeFunction, UniformCube, estimate_lipschitz
+
     cube = UniformCube(config.n_inputs)
     rows = []
     jobs = [(name, make, seed) for name, make in config.families() for seed in range(config.n_seeds)]
@@ -85,6 +99,9 @@ def lipschitz_ratios(config: GalleryConfig, progress: bool = True) -> pd.DataFra
 
 def plot_slices(config: GalleryConfig, path: pathlib.Path) -> None:
     """Heat maps of f(x_0, x_1, 0, …, 0) on [-1, 1]² for each family and slice seed."""
+    import numpy as np
+
+    plt = _pyplot()
     families = config.families()
     grid = np.linspace(-1.0, 1.0, config.resolution)
     g0, g1 = np.meshgrid(grid, grid, indexing="xy")
@@ -111,6 +128,9 @@ def plot_slices(config: GalleryConfig, path: pathlib.Path) -> None:
 
 def plot_ratios(table: pd.DataFrame, path: pathlib.Path) -> None:
     """Strip plot of empirical / certified Lipschitz ratios per family (all must be ≤ 1)."""
+    import numpy as np
+
+    plt = _pyplot()
     families = list(dict.fromkeys(table["family"]))
     fig, ax = plt.subplots(figsize=(7.5, 3.6), constrained_layout=True)
     rng = np.random.default_rng(0)
@@ -124,6 +144,16 @@ def plot_ratios(table: pd.DataFrame, path: pathlib.Path) -> None:
     ax.legend(loc="upper right", fontsize=8)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _pyplot():
+    """matplotlib.pyplot on the Agg backend (files only, no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def write_target_gallery(out: pathlib.Path, config: GalleryConfig | None = None,
@@ -153,16 +183,24 @@ def write_target_gallery(out: pathlib.Path, config: GalleryConfig | None = None,
     return paths
 
 
-@click.command()
-@click.option("--out", type=click.Path(file_okay=False, path_type=pathlib.Path),
-              default=pathlib.Path("runs/targets"), show_default=True,
-              help="Folder for the PNGs, CSV and config.json.")
-@click.option("--n-seeds", type=click.IntRange(1), default=20, show_default=True,
-              help="Seeds per family in the Lipschitz-ratio plot.")
+@click.command(short_help="The target gallery: 2-D slices and Lipschitz ratios.")
+@preset_option(help="Seeds per family: tiny 2, quick 10, paper 50 (--n-seeds overrides).")
+@click.option("--out", type=click.Path(path_type=pathlib.Path), default=None,
+              help="Folder for the PNGs, CSV and config.json [default: runs/<preset>/targets].")
+@click.option("--n-seeds", type=click.IntRange(1), default=None,
+              help="Seeds per family in the Lipschitz-ratio plot [default: the preset's].")
 @click.option("--n-inputs", type=click.IntRange(2, 16), default=8, show_default=True,
               help="Input dimension of every target.")
-def targets_command(out: pathlib.Path, n_seeds: int, n_inputs: int) -> None:
-    """Draw the target gallery: 2-D slices and empirical/certified Lipschitz ratios."""
-    config = GalleryConfig(n_inputs=n_inputs, n_seeds=n_seeds)
-    for path in write_target_gallery(out, config):
+def targets_command(preset: str, out: pathlib.Path | None, n_seeds: int | None,
+                    n_inputs: int) -> None:
+    """Draw the target gallery: 2-D slices of each target family and the ratios of empirical
+    to certified Lipschitz constants (all must be at most 1)."""
+    out = writable_folder(out or default_out(preset, "targets"))
+    changes = {"n_inputs": n_inputs} | ({} if n_seeds is None else {"n_seeds": n_seeds})
+    config = GalleryConfig.preset(preset, **changes)
+    try:
+        paths = write_target_gallery(out, config)
+    except OSError as error:
+        raise click.ClickException(f"--out {out}: {error}") from None
+    for path in paths:
         click.echo(f"wrote {path}")

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import pathlib
 
+from typing import TYPE_CHECKING
+
 import click
-import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas loads when a table is read, so that --help stays fast
+    import pandas as pd
 
 #: Suffixes ``--out`` may have: the figure is written in both formats, beside each other.
 OUT_SUFFIXES = ("", ".png", ".svg")
@@ -27,6 +30,8 @@ def read_results(run_dir: pathlib.Path) -> pd.DataFrame:
         ValueError: ``run_dir`` missing or not a folder, or no readable, non-empty
             ``results.csv`` in it; one line, naming the path.
     """
+    import pandas as pd
+
     run_dir = pathlib.Path(run_dir)
     if not run_dir.exists():
         raise ValueError(f"RUN_DIR {run_dir} does not exist")
@@ -45,6 +50,8 @@ def read_results(run_dir: pathlib.Path) -> pd.DataFrame:
 
 def _check_column(frame: pd.DataFrame, column: str, option: str, path: pathlib.Path,
                   numeric: bool) -> None:
+    import pandas as pd
+
     available = ", ".join(map(str, frame.columns))
     if column not in frame:
         hint = (" (written before rows carried normalised errors: resuming its sweep with "
@@ -105,6 +112,8 @@ def plot_results(run_dir: pathlib.Path, x: str, y: str, by: str | None = "model_
             the available ones), a non-numeric x or y, a bad ``out``, or no plottable row.
     """
     import matplotlib
+    import numpy as np
+    import pandas as pd
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -149,14 +158,14 @@ def plot_results(run_dir: pathlib.Path, x: str, y: str, by: str | None = "model_
     return paths, dropped
 
 
-@click.command()
+@click.command(short_help="Re-plot any results.csv, one column against another.")
 @click.argument("run_dir", type=click.Path(path_type=pathlib.Path))
 @click.option("--x", "x", required=True, help="Column for the x axis (log scale).")
 @click.option("--y", "y", required=True, help="Column for the y axis (log scale), e.g. eval_nmse.")
 @click.option("--by", default="model_label", show_default=True,
               help="Column whose values get a line each; '' for one line of all rows "
                    "(the default is skipped when the table has no model_label).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=pathlib.Path), default=None,
+@click.option("--out", type=click.Path(path_type=pathlib.Path), default=None,
               help="File to write, .png or .svg; both are written [default: "
                    "RUN_DIR/plot_<y>_vs_<x>_by_<by>].")
 def plot_command(run_dir: pathlib.Path, x: str, y: str, by: str,
@@ -167,6 +176,9 @@ def plot_command(run_dir: pathlib.Path, x: str, y: str, by: str,
         paths, dropped = plot_results(run_dir, x, y, by=by or None, out=out)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
+    except OSError as error:  # a folder that cannot be written: one line, no traceback
+        raise click.ClickException(f"--out {out or run_dir}: cannot write there "
+                                   f"({error.strerror or error})") from None
     if dropped:
         click.echo(f"left out {dropped} rows with a missing or non-positive {x} or {y}",
                    err=True)

@@ -17,13 +17,14 @@ import math
 import pathlib
 from dataclasses import asdict, dataclass
 
-import click
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
-from routing.validation import check_int, check_real
-from routing.sdm import circle_intersection, fit_softmax_beta, hamming_to_cosine
-from routing.sdm._checks import check_weighting
+import click
+
+from experiments.cli_options import writable_folder
+
+if TYPE_CHECKING:  # numpy, pandas and routing.sdm (Numba) load when the curves are drawn
+    import pandas as pd
 
 __all__ = ["SdmCurvesConfig", "sdm_curves_tables", "write_sdm_curves", "sdm_command"]
 
@@ -53,6 +54,9 @@ class SdmCurvesConfig:
 
 
 def _config(n, radii, weightings, beta) -> SdmCurvesConfig:
+    from routing.sdm._checks import check_weighting
+    from routing.validation import check_int, check_real
+
     n = check_int(n, "n", 2, None)
     radii = tuple(check_int(d, "d", 1, n) for d in radii)
     if not radii:
@@ -77,6 +81,11 @@ def sdm_curves_tables(config: SdmCurvesConfig) -> tuple[pd.DataFrame, pd.DataFra
         (I(d_v) / I(0)), softmax_fit (exp(intercept + β·cosine) / I(0)) and in_fit_range
         (d_v < d). ``fits`` has one row per (d, weighting): softmax_beta, intercept, r_squared.
     """
+    import numpy as np
+    import pandas as pd
+
+    from routing.sdm import circle_intersection, fit_softmax_beta, hamming_to_cosine
+
     n = config.n
     d_v = np.arange(n + 1)
     cosine = hamming_to_cosine(d_v, n)
@@ -166,26 +175,35 @@ def _split(value: str, cast, name: str):
         raise click.BadParameter(f"expected a comma-separated list, got {value!r}", param_hint=name) from err
 
 
-@click.group(name="sdm")
+@click.group(name="sdm",
+             short_help="SDM circle-intersection weighting curves (Bricken et al. 2023).")
 def sdm_command() -> None:
-    """Sparse Distributed Memory: circle-intersection weighting curves (Bricken et al. 2023, App. A.7)."""
+    """Sparse Distributed Memory: circle-intersection weighting curves (Bricken et al. 2023,
+    App. A.7)."""
 
 
-@sdm_command.command("curves")
+@sdm_command.command("curves",
+                     short_help="Normalised intersection vs d_v with the fitted softmax.")
 @click.option("--n", "n", type=int, default=64, show_default=True, help="address length in bits")
 @click.option("--d", "radii", default="5,11,15", show_default=True, help="Hamming radii, comma-separated")
 @click.option("--weighting", "weightings", default="binary,linear,exp", show_default=True,
               help="weightings (binary, linear, exp), comma-separated")
 @click.option("--beta", type=float, default=DEFAULT_BETA, show_default=True,
               help="decay per bit of the exponential weighting (Eq. 9)")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=pathlib.Path), required=True,
-              help="output folder")
+@click.option("--out", "out_dir", type=click.Path(path_type=pathlib.Path),
+              default=pathlib.Path("runs/sdm"), show_default=True,
+              help="output folder (the curves have no preset, so no runs/<preset>/ level)")
 def curves_command(n, radii, weightings, beta, out_dir) -> None:
     """Write CSV and PNG of the normalised intersection vs d_v with the fitted softmax (Fig. 7)."""
     try:
         radii, weightings = _split(radii, int, "--d"), _split(weightings, str, "--weighting")
-        paths = write_sdm_curves(out_dir, n, radii, weightings, beta)
+        _config(n, radii, weightings, beta)  # bad arguments first: they are usage errors
     except ValueError as err:
         raise click.UsageError(str(err)) from err
+    writable_folder(out_dir)
+    try:
+        paths = write_sdm_curves(out_dir, n, radii, weightings, beta)
+    except OSError as error:
+        raise click.ClickException(f"--out {out_dir}: {error}") from None
     for path in paths:
         click.echo(str(path))

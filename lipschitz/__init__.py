@@ -6,6 +6,7 @@ function and random neural-net targets).
 """
 
 from lipschitz._target import Target
+from lipschitz.custom_target import CustomTarget
 from lipschitz.dataset import (
     dataset_config,
     load_dataset,
@@ -23,7 +24,7 @@ from lipschitz.subspace import UniformCube, UniformSubspace
 from lipschitz.transforms import LinearlyComposedTarget, ScaledTarget, compose_linear, rescale
 
 __all__ = [
-    "Target", "RandomPolynomial", "RandomHypercubeFunction", "RandomMLP",
+    "Target", "CustomTarget", "RandomPolynomial", "RandomHypercubeFunction", "RandomMLP",
     "ScaledTarget", "LinearlyComposedTarget", "rescale", "compose_linear",
     "UniformCube", "UniformSubspace", "CurvedManifold",
     "estimate_lipschitz", "LipschitzEstimate",

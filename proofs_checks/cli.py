@@ -16,20 +16,25 @@ import importlib.util
 import json
 import pathlib
 import sys
+import tempfile
 import textwrap
 import time
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import click
-from tqdm.auto import tqdm
 
-from proofs_checks._framework import REGISTRY, CheckResult, Verdict, to_jsonable
-from proofs_checks.registry import all_checks
+if TYPE_CHECKING:  # the framework (scipy) and the checks load when checks run, not for --help
+    from proofs_checks._framework import CheckResult
 
 __all__ = ["run_checks", "write_checks", "format_table", "check_command", "PRESETS",
-           "load_check_module"]
+           "PARAMS_OF_PRESET", "load_check_module"]
 
-PRESETS = ("quick", "full")
+#: The presets of ``sparselab check``, the same names as every other command's.
+PRESETS = ("tiny", "quick", "paper")
+#: The checks' parameter preset (``CheckParams.preset``) each preset runs. The checks have no
+#: preset below "quick", so "tiny" runs it too; "full" is the old name of "paper", still
+#: accepted.
+PARAMS_OF_PRESET = {"tiny": "quick", "quick": "quick", "paper": "full", "full": "full"}
 
 
 def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] | None = None,
@@ -39,8 +44,9 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
     """Run the registered checks with a preset's parameters, each with its power measured.
 
     Arguments:
-        preset: "quick" (every check in minutes on 2 CPU cores) or "full" (enough draws to
-            decide the probabilistic claims).
+        preset: "tiny" or "quick" (the checks' quick parameters: every check in minutes on 2
+            CPU cores) or "paper" (their full parameters: enough draws to decide the
+            probabilistic claims); "full" is accepted as the old name of "paper".
         out: folder for the plots (``out/<check name>/``) and ``out/results.json``; None
             writes nothing.
         only: names of the checks to run (default: all, in registry order).
@@ -56,8 +62,13 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
     Raises:
         ValueError: an unknown preset or check name (the message lists the known ones).
     """
-    if preset not in PRESETS:
+    from tqdm.auto import tqdm
+
+    from proofs_checks.registry import all_checks
+
+    if preset not in PARAMS_OF_PRESET:
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
+    params = PARAMS_OF_PRESET[preset]
     checks = all_checks()
     names = list(checks) if not only else list(dict.fromkeys(only))
     unknown = [n for n in names if n not in checks]
@@ -71,7 +82,7 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
     start = time.perf_counter()
     for name in bar:
         bar.set_postfix_str(name)
-        result = checks[name].preset(preset).run(seed, None if out is None else out / name,
+        result = checks[name].preset(params).run(seed, None if out is None else out / name,
                                                  power=power)
         results.append(result)
         if echo is not None:
@@ -80,7 +91,7 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
     bar.close()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        payload = {"preset": preset, "seed": seed,
+        payload = {"preset": preset, "params": params, "seed": seed,
                    "seconds": round(time.perf_counter() - start, 2),
                    "results": [r.to_dict() for r in results]}
         (out / "results.json").write_text(json.dumps(payload, indent=1, ensure_ascii=False))
@@ -111,6 +122,8 @@ def _power_text(r: CheckResult) -> str:
 
 
 def _verdict_text(r: CheckResult) -> str:
+    from proofs_checks._framework import Verdict
+
     text = r.verdict.value
     if r.raw_verdict is not None and r.raw_verdict != r.verdict and \
             r.verdict == Verdict.UNDERPOWERED:
@@ -164,6 +177,9 @@ def load_check_module(path: str | pathlib.Path) -> list[str]:
         ValueError: the path is not a readable ``.py`` file, or importing it registered no
             check; whatever the module raises on import.
     """
+    from proofs_checks._framework import REGISTRY
+    from proofs_checks.registry import all_checks
+
     path = pathlib.Path(path)
     if path.suffix != ".py" or not path.is_file():
         raise ValueError(f"module must be an existing .py file, got {str(path)!r}")
@@ -181,19 +197,55 @@ def load_check_module(path: str | pathlib.Path) -> list[str]:
     return added
 
 
-@click.command()
+def _writable(path: pathlib.Path, option: str, folder: bool) -> pathlib.Path:
+    """Create the folder ``path`` (or a file's folder) and check that a file can be written
+    there, before any check runs.
+
+    (``experiments.cli_options`` has the same check for the other commands; proofs_checks
+    does not import experiments.)
+
+    Raises:
+        click.ClickException: one line naming ``option``, the path and the reason.
+    """
+    if folder and path.exists() and not path.is_dir():
+        raise click.ClickException(f"{option} {path}: exists and is not a folder")
+    if not folder and path.is_dir():
+        raise click.ClickException(f"{option} {path}: is a folder, expected a file name")
+    try:
+        (path if folder else path.parent).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path if folder else path.parent):
+            pass
+    except OSError as error:
+        raise click.ClickException(f"{option} {path}: cannot write there "
+                                   f"({error.strerror or error})") from None
+    return path
+
+
+class _PresetChoice(click.Choice):
+    """``--preset tiny|quick|paper``; the old name "full" still works, with a note."""
+
+    def convert(self, value, param, ctx):
+        if value == "full":
+            click.echo("note: --preset full is now called --preset paper", err=True)
+            value = "paper"
+        return super().convert(value, param, ctx)
+
+
+@click.command(short_help="The theorems of Baykal et al. 2022 as executable checks.")
 @click.option("--only", multiple=True, metavar="NAME",
               help="Run only this check (repeatable). Default: all.")
 @click.option("--module", "modules", multiple=True, metavar="PATH",
               type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="A .py file of one's own registered checks (repeatable); without --only, "
                    "only its checks run.")
-@click.option("--preset", type=click.Choice(PRESETS), default="quick", show_default=True,
-              help="quick: minutes on 2 CPU cores; full: enough draws to decide every claim.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=pathlib.Path),
-              default=None, help="Write the results (all details) to this JSON file.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=pathlib.Path), default=None,
-              help="Folder for plots (one sub-folder per check) and results.json.")
+@click.option("--preset", type=_PresetChoice(PRESETS), default="quick", show_default=True,
+              help="tiny and quick: every check in minutes on 2 CPU cores (the checks' quick "
+                   "parameters); paper: enough draws to decide every claim (formerly 'full').")
+@click.option("--json", "json_path", type=click.Path(path_type=pathlib.Path),
+              default=None, help="Also write the results (all details) to this JSON file.")
+@click.option("--out", type=click.Path(path_type=pathlib.Path), default=None,
+              help="Folder for results.json and the plots (one sub-folder per check) "
+                   "[default: runs/<preset>/checks].")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of every check (same seed, same numbers).")
 def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], preset: str,
@@ -205,6 +257,9 @@ def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], pres
     interval, bound, power, planted runs, verdict) and exits with status 1 when a check is
     refuted.
     """
+    from proofs_checks._framework import Verdict, to_jsonable
+    from proofs_checks.registry import all_checks
+
     added = []
     for path in modules:
         try:
@@ -217,18 +272,18 @@ def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], pres
     if unknown:
         raise click.BadParameter(f"unknown check(s) {', '.join(map(repr, unknown))}; known "
                                  f"checks: {', '.join(known)}", param_hint="--only")
+    out = _writable(out or pathlib.Path("runs") / preset / "checks", "--out", folder=True)
+    if json_path is not None:
+        _writable(json_path, "--json", folder=False)
     results = run_checks(preset, out, only=only or None, seed=seed, echo=click.echo)
     click.echo(format_table(results))
     counts = {v.value: sum(r.verdict == v for r in results) for v in Verdict}
     click.echo(", ".join(f"{n} {k}" for k, n in counts.items()))
     if json_path is not None:
-        try:
-            json_path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise click.ClickException(f"cannot write --json {str(json_path)!r}: {err}")
         json_path.write_text(json.dumps(to_jsonable(
-            {"preset": preset, "seed": seed, "results": [r.to_dict() for r in results]}),
-            indent=1, ensure_ascii=False))
+            {"preset": preset, "params": PARAMS_OF_PRESET[preset], "seed": seed,
+             "results": [r.to_dict() for r in results]}), indent=1, ensure_ascii=False))
+    click.echo(f"wrote {out / 'results.json'}")
     if counts[Verdict.REFUTED.value]:
         sys.exit(1)
 

@@ -151,7 +151,8 @@ def test_check_boundary_errors():
     assert "planted_for_test" in format_table([r])
 
 
-def test_cli_table_json_and_exit_codes(tmp_path):
+def test_cli_table_json_and_exit_codes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # runs without --out write into runs/<preset>/checks
     runner = CliRunner()
     res = runner.invoke(check_command, ["--only", "collisions", "--json",
                                        str(tmp_path / "r.json"), "--out", str(tmp_path / "o")])
@@ -286,8 +287,10 @@ def test_result_carries_preregistration_and_json_fields():
     json.dumps(d)
 
 
-def test_own_check_module_from_the_command_line(tmp_path):
+def test_own_check_module_from_the_command_line(tmp_path, monkeypatch):
     import pathlib
+
+    monkeypatch.chdir(tmp_path)  # runs without --out write into runs/<preset>/checks
 
     example = pathlib.Path(__file__).parent.parent / "examples" / "own_check.py"
     runner = CliRunner()

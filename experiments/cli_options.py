@@ -1,0 +1,75 @@
+"""What every ``sparselab`` command shares: the preset names, the default output layout
+``runs/<preset>/<name>`` and the check that an output path can be written.
+
+Imports only click, so that a command's ``--help`` and its usage errors stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import tempfile
+
+import click
+
+#: The presets of every command, smallest first.
+PRESET_NAMES = ("tiny", "quick", "paper")
+#: The experiments of ``sparselab scale --experiment`` (``experiments.presets.EXPERIMENTS``,
+#: written here so that ``--help`` imports nothing; a test keeps the two equal).
+SCALE_EXPERIMENTS = ("fig2", "fig3", "fig4", "routers", "subspace", "table1", "table2")
+#: The real-data experiments of ``sparselab scale`` (``experiments.real_data.EXPERIMENTS``):
+#: images, not a target function, so no TOML form and no --n-train.
+REAL_DATA_EXPERIMENTS = ("cifar", "comet_images", "continual")
+#: What the presets mean, for ``--preset``'s help.
+PRESET_HELP = ("tiny: seconds (tests); quick: minutes on 2 CPU cores; paper: the papers' "
+               "sizes (meant for a GPU).")
+
+
+def preset_option(default: str = "quick", help: str = PRESET_HELP):  # noqa: A002 - click's name
+    """The ``--preset tiny|quick|paper`` option of a command."""
+    return click.option("--preset", type=click.Choice(PRESET_NAMES), default=default,
+                        show_default=True, help=help)
+
+
+def default_out(preset: str, name: str) -> pathlib.Path:
+    """The default results folder of a command: ``runs/<preset>/<name>``."""
+    return pathlib.Path("runs") / preset / name
+
+
+def writable_folder(path: str | os.PathLike, option: str = "--out") -> pathlib.Path:
+    """Create folder ``path`` (with its parents) and check that a file can be written in it.
+
+    Called before a command computes anything, so that a bad ``--out`` costs no minutes.
+
+    Returns:
+        ``path`` as a ``pathlib.Path``.
+
+    Raises:
+        click.ClickException: one line naming ``option``, the path and the reason (the path is
+            a file, a parent is a file, no permission, read-only file system).
+    """
+    path = pathlib.Path(path)
+    if path.exists() and not path.is_dir():
+        raise click.ClickException(f"{option} {path}: exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise click.ClickException(f"{option} {path}: cannot write there "
+                                   f"({error.strerror or error})") from None
+    return path
+
+
+def writable_file(path: str | os.PathLike, option: str = "--out") -> pathlib.Path:
+    """Check that file ``path`` can be written: its folder is created if missing and must
+    accept a file; ``path`` itself must not be a folder.
+
+    Raises:
+        click.ClickException: one line naming ``option``, the path and the reason.
+    """
+    path = pathlib.Path(path)
+    if path.is_dir():
+        raise click.ClickException(f"{option} {path}: is a folder, expected a file name")
+    writable_folder(path.parent, option=f"{option} {path}: folder")
+    return path
