@@ -1,0 +1,197 @@
+"""experiments.continual and experiments.image_models: the class-incremental split, the
+accuracy-matrix metrics, dead units, EWC, the Top-K layers and one tiny run of every model."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from experiments.continual import (EWC, MODELS, ORACLE, ContinualSettings, average_accuracy,
+                                   class_split, forgetting, run_continual_model, task_masks,
+                                   unit_activity)
+from experiments.image_models import (ConvNet, SDMLPMask, TopKMLP, TrainSettings, accuracy,
+                                      fit_classifier, four_layer_mlp)
+from routing.layers import SDMLP, DenseMLP, DenseMLPConfig, SDMLPConfig
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_class_split_naive_random_and_masks():
+    assert class_split(5, 2) == [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)]
+    a, b = class_split(5, 2, "random", seed=3), class_split(5, 2, "random", seed=3)
+    assert a == b and sorted(c for t in a for c in t) == list(range(10))
+    assert a != class_split(5, 2, "random", seed=4)
+    y = np.array([0, 1, 2, 3, 3])
+    masks = task_masks(y, [(0, 1), (2, 3)])
+    assert masks[0].tolist() == [True, True, False, False, False]
+    with pytest.raises(ValueError, match=r"task \(4, 5\) has no example"):
+        task_masks(y, [(0, 1), (4, 5)])
+    with pytest.raises(ValueError, match="order must be one of"):
+        class_split(5, 2, "sorted")
+
+
+def test_average_accuracy_and_forgetting():
+    R = np.array([[1.0, 0.0, 0.0], [0.6, 0.9, 0.0], [0.5, 0.8, 0.7]])
+    assert average_accuracy(R) == pytest.approx((0.5 + 0.8 + 0.7) / 3)
+    # task 0: best 1.0 before the end, 0.5 at the end; task 1: 0.9 -> 0.8
+    assert forgetting(R) == pytest.approx((0.5 + 0.1) / 2)
+    # the threshold: final above the earlier best makes forgetting negative (backward transfer)
+    R[2, 0], R[2, 1] = 1.1, 0.9
+    assert forgetting(R) == pytest.approx(-0.05)
+    assert forgetting(np.array([[0.7]])) == 0.0
+
+
+def test_topk_mlp_keeps_exactly_k_and_is_dense_at_k_equal_width():
+    torch.manual_seed(0)
+    x = torch.randn(20, 6)
+    layer = TopKMLP(6, 12, 3, 4, seed=1)
+    h, mask = layer.activations(x)
+    assert (mask.sum(1) == 3).all() and ((h != 0) <= mask).all()
+    dense = TopKMLP(6, 12, 12, 4, seed=1)
+    y, _ = dense(x)
+    expected = dense.out(torch.relu(dense.hidden(x)))
+    torch.testing.assert_close(y, expected)
+    with pytest.raises(ValueError, match="k must be an integer in"):
+        TopKMLP(6, 12, 13, 4)
+
+
+def test_sdmlp_mask_keeps_activations_sdmlp_subtracts():
+    config = SDMLPConfig(d_in=5, d_out=3, n_neurons=20, k_target=4, anneal_epochs=0,
+                         lift_inputs=False, seed=2)
+    sub, mask = SDMLP(config), SDMLPMask(config)
+    x = torch.rand(7, 5)
+    a = sub.normalise_inputs(x) @ sub.encoder.T
+    top = torch.topk(a, 5, dim=1).values
+    h_sub, active_sub = sub.hidden(x)
+    h_mask, active_mask = mask.hidden(x)
+    assert torch.equal(active_sub, active_mask)
+    torch.testing.assert_close(h_mask, a * active_mask)
+    torch.testing.assert_close(h_sub, (a - top[:, 4:5]).clamp(min=0) * active_sub)
+    y, _ = mask(x)
+    torch.testing.assert_close(y, h_mask @ mask.decoder.T)
+
+
+def test_convnet_shapes_and_four_layer_mlp_variants():
+    net = ConvNet((8, 8, 1), (2, 3, 4), width=6, k=3, n_classes=10, seed=0)
+    logits, aux = net(torch.rand(5, 8, 8, 1))
+    assert logits.shape == (5, 10) and aux == {}
+    assert net.head.d_in == 4  # 8 -> 4 -> 2 -> 1 after three poolings
+    cifar = ConvNet((32, 32, 3), (2, 3, 4), width=6, k=6, seed=0)
+    assert cifar.head.d_in == 4 * 4 * 4
+    comet = four_layer_mlp(64, 50, 0.1, seed=0)
+    standard = four_layer_mlp(64, 50, 1.0, seed=0)
+    smaller = four_layer_mlp(64, 50, 0.1, seed=0, smaller=True)
+    assert comet.config.widths == (50, 50, 50) and comet.ks == (5, 5, 5)
+    assert standard.ks == (50, 50, 50)
+    assert smaller.config.widths == (5, 5, 5) and smaller.ks == (5, 5, 5)
+
+
+def test_fit_classifier_learns_and_is_deterministic():
+    rng = np.random.default_rng(0)
+    X = torch.tensor(rng.normal(size=(200, 4)), dtype=torch.float32)
+    y = (X[:, 0] > 0).long()
+
+    def run():
+        model = TopKMLP(4, 16, 4, 2, seed=0)
+        fit_classifier(model, X, y, TrainSettings(epochs=15, batch_size=32, lr=1e-2), seed=0)
+        return model
+
+    a, b = run(), run()
+    assert accuracy(a, X, y) > 0.9
+    torch.testing.assert_close(a.hidden.weight, b.hidden.weight, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="same positive number of rows"):
+        fit_classifier(TopKMLP(4, 4, 2, 2), X, y[:5], TrainSettings(epochs=1))
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        TrainSettings(epochs=1, optimizer="rmsprop")
+
+
+def test_unit_activity_reads_each_kind():
+    x = torch.rand(30, 4)
+    dense = DenseMLP(DenseMLPConfig(d_in=4, width=3, d_out=2, seed=0))
+    with torch.no_grad():
+        dense.hidden.weight[1] = 0.0
+        dense.hidden.bias[1] = -1.0  # ReLU(-1) = 0 for every x: a dead unit
+        dense.hidden.weight[0] = 1.0
+        dense.hidden.bias[0] = 0.1
+    active = unit_activity(dense, x)
+    assert not active[1] and active[0]
+    topk = TopKMLP(4, 8, 1, 2, seed=0)
+    winners = torch.zeros(8, dtype=torch.bool)
+    h, mask = topk.activations(x)
+    winners[(h > 0).any(0)] = True
+    assert torch.equal(unit_activity(topk, x), winners)
+    # MoE layers: routed-to experts, from the usage counters
+    kind = MODELS["top-k MoE"]
+    moe = kind.build(4, 2, ContinualSettings(n_neurons=16, k=4, n_experts=4), 0)
+    assert unit_activity(moe, x).shape == (4,)
+
+
+def test_ewc_penalty_matches_the_sum_over_tasks():
+    torch.manual_seed(0)
+    model = TopKMLP(3, 5, 5, 2, seed=0)
+    X, y = torch.rand(12, 3), torch.randint(0, 2, (12,))
+    ewc = EWC(model, lam=2.0, fisher_samples=12)
+    assert float(EWC(model, 2.0, 3).penalty()) == 0.0
+    ewc.consolidate(X, y, seed=0)
+    assert float(ewc.penalty().detach()) == pytest.approx(0.0, abs=1e-6)  # at the anchor
+    first = [p.detach().clone() for p in model.parameters()]
+    fisher_1 = [a.clone() for a, _, _ in ewc._terms]
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1)
+    ewc.consolidate(X, y, seed=1)
+    fisher_2 = [a - f for (a, _, _), f in zip(ewc._terms, fisher_1)]
+    second = [p.detach().clone() for p in model.parameters()]
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(-0.3)
+    expected = sum(float((f * (p.detach() - a) ** 2).sum())
+                   for fisher, anchor in ((fisher_1, first), (fisher_2, second))
+                   for f, a, p in zip(fisher, anchor, model.parameters()))
+    assert float(ewc.penalty().detach()) == pytest.approx(0.5 * 2.0 * expected, rel=1e-3)
+    assert float(ewc.penalty().detach()) > 0
+    with pytest.raises(ValueError, match="lam must be"):
+        EWC(model, lam=-1.0, fisher_samples=3)
+
+
+def test_settings_validate_matching():
+    with pytest.raises(ValueError, match="perfect square"):
+        ContinualSettings(n_neurons=20, k=4, n_experts=5)
+    with pytest.raises(ValueError, match="multiple of the expert size"):
+        ContinualSettings(n_neurons=16, k=3, n_experts=4)
+    with pytest.raises(ValueError, match="class_order must be one of"):
+        ContinualSettings(class_order="sorted")
+
+
+def tiny_data(seed=0, n=40):
+    """Separable 10-class data: class c is a bump at feature c (non-negative pixels)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(10), n // 10)
+    X = rng.uniform(0, 0.2, (len(y), 16)).astype(np.float32)
+    X[np.arange(len(y)), y] += 1.0
+    return X, y
+
+
+def test_every_model_runs_matched_and_deterministically():
+    X, y = tiny_data()
+    Xt, yt = tiny_data(1, 20)
+    settings = ContinualSettings(n_neurons=16, k=4, n_experts=4, epochs_per_task=2,
+                                 fisher_samples=4, evals_per_task=1)
+    for label in MODELS:
+        r = run_continual_model(label, (X, y, Xt, yt), settings, seed=0)
+        R = np.array(json.loads(r["acc_matrix"]), dtype=float)
+        assert R.shape == (5, 5) and r["total_units"] == 16, label
+        assert 0 <= r["final_accuracy"] <= 1 and len(json.loads(r["dead_per_task"])) == 5
+        assert len(json.loads(r["curve"])) == (1 if label == ORACLE else 5)
+        if label == ORACLE:
+            assert math.isnan(r["forgetting"]) and np.isnan(R[:-1]).all()
+        else:
+            assert np.isfinite(R).all()
+            assert r["average_accuracy"] == pytest.approx(R[-1].mean())
+    a = run_continual_model("SDMLP", (X, y, Xt, yt), settings, seed=3)
+    b = run_continual_model("SDMLP", (X, y, Xt, yt), settings, seed=3)
+    assert a["acc_matrix"] == b["acc_matrix"] and a["dead_per_task"] == b["dead_per_task"]
+    with pytest.raises(ValueError, match="model must be one of"):
+        run_continual_model("LSTM", (X, y, Xt, yt), settings, seed=0)

@@ -1,0 +1,159 @@
+"""experiments.real_data: the three experiments at the tiny preset (files, resuming, settings
+refusal, --data-dir with MNIST IDX files) and the paired verdict rule across its thresholds."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.claims import CLAIM_COLUMNS
+from experiments.real_data import (EXPERIMENTS, experiment_config, output_files, paired_claim,
+                                   run_cifar, run_comet_images, run_continual)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+# -- the verdict rule ------------------------------------------------------------------------
+
+def frame_of(better, worse, xs=(1, 2, 3)):
+    """Rows of two models: ``better`` / ``worse`` map (x, seed) -> error."""
+    rows = []
+    for label, values in (("A", better), ("B", worse)):
+        for (x, seed), v in values.items():
+            rows.append({"model_label": label, "x": x, "seed": seed, "err": v})
+    return pd.DataFrame(rows)
+
+
+def claim(better, worse):
+    return paired_claim("t", "A beats B", frame_of(better, worse), "A", "B", "x", "err",
+                        "src", "error")
+
+
+SEEDS = range(4)
+JITTER = [0.001, -0.001, 0.002, -0.002]
+
+
+def test_paired_claim_supported_not_supported_mixed_inconclusive():
+    base = {(x, s): 0.30 for x in (1, 2, 3) for s in SEEDS}
+    lower = {(x, s): 0.20 + JITTER[s] for x, s in base}
+    c = claim(lower, base)
+    assert c.verdict == "supported" and c.effect < 0 and c.effect_high < 0
+    assert c.diagnosis == ""
+    c = claim(base, lower)  # the claimed-better model is worse everywhere
+    assert c.verdict == "not supported" and c.effect_low > 0
+    assert "A is not lower at x = 1 (Δ +0.1000, significant), 2" in c.diagnosis
+    mixed = {(x, s): (0.20 if x < 3 else 0.40) + JITTER[s] for x, s in base}
+    assert claim(mixed, base).verdict == "mixed"
+    # wins on the means at every x, but one seed goes the other way strongly: the paired
+    # interval contains 0
+    noisy = {(x, s): 0.29 + (0.3 if s == 0 else -0.12) for x, s in base}
+    c = claim(noisy, base)
+    assert c.verdict == "inconclusive" and c.effect_low < 0 < c.effect_high
+    assert "do not separate" in c.diagnosis
+    # no shared x
+    other = {(9, s): 0.1 for s in SEEDS}
+    assert claim(other, base).verdict == "not tested"
+
+
+def test_paired_claim_threshold_moves_with_the_margin():
+    """Moving A's error across B's (0.30) flips the verdict from supported to not supported."""
+    base = {(x, s): 0.30 + JITTER[s] for x in (1, 2) for s in SEEDS}
+    for shift, verdict in ((-0.01, "supported"), (+0.01, "not supported")):
+        moved = {(x, s): 0.30 + shift + JITTER[s] / 2 for x, s in base}
+        assert claim(moved, base).verdict == verdict
+
+
+# -- presets ---------------------------------------------------------------------------------
+
+def test_paper_preset_needs_data_and_presets_are_checked(tmp_path):
+    with pytest.raises(ValueError, match="--data-dir"):
+        experiment_config("cifar", "paper", "digits")
+    with pytest.raises(ValueError, match="preset must be one of"):
+        run_cifar("huge", tmp_path)
+    with pytest.raises(ValueError, match="--data-dir"):
+        run_comet_images("paper", tmp_path)
+    assert set(EXPERIMENTS) == {"cifar", "continual", "comet_images"}
+    assert experiment_config("cifar", "paper", "cifar10").epochs == 50  # Baykal et al. §5
+
+
+def test_cifar_tiny_writes_resumes_and_refuses_other_settings(tmp_path):
+    out = tmp_path / "cifar"
+    frame = run_cifar("tiny", out, progress=False)
+    # 2 seeds × activated (4, 8) × (dense, DSM 50 %, DSM 25 %)
+    assert len(frame) == 12
+    assert set(frame["model_label"]) == {"CNN + dense", "CNN + DSM 50% sparse",
+                                         "CNN + DSM 25% sparse"}
+    dsm = frame[frame["model_label"] == "CNN + DSM 25% sparse"]
+    assert (dsm["width"] == 4 * dsm["k"]).all() and (dsm["activated_units"] == dsm["k"]).all()
+    assert frame["test_accuracy"].between(0, 1).all()
+    names = {p.name for p in output_files(out)}
+    assert {"results.csv", "config.json", "claims.csv", "table.md", "cifar_fig5.png"} <= names
+    claims = pd.read_csv(out / "claims.csv")
+    assert list(claims.columns) == CLAIM_COLUMNS and len(claims) == 2
+    config = json.loads((out / "config.json").read_text())
+    assert config["dataset"] == "digits" and config["n_train"] + config["n_test"] == 1797
+    assert "69.79" in (out / "table.md").read_text()  # the paper's Table 3 beside ours
+    # resuming: an interrupted run (rows lost) redoes only the missing rows, same numbers
+    table = pd.read_csv(out / "results.csv", dtype={"settings": str})
+    table.iloc[:5].to_csv(out / "results.csv", index=False)
+    again = run_cifar("tiny", out, progress=False)
+    pd.testing.assert_frame_equal(
+        again.drop(columns="wall_s").sort_values(["model_key", "seed"]).reset_index(drop=True),
+        frame.drop(columns="wall_s").sort_values(["model_key", "seed"]).reset_index(drop=True))
+    assert (again.iloc[:5]["wall_s"].to_numpy() == table.iloc[:5]["wall_s"].to_numpy()).all()
+    # other settings (seeds are not settings; other rows' fingerprint is) are refused
+    table = pd.read_csv(out / "results.csv", dtype={"settings": str})
+    table.loc[0, "settings"] = "000000000000"
+    table.to_csv(out / "results.csv", index=False)
+    with pytest.raises(ValueError, match="other settings"):
+        run_cifar("tiny", out, progress=False)
+    assert len(run_cifar("tiny", out, seeds=[5], progress=False, force=True)) == 6
+
+
+def write_mnist(folder, n_train=100, n_test=50):
+    from tests.test_datasets import write_mnist as write
+
+    return write(folder, n_train=n_train, n_test=n_test)
+
+
+def test_continual_tiny_on_digits_all_models_and_claims(tmp_path):
+    from experiments.continual import MODELS
+
+    frame = run_continual("tiny", tmp_path, seeds=[0], progress=False)
+    assert set(frame["model_label"]) == set(MODELS)
+    assert frame["final_accuracy"].between(0, 1).all()
+    R = np.array(json.loads(frame.loc[frame["model_label"] == "SDMLP", "acc_matrix"].iloc[0]),
+                 dtype=float)
+    assert R.shape == (5, 5)
+    claims = pd.read_csv(tmp_path / "claims.csv")
+    assert len(claims) == 7 and claims["verdict"].notna().all()
+    assert (tmp_path / "continual_fig3.png").stat().st_size > 0
+    text = (tmp_path / "table.md").read_text()
+    assert "0.53" in text and "Linear Mask 0.38" in text
+
+
+def test_comet_and_continual_read_mnist_from_data_dir(tmp_path):
+    data = tmp_path / "mnist"
+    data.mkdir()
+    written = write_mnist(data)
+    # every class must occur in every split for the continual split: force the labels
+    for split in ("train", "test"):
+        images, labels = written[split]
+        labels = np.arange(len(labels)) % 10
+        from tests.test_datasets import write_idx_labels
+        from experiments.datasets import MNIST_FILES
+
+        write_idx_labels(data / MNIST_FILES[split][1], labels)
+    frame = run_comet_images("tiny", tmp_path / "comet", data_dir=data, seeds=[0],
+                             progress=False)
+    assert set(frame["dataset"]) == {"mnist"}
+    assert set(frame["model_label"]) == {"COMET", "standard model", "smaller model"}
+    smaller = frame[frame["model_label"] == "smaller model"]
+    assert (smaller["layer_width"] == (smaller["width"] * smaller["p_k"]).round()).all()
+    claims = pd.read_csv(tmp_path / "comet" / "claims.csv")
+    assert len(claims) == 3
+    frame = run_continual("tiny", tmp_path / "cl", data_dir=data, seeds=[0], progress=False)
+    assert set(frame["dataset"]) == {"mnist"} and len(frame) == 11
+    with pytest.raises(FileNotFoundError, match="neither MNIST"):
+        run_cifar("tiny", tmp_path / "x", data_dir=tmp_path / "cl")
