@@ -21,12 +21,10 @@ import subprocess
 
 import click
 
-from experiments.config_file import parse_seeds, read_config_file, with_overrides, write_toml
-from experiments.model_kinds import load_kind_module
-from experiments.presets import EXPERIMENTS, PRESETS, experiment_configs
-from experiments.report import Claim, write_experiment_outputs
-from experiments.specs import ExperimentConfig
-from experiments.sweep import prepare_out, resolve_device, run_sweep, settings_fingerprint
+from experiments.cli_options import (PRESET_HELP, REAL_DATA_EXPERIMENTS, SCALE_EXPERIMENTS,
+                                     preset_option)
+
+# The experiments' modules (torch, numba, scipy) load when the command runs, not for --help.
 
 
 def environment(device) -> dict:
@@ -47,9 +45,8 @@ def environment(device) -> dict:
 
 
 def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "auto",
-                   progress: bool = True, force: bool = False,
-                   configs: list[ExperimentConfig] | None = None,
-                   claims: str | None = None) -> tuple[list[pathlib.Path], list[Claim]]:
+                   progress: bool = True, force: bool = False, configs: list | None = None,
+                   claims: str | None = None) -> tuple[list[pathlib.Path], list]:
     """Run (or resume) experiment ``name`` at ``preset`` into ``out``; return files and claims.
 
     ``config.json`` is written once the folder has been checked and before the first row, so
@@ -72,22 +69,27 @@ def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "aut
         ValueError: unknown experiment/preset, bad device, unwritable ``out``, or rows in
             ``out/results.csv`` made under other settings (without ``force``).
     """
-    configs = list(configs) if configs is not None else experiment_configs(name, preset)
-    torch_device = resolve_device(device)
+    from experiments import presets, sweep
+    from experiments.report import write_experiment_outputs
+
+    configs = list(configs) if configs is not None else presets.experiment_configs(name, preset)
+    torch_device = sweep.resolve_device(device)
     out = pathlib.Path(out)
-    prepare_out(configs, out, force=force)
+    sweep.prepare_out(configs, out, force=force)
     config_path = out / "config.json"
     config_path.write_text(json.dumps(
         {"experiment": name, "preset": preset, "claims": claims or name,
          "configs": [c.to_dict() for c in configs],
-         "settings": [settings_fingerprint(c) for c in configs],
+         "settings": [sweep.settings_fingerprint(c) for c in configs],
          **environment(torch_device)}, indent=2, default=str))
-    frame = run_sweep(configs, out, device=device, progress=progress)
+    frame = sweep.run_sweep(configs, out, device=device, progress=progress)
     paths, claims = write_experiment_outputs(name, configs, frame, out, claims=claims)
     return [out / "results.csv", config_path, *paths], claims
 
 
 def _seeds_option(ctx, param, value):
+    from experiments.config_file import parse_seeds
+
     if value is None:
         return None
     try:
@@ -97,8 +99,11 @@ def _seeds_option(ctx, param, value):
 
 
 @click.command(short_help="Run a scaling experiment (a preset or a TOML file) and plot it.")
-@click.option("--experiment", "name", type=click.Choice(sorted(EXPERIMENTS)), default=None,
-              help="Which experiment of Baykal et al. 2022, §5 (or the routers, subspace).")
+@click.option("--experiment", "name", default=None,
+              type=click.Choice(SCALE_EXPERIMENTS + REAL_DATA_EXPERIMENTS),
+              help="Which experiment: Baykal et al. 2022 §5 on targets (fig2-4, table1-2), the "
+                   "routers, subspace; on images: cifar (Baykal §5), continual (Bricken et al. "
+                   "2023 §5), comet_images (COMET Fig. 4).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=pathlib.Path),
               default=None,
               help="Run the experiment of a TOML file instead (fields as config.json; start "
@@ -107,14 +112,17 @@ def _seeds_option(ctx, param, value):
               type=click.Path(dir_okay=False, path_type=pathlib.Path),
               help="A .py file registering model kinds of one's own (repeatable; "
                    "examples/own_router.py).")
-@click.option("--preset", type=click.Choice(PRESETS), default="quick", show_default=True,
-              help="tiny: seconds (tests); quick: minutes on 2 CPU cores; paper: paper's sizes.")
+@preset_option(help=PRESET_HELP + " With --config: the file's sizes, this only labels them.")
 @click.option("--seeds", callback=_seeds_option, default=None, metavar="0,1,2",
               help="Seeds to run, overriding the preset's or the file's.")
 @click.option("--n-train", type=click.IntRange(min=1), default=None,
               help="Training rows per seed, overriding the preset's or the file's.")
 @click.option("--n-eval", type=click.IntRange(min=1), default=None,
               help="Evaluation rows per seed, overriding the preset's or the file's.")
+@click.option("--data-dir", default=None,
+              type=click.Path(exists=True, file_okay=False, path_type=pathlib.Path),
+              help="Image experiments: a folder of MNIST IDX files (raw or .gz) or CIFAR-10 "
+                   "binary files [default: scikit-learn's bundled digits].")
 @click.option("--print-config", is_flag=True,
               help="Print the experiment as TOML (to edit and pass to --config) and exit.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=pathlib.Path), default=None,
@@ -128,8 +136,8 @@ def _seeds_option(ctx, param, value):
 def scale_command(name: str | None, config_file: pathlib.Path | None,
                   modules: tuple[pathlib.Path, ...], preset: str,
                   seeds: tuple[int, ...] | None, n_train: int | None, n_eval: int | None,
-                  print_config: bool, out: pathlib.Path | None, device: str,
-                  force: bool) -> None:
+                  data_dir: pathlib.Path | None, print_config: bool, out: pathlib.Path | None,
+                  device: str, force: bool) -> None:
     """Run a scaling experiment (Figures 2-4, Tables 1-2, subspace, routers) and plot it.
 
     Either a preset (--experiment fig2 --preset quick) or a file of one's own
@@ -138,6 +146,19 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
     """
     if (name is None) == (config_file is None):
         raise click.UsageError("give exactly one of --experiment NAME and --config FILE.toml")
+    if name in REAL_DATA_EXPERIMENTS:
+        _run_real_data(name, preset, out, data_dir, seeds, device, force,
+                       refused={"--n-train": n_train, "--n-eval": n_eval,
+                                "--print-config": print_config or None,
+                                "--module": modules or None})
+        return
+    if data_dir is not None:
+        raise click.UsageError(f"--data-dir is an option of the image experiments "
+                               f"{', '.join(REAL_DATA_EXPERIMENTS)}")
+    from experiments.config_file import read_config_file, with_overrides, write_toml
+    from experiments.model_kinds import load_kind_module
+    from experiments.presets import experiment_configs
+
     try:
         for module in modules:
             load_kind_module(module)
@@ -160,4 +181,26 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
     for path in paths:
         click.echo(f"wrote {path}")
     for claim in claims:
+        click.echo(f"[{claim.verdict}] {claim.claim}")
+
+
+def _run_real_data(name, preset, out, data_dir, seeds, device, force, refused) -> None:
+    """``sparselab scale --experiment cifar|continual|comet_images`` (``experiments.real_data``).
+    """
+    given = [option for option, value in refused.items() if value is not None]
+    if given:
+        raise click.UsageError(f"{given[0]} is not an option of the image experiment {name!r}")
+    import pandas as pd
+
+    from experiments import real_data
+
+    out = out or pathlib.Path("runs") / preset / name
+    try:
+        real_data.EXPERIMENTS[name](preset, out, data_dir=data_dir, seeds=seeds, device=device,
+                                    force=force)
+    except (ValueError, FileNotFoundError) as error:
+        raise click.ClickException(str(error)) from None
+    for path in real_data.output_files(out):
+        click.echo(f"wrote {path}")
+    for claim in pd.read_csv(out / "claims.csv").itertuples():
         click.echo(f"[{claim.verdict}] {claim.claim}")

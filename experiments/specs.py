@@ -12,13 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from lipschitz import (
-    RandomHypercubeFunction,
-    RandomMLP,
-    RandomPolynomial,
-    UniformCube,
-    UniformSubspace,
-)
 from experiments.kinds.linear import LSH_FAMILIES
 from experiments.model_kinds import model_kind
 from routing.validation import check_int, check_real
@@ -112,6 +105,9 @@ class TargetSpec:
         if self.family == "data":
             raise ValueError(f"target family 'data' ({self.path}) is rows of a file, not a "
                              f"function: it has no target to build")
+        from lipschitz import (RandomHypercubeFunction, RandomMLP, RandomPolynomial, UniformCube,
+                               UniformSubspace)
+
         if self.family == "polynomial":
             target = RandomPolynomial(self.n_inputs, self.degree, seed=self.seed)
         elif self.family == "hypercube":

@@ -165,11 +165,11 @@ def _scale_configs(n_train):
 
 def test_scale_refuses_other_settings_resumes_the_same_and_force_starts_over(tmp_path,
                                                                               monkeypatch):
-    from experiments import scale_cli
+    from experiments import presets
     from experiments.sweep import settings_fingerprint
 
     n_train = {"value": 300}
-    monkeypatch.setattr(scale_cli, "experiment_configs",
+    monkeypatch.setattr(presets, "experiment_configs",
                         lambda name, preset: _scale_configs(n_train["value"]))
     args = ["scale", "--experiment", "routers", "--preset", "tiny", "--out", str(tmp_path),
             "--device", "cpu"]
@@ -200,7 +200,7 @@ def test_scale_writes_config_json_before_the_first_row(tmp_path, monkeypatch):
     run under other settings can say which differ."""
     import json
 
-    from experiments import scale_cli
+    from experiments import presets, scale_cli, sweep
 
     seen = []
 
@@ -208,8 +208,8 @@ def test_scale_writes_config_json_before_the_first_row(tmp_path, monkeypatch):
         seen.append(json.loads((out / "config.json").read_text())["configs"][0]["n_train"])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(scale_cli, "experiment_configs", lambda name, preset: _scale_configs(321))
-    monkeypatch.setattr(scale_cli, "run_sweep", interrupted)
+    monkeypatch.setattr(presets, "experiment_configs", lambda name, preset: _scale_configs(321))
+    monkeypatch.setattr(sweep, "run_sweep", interrupted)
     try:
         scale_cli.run_experiment("routers", "tiny", tmp_path, device="cpu", progress=False)
     except KeyboardInterrupt:

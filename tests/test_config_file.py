@@ -305,3 +305,11 @@ def test_a_users_router_module_swept_from_a_file(tmp_path):
     result = CliRunner().invoke(main, ["scale", "--module", str(no_kind), "--config",
                                        str(path)])
     assert result.exit_code == 1 and "registered no model kind" in result.output
+
+
+def test_the_scale_commands_static_experiment_list_is_the_presets():
+    from experiments import real_data
+    from experiments.cli_options import REAL_DATA_EXPERIMENTS, SCALE_EXPERIMENTS
+
+    assert SCALE_EXPERIMENTS == tuple(sorted(EXPERIMENTS))
+    assert REAL_DATA_EXPERIMENTS == tuple(sorted(real_data.EXPERIMENTS))
