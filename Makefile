@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 TORCH_PIN ?= torch==2.13.0
 PRESET ?= quick
 
-.PHONY: install test test-all reproduce bench docs clean
+.PHONY: install test test-all reproduce bench docs fuzz clean
 
 install: $(VENV)/.installed
 
@@ -29,6 +29,11 @@ reproduce: install
 
 bench: install
 	$(PY) benchmarks/run_all.py --out runs/bench
+
+# the fuzz suite's long profile (`make test` runs its quick one): bad and unusual arguments
+# to every public callable
+fuzz: install
+	SPARSELAB_FUZZ=long $(PY) -m pytest -q tests/test_fuzz_api.py
 
 # the API reference and guides (mkdocs + mkdocstrings), into site/; warnings are errors
 docs: $(VENV)/.installed-docs

@@ -72,7 +72,7 @@ from numba import njit
 from tqdm.auto import tqdm
 
 from experiments.models._base import Features, RegressionModel
-from routing.validation import check_int, check_real, check_seed, check_tensor
+from routing.validation import check_bool, check_int, check_real, check_seed, check_tensor
 
 __all__ = ["SGDConfig", "FitReport", "fit_model", "evaluate", "adam_optimizer", "MAX_DENSE_COEF"]
 
@@ -202,7 +202,8 @@ def fit_model(model: RegressionModel, X, y, fit: str = "exact", *, sgd: SGDConfi
         ValueError: for an unknown ``fit``, a negative ridge, X or y of the wrong shape or
             not finite, or an exact fit too large for memory (more than MAX_DENSE_COEF
             coefficients with dense features, or a sparse normal matrix beyond
-            MAX_SPARSE_GRAM entries): use fit="sgd" then.
+            MAX_SPARSE_GRAM entries): use fit="sgd" then; an SGD fit that diverged (NaN or
+            infinite parameters or loss), naming ``lr``.
         NotImplementedError: a model with neither an output bias nor its own
             ``shift_output`` (the fits add the targets' mean back through it).
     """
@@ -212,6 +213,7 @@ def fit_model(model: RegressionModel, X, y, fit: str = "exact", *, sgd: SGDConfi
         raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
     ridge = check_real(ridge, "ridge", 0.0)
     seed = check_seed(seed)
+    progress = check_bool(progress, "progress")
     if sgd is None:
         sgd = SGDConfig()
     elif not isinstance(sgd, SGDConfig):
@@ -239,10 +241,12 @@ def evaluate(model: RegressionModel, X, y, batch_size: int = 8192) -> dict[str, 
         batch_size: rows per forward pass.
 
     Returns:
-        {"mse": float, "linf": float}, computed in float64.
+        {"mse": float, "linf": float}, computed in float64; both finite.
 
     Raises:
-        ValueError: if X or y has the wrong shape or is not finite, or N = 0.
+        ValueError: if X or y has the wrong shape or is not finite, or N = 0; or, naming
+            ``model``, when a prediction is NaN or infinite, or the squared errors overflow
+            float64 (a metric never hides a NaN: max(0, nan) would read 0).
     """
     X = model.prepare(X)
     y = _prepare_targets(y, len(X), model).to(torch.float64)
@@ -251,10 +255,24 @@ def evaluate(model: RegressionModel, X, y, batch_size: int = 8192) -> dict[str, 
     batch_size = check_int(batch_size, "batch_size", 1)
     sq, worst = 0.0, 0.0
     for lo in range(0, len(X), batch_size):
-        err = model(X[lo:lo + batch_size]).to(torch.float64) - y[lo:lo + batch_size]
+        pred = model(X[lo:lo + batch_size]).to(torch.float64)
+        bad = int((~torch.isfinite(pred)).sum())
+        if bad:
+            raise ValueError(f"model gives {bad} NaN or infinite predictions on rows "
+                             f"{lo}..{lo + len(pred) - 1} of X: its parameters are not finite "
+                             "or overflow (a diverged fit?)")
+        err = pred - y[lo:lo + batch_size]
         sq += float((err * err).sum())
         worst = max(worst, float(err.abs().max()))
-    return {"mse": sq / len(X), "linf": worst}
+    return {"mse": _finite_metric(sq / len(X), "mse"), "linf": _finite_metric(worst, "linf")}
+
+
+def _finite_metric(value: float, name: str) -> float:
+    """``value`` if finite, else a ValueError: finite predictions whose errors overflow."""
+    if not math.isfinite(value):
+        raise ValueError(f"model's {name} overflows float64 ({value}): its predictions or y "
+                         "are too large; rescale y")
+    return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -577,6 +595,7 @@ def _fit_sgd(model, X, y, mean, cfg: SGDConfig, seed: int, progress: bool) -> Fi
         if step % every == 0 or step == steps - 1:
             history.append((step, float(loss.detach())))
     model.eval()
+    _check_not_diverged(params, history, cfg.lr)
     with torch.no_grad():  # back to the units of y
         bias = model.output_bias
         model.set_coefficients(model.coefficients().detach() * scale,
@@ -587,6 +606,20 @@ def _fit_sgd(model, X, y, mean, cfg: SGDConfig, seed: int, progress: bool) -> Fi
                      wall_s=0.0, n_train=n, device=str(X.device), solver="adam",
                      features_cached=cache is not None, loss_history=history, sgd=asdict(cfg),
                      target_mean=mean, target_scale=scale)
+
+
+@torch.no_grad()
+def _check_not_diverged(params, history, lr: float) -> None:
+    """Raise a ValueError naming lr when SGD diverged: a parameter or a recorded loss is not
+    finite (a diverged fit must never report train_mse = nan as a result)."""
+    finite = all(bool(torch.isfinite(p).all()) for p in params)
+    losses = [loss for _, loss in history]
+    if finite and all(math.isfinite(loss) for loss in losses):
+        return
+    last = next((step for step, loss in history if not math.isfinite(loss)), None)
+    where = f" (the loss is not finite from step {last})" if last is not None else ""
+    raise ValueError(f"the SGD fit diverged{where}: the top layer's parameters are NaN or "
+                     f"infinite with lr={lr:g}; lower lr (SGDConfig.lr)")
 
 
 @torch.no_grad()

@@ -31,7 +31,8 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from experiments.fitting import adam_optimizer
-from routing.validation import check_choice, check_int, check_real, check_seed, check_tensor
+from routing.validation import (check_bool, check_choice, check_int, check_real, check_seed,
+                                check_tensor)
 from routing.layers import RouterLayer
 from routing.layers._base import OPTIMIZERS
 
@@ -157,6 +158,19 @@ def _checked_data(layer, X, y):
     return X, y
 
 
+@torch.no_grad()
+def _check_not_diverged(params, history, lr: float, optimizer: str, step: int) -> None:
+    """Raise a ValueError naming lr when training diverged: a parameter or a recorded loss
+    is not finite. A diverged layer otherwise fails in its next forward pass with an error
+    about x (its output check), which blames the data for the learning rate."""
+    if (all(bool(torch.isfinite(p).all()) for p in params)
+            and all(math.isfinite(loss) for _, loss in history)):
+        return
+    raise ValueError(f"training diverged by step {step}: the layer's parameters or the loss "
+                     f"are NaN or infinite with optimizer={optimizer!r}, lr={lr:g}; lower lr "
+                     "(RouterTraining.lr or the layer config's lr)")
+
+
 def train_router(model: RouterRegressor, X, y, training: RouterTraining | None = None,
                  seed: int = 0, progress: bool = False) -> RouterFitReport:
     """Train ``model`` in place to regress y on X: the MSE on standardised targets plus the
@@ -173,13 +187,17 @@ def train_router(model: RouterRegressor, X, y, training: RouterTraining | None =
         ``RouterFitReport``.
 
     Raises:
-        ValueError: X or y of the wrong shape or not finite, a layer with d_out != 1, or
-            bad training settings.
+        ValueError: X or y of the wrong shape or not finite, a layer with d_out != 1, bad
+            training settings, or training that diverged (NaN or infinite parameters or
+            loss), naming lr.
     """
     if not isinstance(model, RouterRegressor):
         raise ValueError(f"model must be a RouterRegressor, got {type(model).__name__}")
     training = training or RouterTraining()
+    if not isinstance(training, RouterTraining):
+        raise ValueError(f"training must be a RouterTraining, got {type(training).__name__}")
     seed = check_seed(seed)
+    progress = check_bool(progress, "progress")
     layer = model.layer
     X, y = _checked_data(layer, X, y)
     n = len(X)
@@ -218,7 +236,18 @@ def train_router(model: RouterRegressor, X, y, training: RouterTraining | None =
                 pos = 0
             batch = order[pos:pos + bs]
             pos += bs
-            pred, aux = model.standardised(X[batch])
+            try:
+                pred, aux = model.standardised(X[batch])
+            except ValueError as error:  # the layer blames x or a parameter: x passed at
+                _check_not_diverged(params, history, lr, name, step)  # step 0, so after it
+                if step == 0:  # only the steps (the lr) changed the layer
+                    raise
+                largest = max(float(p.detach().abs().max()) for p in params)
+                raise ValueError(
+                    f"training diverged by step {step}: the layer's parameters grew to "
+                    f"max |p| = {largest:.3g} with optimizer={name!r}, lr={lr:g}, and its "
+                    f"forward pass fails ({error}); lower lr (RouterTraining.lr or the layer "
+                    "config's lr)") from None
             error = pred - z[batch]
             loss = (error * error).mean()
             total = loss + sum(aux.values()) if aux else loss
@@ -235,6 +264,7 @@ def train_router(model: RouterRegressor, X, y, training: RouterTraining | None =
     finally:
         layer.track_usage = tracking
         layer.eval()
+    _check_not_diverged(params, history, lr, name, steps)
     train_mse = evaluate_router(model, X, y, count_usage=False)["mse"]
     return RouterFitReport(train_mse=train_mse, steps=steps, epochs=steps * bs / n,
                            optimizer=name, lr=float(lr), grad_clip=clip,
@@ -255,15 +285,18 @@ def evaluate_router(model: RouterRegressor, X, y, batch_size: int = 8192,
             ``dead_fraction`` and ``usage_cv``, the coefficient of variation of per-unit usage).
 
     Returns:
-        {"mse", "linf"} (float64 arithmetic), plus {"dead_fraction", "usage_cv"} when
+        {"mse", "linf"} (float64 arithmetic, finite), plus {"dead_fraction", "usage_cv"} when
         ``count_usage``.
 
     Raises:
-        ValueError: X or y of the wrong shape or not finite.
+        ValueError: X or y of the wrong shape or not finite, ``count_usage`` not a bool; or,
+            naming ``model``, a prediction that is NaN or infinite or squared errors that
+            overflow float64 (a metric never hides a NaN: max(0, nan) would read 0).
     """
     layer = model.layer
     X, y = _checked_data(layer, X, y)
     batch_size = check_int(batch_size, "batch_size", 1)
+    count_usage = check_bool(count_usage, "count_usage")
     was_training = layer.training
     tracking = layer.track_usage
     layer.eval()
@@ -273,12 +306,21 @@ def evaluate_router(model: RouterRegressor, X, y, batch_size: int = 8192,
     sq, worst = 0.0, 0.0
     try:
         for lo in range(0, len(X), batch_size):
-            err = model(X[lo:lo + batch_size]) - y[lo:lo + batch_size].to(torch.float64)
+            pred = model(X[lo:lo + batch_size])
+            bad = int((~torch.isfinite(pred)).sum())
+            if bad:
+                raise ValueError(f"model gives {bad} NaN or infinite predictions on rows "
+                                 f"{lo}..{lo + len(pred) - 1} of X: its parameters are not "
+                                 "finite or overflow (a diverged training?)")
+            err = pred - y[lo:lo + batch_size].to(torch.float64)
             sq += float((err * err).sum())
             worst = max(worst, float(err.abs().max()))
     finally:
         layer.track_usage = tracking
         layer.train(was_training)
+    if not (math.isfinite(sq) and math.isfinite(worst)):
+        raise ValueError("model's squared errors overflow float64: its predictions or y are "
+                         "too large; rescale y")
     result = {"mse": sq / len(X), "linf": worst}
     if count_usage:
         usage = layer.utilisation()

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from routing.validation import check_points
+from routing.validation import check_in_cube, check_points
 
 
 class Target(abc.ABC):
@@ -34,9 +34,11 @@ class Target(abc.ABC):
             ``np.ndarray`` of shape (N,), float64.
 
         Raises:
-            ValueError: if ``X`` is not (N, n_inputs) or has NaN / infinite entries.
+            ValueError: if ``X`` is not (N, n_inputs), has NaN / infinite entries, or has an
+                entry outside [-1, 1] (the domain the certificate holds on; 1e-12 of rounding
+                is allowed).
         """
-        return self._numpy(check_points(X, self.n_inputs))
+        return self._numpy(check_in_cube(check_points(X, self.n_inputs)))
 
     def torch(self, X: torch.Tensor) -> torch.Tensor:
         """Evaluate f on a torch tensor, on the tensor's device and in its floating dtype.
@@ -51,14 +53,20 @@ class Target(abc.ABC):
             Tensor of shape (N,), same device and dtype as ``X``.
 
         Raises:
-            ValueError: if ``X`` is not a floating (N, n_inputs) tensor or is not finite.
+            ValueError: if ``X`` is not a floating (N, n_inputs) tensor, is not finite, or has
+                an entry outside [-1, 1] (the domain; 1e-12 of rounding is allowed).
         """
         if not isinstance(X, torch.Tensor) or not torch.is_floating_point(X):
             raise ValueError("X must be a floating-point torch.Tensor")
         if X.ndim != 2 or X.shape[1] != self.n_inputs:
             raise ValueError(f"X must have shape (N, {self.n_inputs}), got {tuple(X.shape)}")
-        if not bool(torch.isfinite(X).all()):
-            raise ValueError("X must be finite; it has NaN or infinite entries")
+        if X.numel():
+            largest = float(X.detach().abs().max())  # NaN propagates through max
+            if largest != largest or largest == float("inf"):
+                raise ValueError("X must be finite; it has NaN or infinite entries")
+            if largest > 1.0 + 1e-12:
+                raise ValueError(f"X must lie in the domain [-1, 1]^n (where the certificate "
+                                 f"holds); its largest |entry| is {largest:.6g}")
         return self._torch(X)
 
     @property

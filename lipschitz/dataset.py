@@ -11,7 +11,7 @@ import numpy as np
 
 from lipschitz._target import Target
 from lipschitz.registry import distribution_from_config, target_from_config
-from routing.validation import check_int, check_real, check_seed
+from routing.validation import as_numpy, check_int, check_points, check_real, check_seed
 
 FORMAT_VERSION = 1
 
@@ -34,15 +34,12 @@ def make_dataset(target: Target, distribution, n_samples: int, noise_std: float 
         X float64 (N, dim) and y float64 (N,).
 
     Raises:
-        ValueError: a dimension mismatch, ``n_samples < 1``, ``noise_std < 0``, seed < 0.
+        ValueError: a target that is not a ``Target``, a distribution without ``dim``,
+            ``sample`` and ``config``, a dimension mismatch, ``n_samples`` not an integer >= 1,
+            ``noise_std`` negative or not finite, a bad seed.
     """
-    if target.n_inputs != distribution.dim:
-        raise ValueError(
-            f"target.n_inputs ({target.n_inputs}) must equal distribution.dim ({distribution.dim})"
-        )
-    n_samples = check_int(n_samples, "n_samples", low=1)
-    noise_std = check_real(noise_std, "noise_std", low=0.0)
-    seed = check_seed(seed)
+    n_samples, noise_std, seed = _check_dataset_args(target, distribution, n_samples,
+                                                     noise_std, seed)
     sample_seed, noise_seed = np.random.SeedSequence(seed).spawn(2)
     X = distribution.sample(n_samples, seed=int(sample_seed.generate_state(1)[0]))
     y = target(X)
@@ -51,12 +48,42 @@ def make_dataset(target: Target, distribution, n_samples: int, noise_std: float 
     return X, y
 
 
+def _check_dataset_args(target, distribution, n_samples, noise_std, seed):
+    """The checks ``make_dataset`` and ``dataset_config`` share; returns the checked values."""
+    if not isinstance(target, Target):
+        raise ValueError(f"target must be a lipschitz.Target, got {type(target).__name__}")
+    if not (hasattr(distribution, "dim") and callable(getattr(distribution, "sample", None))
+            and callable(getattr(distribution, "config", None))):
+        raise ValueError("distribution must have `dim`, `sample(n, seed)` and `config()`, got "
+                         f"{type(distribution).__name__}")
+    if target.n_inputs != distribution.dim:
+        raise ValueError(
+            f"target.n_inputs ({target.n_inputs}) must equal distribution.dim ({distribution.dim})"
+        )
+    return (check_int(n_samples, "n_samples", low=1),
+            check_real(noise_std, "noise_std", low=0.0), check_seed(seed))
+
+
 def dataset_config(target: Target, distribution, n_samples: int, noise_std: float = 0.0,
                    seed: int = 0) -> dict[str, Any]:
-    """The JSON-serialisable configuration that ``regenerate_dataset`` turns back into (X, y)."""
+    """The JSON-serialisable configuration that ``regenerate_dataset`` turns back into (X, y).
+
+    Arguments: as ``make_dataset``, checked the same way (a configuration that
+    ``regenerate_dataset`` would refuse is never written).
+
+    Returns:
+        dict with ``format_version``, ``target`` and ``distribution`` (their ``config()``),
+        ``n_samples`` (int), ``noise_std`` (float) and ``seed`` (int).
+
+    Raises:
+        ValueError: as ``make_dataset``: a dimension mismatch, ``n_samples`` not an integer
+            >= 1 (2.7 is refused, not rounded), ``noise_std`` negative or not finite, a bad seed.
+    """
+    n_samples, noise_std, seed = _check_dataset_args(target, distribution, n_samples,
+                                                     noise_std, seed)
     return {"format_version": FORMAT_VERSION, "target": target.config(),
-            "distribution": distribution.config(), "n_samples": int(n_samples),
-            "noise_std": float(noise_std), "seed": int(seed)}
+            "distribution": distribution.config(), "n_samples": n_samples,
+            "noise_std": noise_std, "seed": seed}
 
 
 def regenerate_dataset(config: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -74,13 +101,35 @@ def save_dataset(path: str | os.PathLike, X: np.ndarray, y: np.ndarray,
                  config: dict[str, Any]) -> None:
     """Write X, y and ``config`` (stored as a JSON string) to a compressed ``.npz`` file.
 
+    Only what ``load_dataset`` can read back is written: real, finite arrays (no object
+    arrays, which numpy would store as pickles) and a JSON-serialisable config.
+
+    Arguments:
+        path: file to write (numpy adds ``.npz`` when missing).
+        X: real array (N, dim), finite; stored with its float dtype (others as float64).
+        y: real array (N,), finite.
+        config: JSON-serialisable dict, e.g. ``dataset_config(...)``.
+
     Raises:
-        ValueError: X and y of inconsistent lengths.
+        ValueError: X or y not real and finite, of inconsistent shapes, or a config that is
+            not a JSON-serialisable dict.
     """
-    X, y = np.asarray(X), np.asarray(y)
-    if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise ValueError(f"X must be (N, dim) and y (N,), got {X.shape} and {y.shape}")
-    np.savez_compressed(path, X=X, y=y, config=np.array(json.dumps(config)))
+    X = check_points(X, None, dtype=None)
+    y_arr = as_numpy(y)
+    if y_arr.dtype == object or not (np.issubdtype(y_arr.dtype, np.floating)
+                                     or np.issubdtype(y_arr.dtype, np.integer)):
+        raise ValueError(f"y must be a real-valued array, got dtype {y_arr.dtype}")
+    if y_arr.shape != (X.shape[0],):
+        raise ValueError(f"X must be (N, dim) and y (N,), got {X.shape} and {y_arr.shape}")
+    if not np.isfinite(y_arr).all():
+        raise ValueError("y must be finite; it has NaN or infinite entries")
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a dict, got {type(config).__name__}")
+    try:
+        text = json.dumps(config, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"config must be JSON-serialisable: {error}") from None
+    np.savez_compressed(path, X=X, y=y_arr, config=np.array(text))
 
 
 def load_dataset(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:

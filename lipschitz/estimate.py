@@ -10,7 +10,7 @@ import torch
 from scipy.spatial import cKDTree
 
 from lipschitz._target import Target
-from routing.validation import check_int, check_points
+from routing.validation import check_in_cube, check_int, check_points
 
 
 @dataclass(frozen=True)
@@ -46,16 +46,19 @@ def estimate_lipschitz(f: Target, X, n_neighbors: int = 4) -> LipschitzEstimate:
 
     Arguments:
         f: a target.
-        X: float array (N, f.n_inputs), N ≥ 2, typically inside [-1, 1]^n.
+        X: float array (N, f.n_inputs), N ≥ 2, inside [-1, 1]^n (the targets' domain).
         n_neighbors: nearest neighbours per point, in 1..N−1.
 
     Returns:
         ``LipschitzEstimate``.
 
     Raises:
-        ValueError: ``X`` of the wrong shape or not finite, N < 2, ``n_neighbors`` out of range.
+        ValueError: ``f`` not a target, ``X`` of the wrong shape, not finite or outside
+            [-1, 1]^n, N < 2, ``n_neighbors`` out of range.
     """
-    X = check_points(X, f.n_inputs)
+    if not isinstance(f, Target):
+        raise ValueError(f"f must be a lipschitz.Target, got {type(f).__name__}")
+    X = check_in_cube(check_points(X, f.n_inputs))
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"X must have at least 2 points, got {n}")

@@ -10,7 +10,7 @@ import torch
 from scipy.special import comb
 
 from lipschitz._target import Target
-from routing.validation import check_int, check_real, check_seed
+from routing.validation import check_in_cube, check_int, check_points, check_real, check_seed
 
 #: The largest number of monomials a RandomPolynomial may have (memory guard).
 MAX_MONOMIALS = 200_000
@@ -79,7 +79,18 @@ class RandomPolynomial(Target):
                 "lipschitz": self.lipschitz, "seed": self.seed}
 
     def monomial_features(self, X: np.ndarray) -> np.ndarray:
-        """The monomials x^α at each point: float64 array (N, n_monomials), graded order."""
+        """The monomials x^α at each point, in the order of ``exponents`` (graded).
+
+        Arguments:
+            X: real array (N, n_inputs), finite, inside [-1, 1]^n_inputs.
+
+        Returns:
+            float64 array (N, n_monomials); p(X) = monomial_features(X) @ coefficients.
+
+        Raises:
+            ValueError: ``X`` not (N, n_inputs), not finite, or outside [-1, 1]^n_inputs.
+        """
+        X = check_in_cube(check_points(X, self.n_inputs))
         return np.concatenate(list(self._blocks(np.ascontiguousarray(X.T))), axis=0).T
 
     def _blocks(self, XT):

@@ -3,7 +3,7 @@ Sparse Distributed Memory calculators.
 
 Source: Baykal et al. 2022, §2.2 (LSH model, Euclidean LSH) and Lemma 4.2 (bucket geometry);
 Datar et al. 2004 (p-stable LSH); Charikar 2002 (hyperplane LSH; with offsets, affine
-hyperplane LSH); Andoni et al. 2015 (cross-polytope LSH); Roller et al. 2021 (hash routing);
+hyperplane LSH); Andoni et al. 2015 (cross-polytope LSH and its collision probability); Roller et al. 2021 (hash routing);
 Bricken et al. 2023, App. A.7 (SDM). The torch twins of the hashers (same parameters, any
 device) live in ``routing.torch_twins``.
 """
@@ -25,6 +25,7 @@ _SOURCES = {
     "n_nonempty_buckets": "routing.bucket_geometry",
     "CollisionEstimate": "routing.collision",
     "clopper_pearson": "routing.collision",
+    "collision_probability_cross_polytope": "routing.collision",
     "collision_probability_euclidean": "routing.collision",
     "collision_probability_hyperplane": "routing.collision",
     "empirical_collision_rate": "routing.collision",
@@ -57,7 +58,7 @@ __all__ = [
     "n_nonempty_buckets", "bucket_size_histogram", "estimate_nonempty_buckets", "ChaoEstimate",
     "bucket_diameters", "bucket_region_diameter", "BucketRegion",
     "collision_probability_euclidean", "collision_probability_hyperplane",
-    "empirical_collision_rate", "CollisionEstimate", "clopper_pearson",
+    "collision_probability_cross_polytope", "empirical_collision_rate", "CollisionEstimate", "clopper_pearson",
     "pairs_at_distances", "pairs_at_angles",
     "circle_intersection", "expected_neurons_in_intersection", "space_fraction",
     "hamming_to_cosine", "cosine_to_hamming", "snr_optimal_radius", "fit_softmax_beta",

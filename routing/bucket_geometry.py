@@ -352,8 +352,8 @@ def bucket_diameters(X, ids) -> pd.DataFrame:
         (float64).
 
     Raises:
-        ValueError: if ``X`` is not a finite (N, dim) array or ``ids`` is not an integer array
-            with N rows.
+        ValueError: if ``X`` is not a finite (N, dim) array, is so large that squared distances
+            overflow float64, or ``ids`` is not an integer array with N rows.
 
     Source: Baykal et al. 2022, Lemma 4.2 part 1 (bucket diameters), measured on samples.
     """
@@ -361,6 +361,11 @@ def bucket_diameters(X, ids) -> pd.DataFrame:
     arr = _check_ids(ids)
     if arr.shape[0] != X.shape[0]:
         raise ValueError(f"ids must have one row per point of X ({X.shape[0]}), got {arr.shape[0]}")
+    largest = float(np.abs(X).max()) if X.size else 0.0
+    if 4.0 * X.shape[1] * largest * largest > np.finfo(np.float64).max / 4:
+        # a squared distance ||x - x'||² <= 4·dim·max|x|² (with room for its sums) overflows
+        raise ValueError(f"X is too large: its squared distances overflow float64 (largest "
+                         f"|entry| {largest:.3g}); rescale X")
     frames = []
     for t in range(arr.shape[1]):
         order = np.argsort(arr[:, t], kind="stable")

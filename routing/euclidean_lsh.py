@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from routing.validation import check_int, check_real, check_seed
+from routing.validation import check_bool, check_int, check_real, check_seed
 
 from ._codebook import Codebook
 from ._floor_kernel import floor_codes
@@ -92,8 +92,10 @@ class EuclideanLSH:
         16384·n_tables·n_hashes int64 plus the codebooks' growth.
 
         Raises:
-            ValueError: as :meth:`hash`; the codebooks are then left as they were.
+            ValueError: as :meth:`hash`, or ``add`` not a bool (the string 'False' is refused,
+                not read as true); the codebooks are then left as they were.
         """
+        add = check_bool(add, "add")
         X = as_points(X, self.dim)
         out = np.empty((len(X), self.n_tables), np.int64)
         before = [book.n_ids for book in self._codebooks]

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from numba import njit, prange
 
-from routing.validation import check_int, check_points, check_real
+from routing.validation import as_numpy, check_bool, check_int, check_points, check_real
 
 __all__ = ["LSHTable", "NotFittedError", "polynomial_powers"]
 
@@ -238,7 +238,7 @@ class LSHTable:
 
     @staticmethod
     def _check_y(y, n: int) -> np.ndarray:
-        arr = np.asarray(y)
+        arr = as_numpy(y)
         if arr.dtype == object or not (
             np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
         ):
@@ -272,7 +272,8 @@ class LSHTable:
             self.
 
         Raises:
-            ValueError: see the class docstring.
+            ValueError: see the class docstring; also when X or y is so large that the
+                buckets' sums would overflow float64.
         """
         degree, ridge = self._check_params()
         for name in ("_tables", "_member_keys"):
@@ -282,6 +283,7 @@ class LSHTable:
         y = self._check_y(y, X.shape[0])
         if X.shape[0] == 0:
             raise ValueError("X must contain at least 1 point to fit, got 0")
+        self._check_magnitudes(X, y, degree)
         n_feat = math.comb(X.shape[1] + degree, degree)
         if n_feat > MAX_POLY_FEATURES:
             raise ValueError(
@@ -331,8 +333,33 @@ class LSHTable:
         X = self._check_X(X, self.n_features_in_)
         y = self._check_y(y, X.shape[0])
         if X.shape[0]:
+            self._check_magnitudes(X, y, self._degree, self.n_samples_seen_, self._y_sum)
             self._insert(X, y)
         return self
+
+    @staticmethod
+    def _check_magnitudes(X: np.ndarray, y: np.ndarray, degree: int, n_before: int = 0,
+                          y_sum: float = 0.0) -> None:
+        """Refuse data whose sufficient statistics would overflow float64, before any state
+        changes: the Gram entries are sums of N products of two monomials of degree <= Δ,
+        the moments of a monomial times y, so with s = max(1, max|x|) both are at most
+        N · s^Δ · max(s^Δ, max|y|)."""
+        n = n_before + X.shape[0]
+        with np.errstate(over="ignore"):
+            total = abs(y_sum) + float(np.sum(np.abs(y)))
+        if not math.isfinite(total):
+            raise ValueError(f"y is too large: the sum of |y| over the training points "
+                             f"overflows float64 (largest |y| is {float(np.max(np.abs(y))):.3g});"
+                             " rescale y")
+        if degree == 0 or X.size == 0:
+            return
+        log_s = math.log(max(1.0, float(np.max(np.abs(X)))))
+        log_y = math.log(max(1.0, float(np.max(np.abs(y))))) if y.size else 0.0
+        if math.log(n) + degree * log_s + max(degree * log_s, log_y) > 700.0:
+            raise ValueError(
+                f"X is too large for degree={degree}: the bucket Gram matrices of its "
+                f"monomials would overflow float64 (largest |entry| of X is "
+                f"{math.exp(log_s):.3g}); rescale X")
 
     def _insert(self, X: np.ndarray, y: np.ndarray):
         ids = self._bucket_ids(X)
@@ -376,9 +403,12 @@ class LSHTable:
 
         Raises:
             NotFittedError: before ``fit``.
-            ValueError: if X is not a finite (N, n_features_in_) array.
+            ValueError: if X is not a finite (N, n_features_in_) array, ``return_empty`` is
+                not a bool, or a prediction overflows float64 (X far outside the training
+                data's scale).
         """
         self._check_fitted()
+        return_empty = check_bool(return_empty, "return_empty")
         X = self._check_X(X, self.n_features_in_)
         ids = self._bucket_ids(X)
         out = np.zeros(X.shape[0])
@@ -393,6 +423,11 @@ class LSHTable:
                 out[lo : lo + step] += np.where(found, vals, y_mean)
                 empty[lo : lo + step, t] = ~found
         out /= self.n_tables_
+        if not np.isfinite(out).all():
+            raise ValueError(
+                f"X is too large: a degree-{self._degree} bucket polynomial overflows float64 at "
+                f"{int(np.count_nonzero(~np.isfinite(out)))} of the queries (largest |entry| of X "
+                f"is {float(np.max(np.abs(X))):.3g}); rescale X")
         self.n_queries_ += X.shape[0]
         self.n_empty_queries_ += empty.sum(axis=0)
         return (out, empty) if return_empty else out

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from routing.validation import check_int
+from routing.validation import check_bool, check_int, check_real, check_tensor
 
 from ._hadamard import TIE_TOL
 from ._mixer import GOLDEN, MIX1, MIX2
@@ -71,8 +71,15 @@ class TorchEuclideanLSH(nn.Module):
     float64. Bucket ids (the exact codebook) stay on the numpy side; on the device use the
     codes, e.g. ``torch.unique(codes[:, t], dim=0, return_inverse=True)`` for batch-local ids.
 
+    Arguments:
+        directions: real (n_tables, n_hashes, dim) array or tensor, finite.
+        offsets: real (n_tables, n_hashes), finite, matching ``directions``.
+        width: bucket width, a finite real > 0.
+        check_finite: bool, check inputs and codes (see the module docstring).
+
     Raises:
-        ValueError: for a wrong shape, non-finite X, or codes beyond ±2**62.
+        ValueError: at construction for parameters of mismatched shapes, non-finite entries
+            or a bad width; in forward for a wrong shape, non-finite X, or codes beyond ±2**62.
 
     Source: Datar et al. 2004; Baykal et al. 2022, §2.2.
     """
@@ -80,10 +87,15 @@ class TorchEuclideanLSH(nn.Module):
     def __init__(self, directions: torch.Tensor, offsets: torch.Tensor, width: float,
                  check_finite: bool = True):
         super().__init__()
-        self.register_buffer("directions", torch.as_tensor(directions, dtype=torch.float64))
-        self.register_buffer("offsets", torch.as_tensor(offsets, dtype=torch.float64))
-        self.register_buffer("width", torch.tensor(float(width), dtype=torch.float64))
-        self.check_finite = check_finite
+        directions = check_tensor(directions, "directions", (None, None, None),
+                                  dtype=torch.float64, allow_bool=False)
+        offsets = check_tensor(offsets, "offsets", tuple(directions.shape[:2]),
+                               dtype=torch.float64, allow_bool=False)
+        self.register_buffer("directions", directions)
+        self.register_buffer("offsets", offsets)
+        self.register_buffer("width", torch.tensor(check_real(width, "width", 0.0,
+                                                              low_open=True), dtype=torch.float64))
+        self.check_finite = check_bool(check_finite, "check_finite")
 
     @classmethod
     def from_hasher(cls, hasher) -> "TorchEuclideanLSH":
@@ -116,13 +128,14 @@ class TorchHyperplaneLSH(nn.Module):
 
     def __init__(self, directions: torch.Tensor, check_finite: bool = True):
         super().__init__()
-        self.register_buffer("directions", torch.as_tensor(directions, dtype=torch.float64))
+        self.register_buffer("directions", check_tensor(
+            directions, "directions", (None, None, None), dtype=torch.float64, allow_bool=False))
         n_bits = self.directions.shape[1]
         check_int(n_bits, "n_bits", 1, 64)
         # 1 << 63 wraps to the int64 minimum, which is the intended bit pattern
         self.register_buffer("powers", torch.ones(n_bits, dtype=torch.int64)
                              << torch.arange(n_bits, dtype=torch.int64))
-        self.check_finite = check_finite
+        self.check_finite = check_bool(check_finite, "check_finite")
 
     @classmethod
     def from_hasher(cls, hasher) -> "TorchHyperplaneLSH":
@@ -180,12 +193,17 @@ class TorchCrossPolytopeLSH(nn.Module):
 
     def __init__(self, signs: torch.Tensor, dim: int, check_finite: bool = True):
         super().__init__()
-        self.register_buffer("signs", torch.as_tensor(signs, dtype=torch.int8))
-        n_rotations, size = self.signs.shape[1], self.signs.shape[3]
+        signs = check_tensor(signs, "signs", (None, None, 3, None), allow_bool=False)
+        size = signs.shape[3]
+        if size < 1 or size & (size - 1) or not bool(((signs == 1) | (signs == -1)).all()):
+            raise ValueError(f"signs must hold ±1 entries with a power-of-two last axis, got "
+                             f"shape {tuple(signs.shape)}")
+        self.register_buffer("signs", signs.to(torch.int8))
+        n_rotations = self.signs.shape[1]
         self.dim = check_int(dim, "dim", 1, size)
         bits = size.bit_length()
         self.register_buffer("shifts", bits * torch.arange(n_rotations, dtype=torch.int64))
-        self.check_finite = check_finite
+        self.check_finite = check_bool(check_finite, "check_finite")
 
     @classmethod
     def from_hasher(cls, hasher) -> "TorchCrossPolytopeLSH":
@@ -270,7 +288,7 @@ class TorchUniformHash(nn.Module):
         self.register_buffer("n_buckets", torch.tensor(
             check_int(n_buckets, "n_buckets", 1, 2**63 - 1), dtype=torch.int64))
         self.dim = dim
-        self.check_finite = check_finite
+        self.check_finite = check_bool(check_finite, "check_finite")
 
     @classmethod
     def from_hasher(cls, hasher) -> "TorchUniformHash":

@@ -13,7 +13,38 @@ import numbers
 import numpy as np
 
 __all__ = ["check_finite_tensor", "check_int", "check_real", "check_points", "check_seed",
-           "check_choice", "check_bool", "check_tensor"]
+           "check_choice", "check_bool", "check_tensor", "as_numpy", "check_in_cube",
+           "MAX_SEED"]
+
+
+def as_numpy(value):
+    """``value`` as a numpy array; a torch tensor is detached and copied to the CPU first.
+
+    So that a numpy-taking function accepts the values of any tensor — one that requires a
+    gradient, one on a GPU, a bfloat16 one (widened to float32) — instead of failing inside
+    numpy with torch's "Can't call numpy() on Tensor that requires grad".
+    """
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        value = value.detach().cpu()
+        if str(value.dtype) in ("torch.bfloat16", "torch.float16"):
+            value = value.float()
+        return value.numpy()
+    return np.asarray(value)
+
+
+def check_in_cube(X: np.ndarray, name: str = "X", *, tol: float = 1e-12) -> np.ndarray:
+    """Check that every entry of the array ``X`` lies in [-1, 1] (up to ``tol`` of rounding):
+    the domain [-1, 1]^n on which the targets' Lipschitz certificates hold.
+
+    Raises:
+        ValueError: naming ``name``, the largest |entry| and the allowed range.
+    """
+    if X.size:
+        largest = float(np.max(np.abs(X)))
+        if not largest <= 1.0 + tol:
+            raise ValueError(f"{name} must lie in the domain [-1, 1]^n (where the certificate "
+                             f"holds); its largest |entry| is {largest:.6g}")
+    return X
 
 
 def check_int(value, name: str, low: int | None = None, high: int | None = None) -> int:
@@ -91,23 +122,31 @@ def check_choice(value, name: str, choices):
 
 
 def check_bool(value, name: str) -> bool:
-    """Check that ``value`` is True or False (not merely truthy).
+    """Return ``value`` as a Python ``bool`` after checking it is one (or a numpy bool).
+
+    Flags are never read by truthiness: the string ``'False'``, 0, 1 and None are rejected,
+    so that ``log='False'`` cannot silently mean True.
 
     Raises:
         ValueError: naming the parameter otherwise.
     """
-    if not isinstance(value, bool):
+    if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
-    return value
+    return bool(value)
+
+
+#: The largest seed accepted: seeds are stored as int64 (torch generators, result tables).
+MAX_SEED = 2**63 - 1
 
 
 def check_seed(seed, name: str = "seed") -> int:
-    """Check that ``seed`` is a non-negative integer usable by ``numpy.random.default_rng``.
+    """Check that ``seed`` is an integer in [0, 2**63 - 1], usable by
+    ``numpy.random.default_rng``, ``torch.Generator.manual_seed`` and an int64 column.
 
     Raises:
-        ValueError: if ``seed`` is not an integer ``>= 0``.
+        ValueError: if ``seed`` is not an integer in that range.
     """
-    return check_int(seed, name, low=0)
+    return check_int(seed, name, low=0, high=MAX_SEED)
 
 
 def check_points(X, n_cols: int | None = None, name: str = "X", dtype=np.float64,
@@ -130,7 +169,7 @@ def check_points(X, n_cols: int | None = None, name: str = "X", dtype=np.float64
         ValueError: if ``X`` is not 2-D, has the wrong number of columns, is not real-valued,
             or contains NaN or infinite entries.
     """
-    arr = np.asarray(X)
+    arr = as_numpy(X)
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.floating)
         or np.issubdtype(arr.dtype, np.integer)
@@ -173,7 +212,7 @@ def check_tensor(a, name: str, shape: tuple, *, device=None, dtype=None,
     import torch  # here: the rest of this module is numpy-only
 
     if not isinstance(a, torch.Tensor):
-        arr = np.asarray(a)
+        arr = as_numpy(a)
         if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating)
                                        or np.issubdtype(arr.dtype, np.integer)
                                        or arr.dtype == np.bool_):

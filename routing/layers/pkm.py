@@ -15,6 +15,14 @@ contain the top K of all n_keys² scores. With both halves sorted, the pair of r
 The output is y = Σ_{top K} act(u[i]) · v_i, act = ReLU (the paper's choice, §6.2) or a
 softmax over the K scores (Lample et al.'s original).
 
+Small key tables. When n_keys <= K, the reference code of Csordás et al. (``layers/
+lowrank_approximate_2layer.py``: ``no_knn = all(k <= knn for k in key_sizes)``, then
+``forward_dense``) skips Top-K altogether and reads all n_keys² slots densely,
+y = Σ_i act(u[i]) · v_i (act applied to all n_keys² scores). This layer keeps the top K of
+the n_keys² slots by default (K of them, the layer's nominal sparsity, whatever n_keys);
+``PKMConfig.dense_small_keys=True`` gives the reference's behaviour — the regime where every
+``routers`` sweep shape of sparselab lies (n_keys <= K), in which the reference PKM is dense.
+
 On the CPU (float32/float64) ``forward`` runs the whole layer as one autograd node
 (``_pkm_kernel.pkm_forward``): the same K slots, found by a threshold on the candidate sums
 (the ordered merge only where ties sit at the K-th place), forward and backward in Numba.
@@ -64,6 +72,9 @@ class PKMConfig:
         optimizer: "adam" or "sgd".
         lr: learning rate > 0 (1e-3; App. A.3 uses one rate for all parameters).
         seed: >= 0, seeds the initialisation.
+        dense_small_keys: False (default): always the top k of the n_keys² slots. True: when
+            n_keys <= k, read all n_keys² slots densely, as the reference code of Csordás et
+            al. does (module docstring); ``activated_units`` is then n_keys².
 
     Raises:
         ValueError: naming the parameter and its allowed range (d_in when it is odd without
@@ -81,10 +92,12 @@ class PKMConfig:
     optimizer: str = "adam"
     lr: float = 1e-3
     seed: int = 0
+    dense_small_keys: bool = False
 
     def __post_init__(self):
         check_layer_config(self)
         check_bool(self.project_query, "project_query")
+        check_bool(self.dense_small_keys, "dense_small_keys")
         if self.d_key is None:
             if not self.project_query and self.d_in % 2:
                 raise ValueError(f"d_in must be even when project_query is False (x is split "
@@ -162,13 +175,18 @@ class PKM(RouterLayer):
 
         Returns:
             (idx (B, k) int64 slots in [0, n_keys²), in descending score; gate (B, k) =
-            ReLU of the scores, or their softmax over the k).
+            ReLU of the scores, or their softmax over the k). When ``dense`` (the reference's
+            small-table case): every slot, idx (B, n_keys²) = 0, 1, …, with their gates.
 
         Raises:
             ValueError: naming x (``RouterLayer.check_input``): not a (B, d_in) tensor of the
                 parameters' dtype and device, or not finite.
         """
-        return self._route(self.check_input(x))
+        x = self.check_input(x)
+        if self.dense:
+            gate = self._gates_dense(x)
+            return torch.arange(gate.shape[1], device=x.device).expand(len(x), -1), gate
+        return self._route(x)
 
     def _route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``route`` of a checked x."""
@@ -220,6 +238,12 @@ class PKM(RouterLayer):
                 always makes).
         """
         c = self.config
+        if self.dense:
+            x = self.check_input(x)
+            y = self._gates_dense(x) @ self.values                              # (B, d_out)
+            if self.track_usage:
+                self.record_usage(weights=torch.ones(len(x), c.n_keys ** 2, device=x.device))
+            return self.check_output(y, x), {}
         self.check_input(x, finite=False)
         params = (self.keys, self.values) + ((self.query,) if self.query is not None else ())
         fused = None
@@ -237,8 +261,25 @@ class PKM(RouterLayer):
         return self.check_output(y, x), {}
 
     @property
+    def dense(self) -> bool:
+        """Whether every slot is read (``dense_small_keys`` and n_keys <= k: the reference
+        code's ``no_knn`` case)."""
+        return self.config.dense_small_keys and self.config.n_keys <= self.config.k
+
+    def _gates_dense(self, x: torch.Tensor) -> torch.Tensor:
+        """act(u) over all n_keys² slots of a checked x: (B, n_keys²), slot i = i_b·n_keys +
+        i_a scored u_b[i_b] + u_a[i_a] (Eq. 8), as the reference's ``get_dense_score``."""
+        c = self.config
+        q = x @ self.query.T if self.query is not None else x              # (B, d_key)
+        halves = q.reshape(len(x), 2, c.d_key // 2)
+        u = torch.einsum("bhd,hnd->bhn", halves, self.keys)                # (B, 2, n_keys)
+        score = (u[:, 1, :, None] + u[:, 0, None, :]).reshape(len(x), c.n_keys ** 2)
+        return torch.relu(score) if c.activation == "relu" else torch.softmax(score, dim=1)
+
+    @property
     def activated_units(self) -> int:
-        return self.config.k
+        """k, or n_keys² when the layer reads every slot (``dense``)."""
+        return self.config.n_keys ** 2 if self.dense else self.config.k
 
     @property
     def total_units(self) -> int:
@@ -249,4 +290,6 @@ class PKM(RouterLayer):
         (M ≈ k ln k) and the value sum (2·k·d_out)."""
         c = self.config
         query = 2 * c.d_in * c.d_key if c.project_query else 0
+        if self.dense:  # sub-key scores, the n_keys² sums and the dense value product
+            return query + 2 * c.d_key * c.n_keys + c.n_keys ** 2 * (1 + 2 * c.d_out)
         return query + 2 * c.d_key * c.n_keys + self._rank_a.numel() + 2 * c.k * c.d_out

@@ -192,8 +192,17 @@ class SDMLP(RouterLayer):
         return {"current_k": self._k}
 
     def set_extra_state(self, state: dict) -> None:
-        """Restore ``current_k`` from ``get_extra_state``'s dict."""
-        self._k = int(state["current_k"])
+        """Restore ``current_k`` from ``get_extra_state``'s dict.
+
+        Raises:
+            ValueError: if ``state`` is not a dict with ``current_k`` an integer in the range
+                Eq. 4 can reach, [k_target, k_start] (k_target under the GABA switch).
+        """
+        if not isinstance(state, dict) or "current_k" not in state:
+            raise ValueError(f"state must be a dict with key 'current_k', got {state!r}")
+        c = self.config
+        high = c.k_target if c.gaba_switch else c.k_start
+        self._k = check_int(state["current_k"], "current_k", c.k_target, high)
 
     # -- forward ----------------------------------------------------------------------------
     def _input_like(self) -> torch.Tensor:
@@ -245,7 +254,9 @@ class SDMLP(RouterLayer):
         inhibition = top[:, k:].clamp(min=0).detach()  # (B, 1), I of Eq. 4
         if self.config.gaba_switch:
             lam = (2 * self.gaba_counts / self.config.gaba_switch_activations - 1).clamp(-1, 1)
-            h = (a - lam.to(a.dtype) * inhibition).clamp(min=0)
+            # relu, not clamp: clamp(min=0) passes the gradient at exactly 0, so with λ = 1
+            # the (k+1)-th neuron (a − I = 0 exactly, output 0) would still learn
+            h = torch.relu(a - lam.to(a.dtype) * inhibition)
             return h, h > 0
         # Exactly k winners, ties by the lowest index (the rule of routing.torch_twins.
         # topk_mask): everything above the k-th value, then equal values left to right.

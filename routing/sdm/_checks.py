@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from routing.validation import check_int, check_real
+from routing.validation import as_numpy, check_int, check_real
 
 # Canonical weighting names of Bricken et al. 2023, App. A.7, Eqs. 7-9, and accepted aliases.
 WEIGHTINGS = ("binary", "linear", "exponential")
@@ -44,7 +44,7 @@ def check_hamming(value, name: str, n: int):
     """
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return np.asarray(check_int(value, name, 0, n), dtype=np.int64), True
-    arr = np.asarray(value)
+    arr = as_numpy(value)
     if arr.ndim == 0:
         # a 0-d array or a float/bool scalar: check_int gives the uniform error message.
         return np.asarray(check_int(arr.item(), name, 0, n), dtype=np.int64), True
@@ -63,7 +63,7 @@ def check_cosine(value, name: str):
     """
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return np.asarray(check_real(value, name, -1.0, 1.0)), True
-    arr = np.asarray(value)
+    arr = as_numpy(value)
     if arr.ndim == 0:
         return np.asarray(check_real(arr.item(), name, -1.0, 1.0)), True
     real = np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from scipy import integrate, optimize, special
 
-from routing.validation import check_int
+from routing.validation import check_bool, check_int
 from routing.sdm._checks import check_cosine
 
 __all__ = ["cap_fraction", "cap_intersection_fraction"]
@@ -175,10 +175,11 @@ def cap_fraction(n, t, log=False):
         float64 in [0, 1] (Python float for scalar t, else an ndarray of t's shape).
 
     Raises:
-        ValueError: for n < 2 or not an integer, or t outside [-1, 1].
+        ValueError: for n < 2 or not an integer, t outside [-1, 1], or ``log`` not a bool.
     """
     n = check_int(n, "n", 2, None)
     t_arr, scalar = check_cosine(t, "t")
+    log = check_bool(log, "log")
     return _apply(lambda n_, ti, _: _log_cap(n_, ti), n, t_arr, t_arr, scalar, log)
 
 
@@ -204,10 +205,12 @@ def cap_intersection_fraction(n, t, cos_between, log=False):
         ndarray of their broadcast shape).
 
     Raises:
-        ValueError: for n < 2 or not an integer, t or cos_between outside [-1, 1].
+        ValueError: for n < 2 or not an integer, t or cos_between outside [-1, 1], or ``log``
+            not a bool.
     """
     n = check_int(n, "n", 2, None)
     t_arr, t_scalar = check_cosine(t, "t")
     rho_arr, rho_scalar = check_cosine(cos_between, "cos_between")
+    log = check_bool(log, "log")
     t_arr, rho_arr = np.broadcast_arrays(t_arr, rho_arr)
     return _apply(_log_intersection, n, t_arr, rho_arr, t_scalar and rho_scalar, log)

@@ -6,8 +6,9 @@ import math
 from fractions import Fraction
 
 import numpy as np
+from scipy import stats
 
-from routing.validation import check_int, check_real
+from routing.validation import check_bool, check_int, check_real
 from routing.sdm._checks import check_cosine, check_hamming, check_weighting
 from routing.sdm._intersection import _LOG_FLOAT_TINY, _MODES, _log_intersection_curve, circle_intersection
 
@@ -37,11 +38,12 @@ def space_fraction(n, d, exact=False, log=False):
         d_v = 0 divided by 2^n, so it shares that kernel's accuracy (relative error < 1e-12).
 
     Raises:
-        ValueError: for n < 1, d outside [0, n] or not an integer, ``exact`` and ``log`` both
-            set, or ``log=False`` when the value underflows float64 (use ``log=True``).
+        ValueError: for n < 1, d outside [0, n] or not an integer, ``exact`` or ``log`` not a
+            bool, ``exact`` and ``log`` both set, or ``log=False`` when the value underflows float64 (use ``log=True``).
     """
     n = check_int(n, "n", 1, None)
     d = check_int(d, "d", 0, n)
+    exact, log = check_bool(exact, "exact"), check_bool(log, "log")
     if exact and log:
         raise ValueError("exact and log cannot both be True")
     if exact:
@@ -73,13 +75,14 @@ def expected_neurons_in_intersection(n, d, d_v, r, weighting="binary", beta=None
 
     Raises:
         ValueError: for bad n, d, d_v, weighting or β (see :func:`circle_intersection`),
-            r < 1, or ``log=False`` when a non-zero value underflows float64.
+            r < 1, ``log`` not a bool, or ``log=False`` when a non-zero value underflows float64.
     """
     n = check_int(n, "n", 1, None)
     d = check_int(d, "d", 0, n)
     r = check_int(r, "r", 1, None)
     dvs, scalar = check_hamming(d_v, "d_v", n)
     weighting, beta = check_weighting(weighting, beta)
+    log = check_bool(log, "log")
     logs = _log_intersection_curve(n, d, np.ascontiguousarray(dvs.ravel()), _MODES[weighting],
                                    0.0 if beta is None else beta).reshape(dvs.shape)
     logs = logs + (math.log(r) - n * math.log(2.0))
@@ -138,7 +141,9 @@ def snr_optimal_radius(n, r, m):
     Kanerva (1993, "Sparse distributed memory and related models") shows that with r hard
     locations (neurons) and m stored patterns the SNR of a read is maximal when a fraction
     p* = (2 m r)^(-1/3) of the space is activated. The radius returned is the smallest d with
-    space_fraction(n, d) >= p*, compared in exact rational arithmetic.
+    space_fraction(n, d) >= p*: found by bisection on d with the log of the binomial CDF
+    (``scipy.stats.binom.logcdf``, the log-space kernel where it underflows), and decided in
+    exact rational arithmetic wherever the float comparison is within 1e-9 of a tie.
 
     Arguments:
         n: address length in bits, int >= 1.
@@ -154,12 +159,23 @@ def snr_optimal_radius(n, r, m):
     n = check_int(n, "n", 1, None)
     r = check_int(r, "r", 1, None)
     m = check_int(m, "m", 1, None)
-    p_star = check_real((2.0 * m * r) ** (-1.0 / 3.0), "p*", 0.0, 1.0)
+    log_p = -(math.log(2) + math.log(m) + math.log(r)) / 3.0  # exact ints: no overflow
+    p_star = (2.0 * m * r) ** (-1.0 / 3.0) if log_p > -236.0 else math.exp(log_p)  # 2mr < 1e308
     target = Fraction(p_star) * 2**n  # exact: compare C(n, 0) + ... + C(n, d) with p* 2^n
-    ball, term = 0, 1
-    for d in range(n + 1):
-        ball += term
-        if ball >= target:
-            return d
-        term = term * (n - d) // (d + 1)
-    return n  # unreachable: the whole space (d = n) has fraction 1 >= p*
+    if p_star > 0:
+        log_p = math.log(p_star)  # the comparisons below are with this float p*
+
+    def reaches(d: int) -> bool:  # space_fraction(n, d) >= p*
+        log_fraction = float(stats.binom.logcdf(d, n, 0.5))  # O(1): an incomplete beta
+        if not math.isfinite(log_fraction):  # underflow: the O(n) log-space kernel
+            log_fraction = circle_intersection(n, d, 0, log=True) - n * math.log(2.0)
+        gap = log_fraction - log_p
+        if abs(gap) > 1e-9:
+            return gap > 0
+        return circle_intersection(n, d, 0, exact=True) >= target
+
+    lo, hi = 0, n  # reaches(n) holds: the whole space has fraction 1 >= p*
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reaches(mid) else (mid + 1, hi)
+    return lo

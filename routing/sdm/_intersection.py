@@ -33,7 +33,7 @@ from fractions import Fraction
 import numpy as np
 from numba import njit
 
-from routing.validation import check_int
+from routing.validation import check_bool, check_int
 from routing.sdm._checks import check_hamming, check_weighting
 
 __all__ = ["circle_intersection"]
@@ -224,9 +224,9 @@ def circle_intersection(n, d, d_v, weighting="binary", beta=None, exact=False, l
         weighting: ``"binary"``, ``"linear"`` or ``"exponential"`` (alias ``"exp"``).
         beta: decay rate per bit of the exponential weighting, float >= 0 (units: 1/bit);
             required for ``"exponential"``, must be ``None`` otherwise.
-        exact: return exact values: a Python ``int`` (binary) or ``fractions.Fraction``
+        exact: bool; return exact values: a Python ``int`` (binary) or ``fractions.Fraction``
             (linear); arrays come back as object arrays. Not available for ``"exponential"``.
-        log: return the natural log (float64; ``-inf`` where the intersection is empty, i.e.
+        log: bool; return the natural log (float64; ``-inf`` where the intersection is empty, i.e.
             d_v > 2d). Finite and accurate for n up to 10^4 and beyond.
 
     Returns:
@@ -235,7 +235,8 @@ def circle_intersection(n, d, d_v, weighting="binary", beta=None, exact=False, l
         with the exact ones to a relative error below 1e-12 for n <= 1000 (tested).
 
     Raises:
-        ValueError: for n < 1, d or d_v outside [0, n] or not integers, an unknown weighting,
+        ValueError: for n < 1, d or d_v outside [0, n] or not integers, ``exact`` or ``log``
+            not a bool (a string such as 'False' is refused, not read as true), an unknown weighting,
             a missing or negative β, β given to a non-exponential weighting, ``exact`` together
             with ``log`` or with the exponential weighting, or when ``log=False`` and a value
             would overflow (> 1.8e308) or underflow to 0 in float64 (use ``log=True`` then).
@@ -244,6 +245,7 @@ def circle_intersection(n, d, d_v, weighting="binary", beta=None, exact=False, l
     d = check_int(d, "d", 0, n)
     dvs, scalar = check_hamming(d_v, "d_v", n)
     weighting, beta = check_weighting(weighting, beta)
+    exact, log = check_bool(exact, "exact"), check_bool(log, "log")
     if exact and log:
         raise ValueError("exact and log cannot both be True: exact returns integers/Fractions, log returns floats")
     if exact:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from routing.validation import check_int
-from routing.sdm._checks import check_hamming, check_weighting
+from routing.validation import check_bool, check_int
+from routing.sdm._checks import check_cosine, check_hamming, check_weighting
 from routing.sdm._continuous import cap_intersection_fraction
 from routing.sdm._intersection import circle_intersection
 
@@ -36,8 +36,14 @@ class SoftmaxFit:
     r_squared: float
 
     def predict_log(self, cosine):
-        """intercept + beta · cosine (float or float64 array of ``cosine``'s shape)."""
-        return self.intercept + self.beta * np.asarray(cosine, dtype=np.float64)
+        """intercept + beta · cosine (float or float64 array of ``cosine``'s shape).
+
+        Raises:
+            ValueError: if ``cosine`` is not a real number or array in [-1, 1].
+        """
+        cos, scalar = check_cosine(cosine, "cosine")
+        out = self.intercept + self.beta * cos
+        return float(out) if scalar else out
 
 
 def fit_softmax_beta(n, d, d_v=None, continuous=False, *, weighting="binary", beta=None):
@@ -71,13 +77,14 @@ def fit_softmax_beta(n, d, d_v=None, continuous=False, *, weighting="binary", be
         :class:`SoftmaxFit`.
 
     Raises:
-        ValueError: for n < 2, d outside [1, n] (or d < 2 with the default d_v), d_v outside [0, min(n, 2d)] or with fewer
+        ValueError: for ``continuous`` not a bool, n < 2, d outside [1, n] (or d < 2 with the default d_v), d_v outside [0, min(n, 2d)] or with fewer
             than two distinct values, a bad weighting or β, or a non-binary weighting with
             ``continuous``.
     """
     n = check_int(n, "n", 2, None)
     d = check_int(d, "d", 1, n)
     weighting, beta = check_weighting(weighting, beta)
+    continuous = check_bool(continuous, "continuous")
     if continuous and weighting != "binary":
         raise ValueError(f"weighting must be 'binary' when continuous=True, got {weighting!r}")
     if d_v is None:

@@ -1,0 +1,308 @@
+"""Issue 29: one test per defect found by fuzzing and by comparison with the papers' code.
+
+Each test fails on the code before the fix: a silent wrong answer, a hang, a NaN/inf from
+finite input, or an error that blamed the wrong parameter (or came from deep inside).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from experiments.fitting import SGDConfig, evaluate, fit_model
+from experiments.models import Dense
+from experiments.router_training import RouterRegressor, RouterTraining, evaluate_router, train_router
+from lipschitz import (RandomMLP, RandomPolynomial, UniformCube, dataset_config, estimate_lipschitz,
+                       load_dataset, save_dataset)
+from routing import (CrossPolytopeLSH, EuclideanLSH, LSHTable, clopper_pearson,
+                     collision_probability_cross_polytope, collision_probability_euclidean,
+                     pairs_at_angles, pairs_at_distances)
+from routing.layers import PKM, SDMLP, PKMConfig, SDMLPConfig, SigmaMoE, SigmaMoEConfig
+from routing.sdm import cap_fraction, cap_intersection_fraction, circle_intersection, snr_optimal_radius
+from routing.sdm import space_fraction
+from routing.torch_twins import TorchEuclideanLSH
+from routing.validation import check_bool, check_seed
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+RNG = np.random.default_rng(0)
+X2 = RNG.uniform(-1, 1, (40, 2))
+
+
+# ---------------------------------------------------------------- silent wrong answers
+class _NaNModel(Dense):
+    def forward(self, X):
+        return super().forward(X) * float("nan")
+
+
+def test_evaluate_never_hides_nan_predictions():
+    model = _NaNModel(2, 4, seed=0)
+    fit_model(Dense(2, 4, seed=0), X2, X2.sum(1))
+    with pytest.raises(ValueError, match="model gives 40 NaN"):
+        evaluate(model, X2, X2.sum(1))
+
+
+def test_diverged_sgd_fit_raises_naming_lr():
+    model = Dense(2, 8, seed=0)
+    with pytest.raises(ValueError, match="lr=1e\\+30"):
+        fit_model(model, X2, X2.sum(1), fit="sgd", sgd=SGDConfig(lr=1e30, steps=20))
+    # the same fit at a sane lr is finite: the threshold is the divergence, not SGD itself
+    report = fit_model(Dense(2, 8, seed=0), X2, X2.sum(1), fit="sgd", sgd=SGDConfig(steps=20))
+    assert math.isfinite(report.train_mse)
+
+
+def test_train_router_divergence_blames_lr_not_x():
+    layer = SigmaMoE(SigmaMoEConfig(d_in=2, n_experts=4, expert_size=4, k=2, seed=0))
+    with pytest.raises(ValueError, match="lr=1e\\+30"):
+        train_router(RouterRegressor(layer), X2, X2.sum(1), RouterTraining(steps=20, lr=1e30))
+    model = RouterRegressor(SigmaMoE(SigmaMoEConfig(d_in=2, n_experts=4, expert_size=4, k=2)))
+    train_router(model, X2, X2.sum(1), RouterTraining(steps=5))
+    assert math.isfinite(evaluate_router(model, X2, X2.sum(1))["linf"])
+
+
+@pytest.mark.parametrize("call", [
+    lambda flag: circle_intersection(16, 3, 2, log=flag),
+    lambda flag: cap_fraction(8, 0.5, log=flag),
+    lambda flag: cap_intersection_fraction(8, 0.5, 0.9, log=flag),
+    lambda flag: space_fraction(16, 3, log=flag),
+    lambda flag: EuclideanLSH(2, 2, 1.0).bucket_ids(X2, add=flag),
+    lambda flag: LSHTable(EuclideanLSH(2, 1, 1.0)).fit(X2, X2[:, 0]).predict(X2, return_empty=flag),
+], ids=["circle_intersection", "cap_fraction", "cap_intersection", "space_fraction",
+        "bucket_ids", "predict"])
+def test_string_flags_are_refused_not_read_by_truthiness(call):
+    with pytest.raises(ValueError, match="must be True or False, got 'False'"):
+        call("False")
+    call(np.bool_(False))  # numpy bools are bools
+
+
+def test_bucket_ids_add_false_leaves_the_codebook_unchanged():
+    hasher = EuclideanLSH(2, 2, 0.1)
+    with pytest.raises(ValueError, match="add"):
+        hasher.bucket_ids(X2, add="False")
+    assert hasher.n_buckets_seen() == 0
+
+
+def test_check_bool_accepts_numpy_bool_only():
+    assert check_bool(np.bool_(True), "flag") is True
+    for bad in ("True", 1, 0, None):
+        with pytest.raises(ValueError, match="flag"):
+            check_bool(bad, "flag")
+
+
+def test_monomial_features_checks_its_input():
+    p = RandomPolynomial(4, 2)
+    X = RNG.uniform(-1, 1, (3, 4))
+    np.testing.assert_allclose(p.monomial_features(X) @ p.coefficients, p(X), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"shape \(N, 4\)"):
+        p.monomial_features(np.ones((3, 5)))
+    with pytest.raises(ValueError, match=r"shape \(N, 4\)"):
+        p.monomial_features(np.ones(4))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_samples": 2.7}, "n_samples"), ({"n_samples": -3}, "n_samples"),
+    ({"noise_std": float("nan")}, "noise_std"), ({"dim": 5}, "distribution.dim"),
+])
+def test_dataset_config_checks_what_make_dataset_checks(kwargs, match):
+    args = {"n_samples": 3, "noise_std": 0.0, "dim": 4} | kwargs
+    with pytest.raises(ValueError, match=match):
+        dataset_config(RandomPolynomial(4, 2), UniformCube(args["dim"]), args["n_samples"],
+                       noise_std=args["noise_std"])
+    assert dataset_config(RandomPolynomial(4, 2), UniformCube(4), 3)["n_samples"] == 3
+
+
+def test_torch_euclidean_twin_refuses_mismatched_parameters():
+    with pytest.raises(ValueError, match=r"offsets must have shape \(2, 3\)"):
+        TorchEuclideanLSH(torch.randn(2, 3, 4), torch.rand(3, 2), 1.0)
+    codes = TorchEuclideanLSH(torch.randn(2, 3, 4), torch.rand(2, 3), 1.0)(torch.randn(5, 4))
+    assert codes.shape == (5, 2, 3)
+
+
+# ---------------------------------------------------------------- hangs
+def test_pairs_at_distances_with_no_columns_raises_instead_of_hanging():
+    with pytest.raises(ValueError, match="at least 1 column"):
+        pairs_at_distances(np.zeros((3, 0)), 0.5)
+
+
+def test_snr_optimal_radius_is_fast_at_a_million_bits():
+    start = time.perf_counter()
+    d = snr_optimal_radius(10**6, 1000, 100)
+    assert time.perf_counter() - start < 5.0  # was over 30 s (quadratic big-integer sums)
+    p_star = (2.0 * 100 * 1000) ** (-1 / 3)
+    assert space_fraction(10**6, d) >= p_star > space_fraction(10**6, d - 1)
+
+
+# ---------------------------------------------------------------- NaN or inf from finite input
+def test_lsh_table_refuses_data_whose_sums_overflow():
+    with pytest.raises(ValueError, match="y is too large"):
+        LSHTable(EuclideanLSH(2, 1, 1.0)).fit(X2, np.full(40, 1e308))
+    with pytest.raises(ValueError, match="X is too large for degree=2"):
+        LSHTable(EuclideanLSH(2, 1, 1e200), 2).fit(X2 * 1e160, X2[:, 0])
+    with pytest.raises(ValueError, match="X is too large for degree=1"):
+        LSHTable(EuclideanLSH(2, 1, 1e200), 1).fit(X2 * 1e155, X2[:, 0])
+    table = LSHTable(EuclideanLSH(2, 1, 1e200), 1).fit(X2 * 1e100, X2[:, 0])  # just below
+    assert np.isfinite(table.predict(X2 * 1e100)).all()
+
+
+def test_targets_refuse_points_outside_their_domain():
+    f = RandomPolynomial(2, 4)
+    with pytest.raises(ValueError, match=r"domain \[-1, 1\]\^n.*1e\+100"):
+        f(np.array([[1e100, 0.5]]))
+    with pytest.raises(ValueError, match=r"domain"):
+        f.torch(torch.tensor([[1.5, 0.5]]))
+    assert np.isfinite(f(np.array([[1.0, -1.0]]))).all()  # the boundary is inside
+
+
+def test_collision_probability_euclidean_at_extreme_ratio():
+    assert collision_probability_euclidean(1e308, 1e-308) == 0.0
+    assert collision_probability_euclidean(1e-308, 1e308) == 1.0
+    small = collision_probability_euclidean(1e6, 1e-3)  # series and closed form agree
+    assert small == pytest.approx(math.sqrt(2 / math.pi) * 1e-9 / 2, rel=1e-9)
+
+
+def test_pairs_at_angles_does_not_overflow_on_large_finite_rows():
+    X = np.full((2, 3), 1e300)
+    X2_ = pairs_at_angles(X, 1.0)
+    cos = np.einsum("nd,nd->n", X / 1e300, X2_ / 1e300) / 3.0
+    np.testing.assert_allclose(cos, math.cos(1.0), rtol=1e-12)
+    with pytest.raises(ValueError, match="X is too large"):
+        pairs_at_angles(np.full((2, 3), 1.7e308), 1.0)
+
+
+# ---------------------------------------------------------------- errors that blamed the wrong thing
+@pytest.mark.parametrize("k", [0, 65, 2.5, "8"])
+def test_sdmlp_extra_state_names_current_k(k):
+    layer = SDMLP(SDMLPConfig(d_in=2, n_neurons=64, k_target=4))
+    with pytest.raises(ValueError, match="current_k"):
+        layer.set_extra_state({"current_k": k})
+    layer.set_extra_state({"current_k": 8})
+    assert layer.current_k == 8
+
+
+def test_estimate_lipschitz_on_huge_points_names_the_domain():
+    X = np.array([[1e308, 1e308], [-1e308, 1e308], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="domain"):
+        estimate_lipschitz(RandomMLP(2, (4,)), X, 1)
+
+
+def test_tensor_requiring_grad_is_accepted_by_numpy_functions():
+    X = torch.tensor(X2, requires_grad=True)
+    table = LSHTable(EuclideanLSH(2, 1, 0.5)).fit(X, X2.sum(1))
+    np.testing.assert_array_equal(table.predict(X), table.predict(X2))
+    assert circle_intersection(16, 3, torch.tensor([1, 2])).shape == (2,)
+
+
+def test_seed_beyond_int64_is_refused_at_the_config():
+    with pytest.raises(ValueError, match="seed"):
+        SDMLPConfig(d_in=2, n_neurons=8, k_target=2, seed=2**64)
+    assert check_seed(2**63 - 1) == 2**63 - 1
+
+
+def test_save_dataset_refuses_what_load_dataset_cannot_read(tmp_path):
+    with pytest.raises(ValueError, match="X must be a real-valued array"):
+        save_dataset(tmp_path / "x.npz", np.array([[1, "a"]], dtype=object), np.array([1.0]), {})
+    assert not (tmp_path / "x.npz").exists()
+    with pytest.raises(ValueError, match="config must be JSON"):
+        save_dataset(tmp_path / "x.npz", np.ones((1, 2)), np.array([1.0]), {"a": object()})
+    save_dataset(tmp_path / "x.npz", np.ones((1, 2)), np.array([1.0]), {"a": 1})
+    assert load_dataset(tmp_path / "x.npz")[2] == {"a": 1}
+
+
+# ---------------------------------------------------------------- against the papers' code
+def test_gaba_switch_fully_on_trains_exactly_k_neurons():
+    """Bricken et al. 2023, Eq. 12 with λ = 1 for every neuron: a* = [a − I]_+ with I the
+    (k+1)-th activation. The (k+1)-th neuron outputs exactly 0 and must not learn."""
+    k, n = 3, 16
+    layer = SDMLP(SDMLPConfig(d_in=4, n_neurons=n, k_target=k, gaba_switch=True,
+                              gaba_switch_activations=1)).double()
+    layer.gaba_counts.fill_(10.0)  # every neuron fully inhibited: λ_i = 1
+    x = torch.rand(1, 4, dtype=torch.float64) + 0.1  # positive: every activation > 0
+    y, _ = layer(x)
+    y.sum().backward()
+    learning = int((layer.encoder.grad.abs().sum(dim=1) > 0).sum())
+    assert learning == k  # was k + 1: clamp(min=0) passes gradient at exactly 0
+    h, active = layer.hidden(x)
+    assert int(active.sum()) == k and int((h > 0).sum()) == k
+
+
+def test_pkm_dense_small_keys_is_the_reference_dense_read():
+    """Csordás et al.'s code (no_knn when n_keys <= knn): y = Σ over all n² slots of
+    relu(u_b[i // n] + u_a[i mod n]) · v_i; the default keeps the top k of n² slots."""
+    n, k = 4, 5
+    x = torch.randn(6, 8, dtype=torch.float64)
+    dense = PKM(PKMConfig(d_in=8, n_keys=n, k=k, dense_small_keys=True)).double()
+    u = torch.einsum("bhd,hnd->bhn", x.reshape(6, 2, 4), dense.keys)
+    expected = torch.zeros(6, 1, dtype=torch.float64)
+    for i in range(n * n):
+        expected += torch.relu(u[:, 1, i // n] + u[:, 0, i % n])[:, None] * dense.values[i]
+    torch.testing.assert_close(dense(x)[0], expected)
+    assert dense.activated_units == n * n
+    sparse = PKM(PKMConfig(d_in=8, n_keys=n, k=k)).double()  # default unchanged: top k
+    assert sparse.activated_units == k
+    assert not torch.allclose(sparse(x)[0], expected)
+    big = PKM(PKMConfig(d_in=8, n_keys=8, k=5, dense_small_keys=True))  # n_keys > k: sparse
+    assert not big.dense and big.activated_units == 5
+
+
+# ---------------------------------------------------------------- cross-polytope collisions
+def _gaussian_monte_carlo(theta: float, dim: int, n: int, seed: int) -> int:
+    rng = np.random.default_rng(seed)
+    u = rng.standard_normal((n, dim))
+    v = math.cos(theta) * u + math.sin(theta) * rng.standard_normal((n, dim))
+    iu, iv = np.abs(u).argmax(1), np.abs(v).argmax(1)
+    rows = np.arange(n)
+    return int(((iu == iv) & (np.sign(u[rows, iu]) == np.sign(v[rows, iv]))).sum())
+
+
+@pytest.mark.parametrize("theta, dim", [(0.3, 2), (1.0, 4), (1.0, 16), (2.0, 16)])
+def test_cross_polytope_probability_matches_gaussian_monte_carlo(theta, dim):
+    n = 40_000
+    hits = _gaussian_monte_carlo(theta, dim, n, seed=dim)
+    low, high = clopper_pearson(hits, n, 0.999)
+    assert low <= collision_probability_cross_polytope(theta, dim) <= high
+
+
+def test_cross_polytope_probability_edge_cases():
+    assert collision_probability_cross_polytope(0.0, 8) == 1.0
+    assert collision_probability_cross_polytope(math.pi, 8) == 0.0
+    # d = 1: the sign hash, 1 − θ/π
+    assert collision_probability_cross_polytope(1.0, 1) == pytest.approx(1 - 1 / math.pi)
+    p = collision_probability_cross_polytope(np.array([0.5, 1.0]), 16, n_hashes=2)
+    np.testing.assert_allclose(p, collision_probability_cross_polytope(np.array([0.5, 1.0]), 16) ** 2)
+    with pytest.raises(ValueError, match="theta"):
+        collision_probability_cross_polytope(4.0, 8)
+    with pytest.raises(ValueError, match="dim"):
+        collision_probability_cross_polytope(1.0, 0)
+
+
+def test_cross_polytope_probability_matches_cross_polytope_lsh():
+    """The pseudo-random rotation of CrossPolytopeLSH at d = 64: the collision count of each
+    pair over 3000 tables falls in the 99.9 % Clopper–Pearson interval around the formula."""
+    hasher = CrossPolytopeLSH(64, 1, n_tables=3000, seed=3)
+    X = np.random.default_rng(0).standard_normal((3, 64))
+    for theta in (0.5, 1.0):
+        same = (hasher.hash(X) == hasher.hash(pairs_at_angles(X, theta, seed=1)))[:, :, 0]
+        low, high = clopper_pearson(same.sum(1), 3000, 0.999)
+        p = collision_probability_cross_polytope(theta, hasher.padded_dim)
+        assert np.all((low <= p) & (p <= high))
+
+
+def test_cross_polytope_probability_follows_andoni_theorem_1():
+    """Andoni et al. 2015, Theorem 1: ln(1/p) = τ²/(4 − τ²)·ln d + O(ln ln d), τ = 2 sin(θ/2),
+    i.e. ln(1/p)/ln d → tan²(θ/2). The gap shrinks as d grows, and stays O(ln ln d); the
+    brief's (1/4)·tan² would be refuted by a factor of 4."""
+    theta = math.pi / 3
+    exponent = math.tan(theta / 2) ** 2
+    assert exponent == pytest.approx(1.0 / 3.0)  # τ = 1: τ²/(4 − τ²) = 1/3
+    gaps = []
+    for log2_d in (10, 20, 40):
+        d = 2**log2_d
+        ratio = math.log(1 / collision_probability_cross_polytope(theta, d)) / math.log(d)
+        gaps.append(ratio - exponent)
+        assert 0 < (ratio - exponent) * math.log(d) / math.log(math.log(d)) < 2.0
+    assert gaps[0] > gaps[1] > gaps[2] > 0
+    assert abs(gaps[2]) < 0.06 and abs(ratio - exponent / 4) > 0.25
