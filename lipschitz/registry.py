@@ -29,12 +29,18 @@ def target_from_config(config: dict[str, Any]) -> Target:
     family = params.pop("family", None)
     if family == "ScaledTarget":
         return ScaledTarget(target_from_config(params["target"]), params["factor"])
+    if family == "CustomTarget":  # a function of one's own, imported by "module:qualname"
+        from lipschitz.custom_target import CustomTarget
+
+        return CustomTarget.from_config({"family": family, **params})
     if family == "LinearlyComposedTarget":
         return LinearlyComposedTarget(
             target_from_config(params["target"]), params["matrix"], params["offset"]
         )
     if family not in TARGET_FAMILIES:
-        raise ValueError(f"family must be one of {sorted(TARGET_FAMILIES)}, got {family!r}")
+        allowed = sorted(TARGET_FAMILIES) + ["CustomTarget", "LinearlyComposedTarget",
+                                             "ScaledTarget"]
+        raise ValueError(f"family must be one of {allowed}, got {family!r}")
     if "hidden" in params:
         params["hidden"] = tuple(params["hidden"])
     return TARGET_FAMILIES[family](**params)

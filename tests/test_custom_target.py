@@ -122,3 +122,14 @@ def test_config_round_trip():
     assert g.name == "linear map" and g.lipschitz_bound == 2.0 and g.probe == f.probe
     with pytest.raises(ValueError, match="cannot be imported"):
         CustomTarget.from_config(CustomTarget(lambda X: X[:, 0], 3, 1.0).config())
+
+
+def test_target_from_config_rebuilds_a_custom_target():
+    from lipschitz import target_from_config
+
+    f = CustomTarget(linear, 3, 2.0, seed=5)
+    g = target_from_config(json.loads(json.dumps(f.config())))
+    X = np.random.default_rng(0).uniform(-1, 1, (16, 3))
+    assert isinstance(g, CustomTarget) and np.array_equal(g(X), f(X))
+    with pytest.raises(ValueError, match="'CustomTarget'"):
+        target_from_config({"family": "Custom"})
