@@ -5,9 +5,18 @@ Resuming: a row is identified by (experiment, target, model_key, fit, seed, sett
 ``settings`` is a fingerprint of the config fields that change a row's numbers (data sizes,
 noise, training and ridge settings, the target's seed: ``settings_fingerprint``). Rows already
 in ``results.csv`` are skipped, and each new row is written atomically (the whole table goes to
-a temporary file that replaces ``results.csv``), so an interrupted sweep loses no finished row.
-A folder whose rows of the same experiment and target were made under other settings is
-refused (``check_results``) rather than mixed with the new rows.
+a temporary file that replaces ``results.csv``: ``experiments.output_folder``), so an
+interrupted sweep loses no finished row. A folder whose rows of the same experiment and target
+were made under other settings, or that holds another experiment's rows, is refused
+(``check_results``) rather than mixed with the new rows; a folder another process is writing
+is refused at once (``experiments.output_folder.claim``).
+
+Where rows are computed: one after another in this process (``workers`` and ``scheduler``
+None), or on Dask workers (``experiments.engine``): a local cluster of ``workers``
+single-threaded processes, or the cluster whose scheduler is at ``scheduler``. Each row is a
+function of (config, model spec, seed) alone (``compute_row``: the data are drawn again from
+the seed), so the numbers are the same wherever it runs; only this process writes
+``results.csv``, a row at a time as they complete.
 """
 
 from __future__ import annotations
@@ -15,9 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import pathlib
-import tempfile
 from typing import Callable
 
 import numpy as np
@@ -25,8 +32,10 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from experiments import output_folder
 from experiments.model_kinds import model_kind
 from experiments.specs import ExperimentConfig, ModelSpec, fit_of
+from experiments.threads import single_threaded
 
 COLUMNS = ["experiment", "target", "model", "model_label", "model_key", "width", "k", "buckets",
            "nonempty_buckets", "activated_units", "params", "flops_paper", "flops_true",
@@ -40,6 +49,8 @@ ROW_KEY = ["experiment", "target", "model_key", "fit", "seed", "settings"]
 #: added later, is part of the fingerprint, so a new field can make a folder refuse to resume
 #: but never silently reuse rows.
 NOT_SETTINGS = ("name", "preset", "models", "seeds", "fit", "panels", "fit_window")
+#: TargetSpec fields added after fingerprints existed: part of the settings only when set.
+TARGET_FIELDS_ADDED = ("path", "sha256")
 
 def resolve_device(device: str) -> torch.device:
     """"auto" → CUDA when available, else CPU; "cuda" without CUDA is an error.
@@ -106,7 +117,13 @@ def settings_of(config: ExperimentConfig | dict) -> dict:
     """The settings of a config (an ``ExperimentConfig`` or its ``to_dict()``, e.g. read back
     from ``config.json``): every field but ``NOT_SETTINGS``, as plain JSON values."""
     data = config.to_dict() if isinstance(config, ExperimentConfig) else dict(config)
-    return _canonical({name: value for name, value in data.items() if name not in NOT_SETTINGS})
+    settings = {name: value for name, value in data.items() if name not in NOT_SETTINGS}
+    if isinstance(settings.get("target"), dict):
+        # fields a target gained later (a data file's path and hash) count only when set, so
+        # that every folder written before them keeps its fingerprint
+        settings["target"] = {key: value for key, value in settings["target"].items()
+                              if value is not None or key not in TARGET_FIELDS_ADDED}
+    return _canonical(settings)
 
 
 def _canonical(value):
@@ -164,15 +181,27 @@ def check_results(configs: list[ExperimentConfig], out: pathlib.Path,
         out: its output folder (``results.csv`` and, if present, ``config.json`` are read).
         table: ``results.csv`` already loaded (read from ``out`` when None).
 
+    Also refuses a folder holding rows of an experiment that is none of ``configs``' names
+    (a fig3 run into a fig2 folder), naming it.
+
     Raises:
-        ValueError: naming ``results.csv``, the settings that differ where ``config.json``
-            tells them, and the way out (a new ``--out`` or ``--force``).
+        ValueError: naming ``results.csv``, the other experiment or the settings that differ
+            where ``config.json`` tells them, and the way out (a new ``--out`` or ``--force``).
     """
     out = pathlib.Path(out)
     path = out / "results.csv"
     table = load_results(path) if table is None else table
     if not len(table):
         return
+    names = {config.name for config in configs}
+    others = table.loc[~table["experiment"].astype(str).isin(names), "experiment"]
+    if len(others):
+        counts = others.astype(str).value_counts()
+        found = ", ".join(f"{n} rows of experiment {name!r}" for name, n in counts.items())
+        raise ValueError(f"{path} holds {found}, not this run's experiment "
+                         f"{' / '.join(sorted(map(repr, names)))}; one folder holds one "
+                         f"experiment. Write to a new --out folder, or pass --force to start "
+                         f"this folder's results over.")
     expected: dict[tuple[str, str], set[str]] = {}
     for config in configs:
         expected.setdefault((config.name, config.target.label()), set()).add(
@@ -235,51 +264,108 @@ def _show(value) -> str:
 
 
 def _write_atomically(frame: pd.DataFrame, path: pathlib.Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".csv")
-    with os.fdopen(fd, "w") as handle:
-        frame.to_csv(handle, index=False)
-    os.replace(tmp, path)
+    output_folder.write_frame(frame, path)
 
 
 def prepare_out(configs: list[ExperimentConfig], out: pathlib.Path,
                 force: bool = False) -> pd.DataFrame:
-    """Make ``out`` ready for the sweep ``configs``: create it, check it is writable, delete
-    its ``results.csv`` when ``force``, and refuse rows made under other settings
-    (``check_results``). Returns the rows already there.
+    """Make ``out`` ready for the sweep ``configs``: create it, check it is writable and no
+    other process is writing it (``experiments.output_folder.claim``), delete its
+    ``results.csv`` when ``force``, and refuse rows of another experiment or made under other
+    settings (``check_results``). Returns the rows already there.
+
+    The folder is claimed for the check and released after it, unless the caller holds it
+    already (``with experiments.output_folder.writer(out):``), in which case it stays the
+    caller's.
 
     Raises:
-        ValueError: unwritable ``out``, or rows made under other settings (see
-            ``check_results``).
+        ValueError: unwritable ``out``; ``output_folder.FolderBusy`` (a ValueError) when
+            another process writes ``out``, naming its PID and host; rows of another
+            experiment or made under other settings (see ``check_results``).
     """
     out = pathlib.Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is not writable: it is a file, not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
     except OSError as error:
         raise ValueError(f"--out {out} is not writable: {error}") from None
-    path = out / "results.csv"
-    if force:
-        path.unlink(missing_ok=True)
-    table = load_results(path)
-    check_results(configs, out, table)
+    with output_folder.writer(out):
+        try:
+            output_folder.write_bytes(out / ".write-test", b"")
+            (out / ".write-test").unlink()
+        except (OSError, output_folder.OutputError) as error:
+            raise ValueError(f"--out {out} is not writable: {error}") from None
+        path = out / "results.csv"
+        if force:
+            path.unlink(missing_ok=True)
+        table = load_results(path)
+        check_results(configs, out, table)
     return table
+
+
+def compute_row(config: ExperimentConfig, spec: ModelSpec, seed: int,
+                device: torch.device | str) -> dict:
+    """One row of a sweep, computed from (config, spec, seed) alone: the data drawn again
+    from the seed (``ExperimentConfig.make_data``; the last seed's data are kept, so rows of
+    one seed in a row share them), torch seeded with ``seed``, the model fitted and measured
+    (``run_model``), and the row's experiment, target and settings fingerprint added. The
+    serial sweep and every Dask worker call this, so a row's numbers do not depend on where
+    it ran (given the thread policy, ``experiments.threads``).
+
+    Arguments:
+        config, spec, seed: the row.
+        device: a ``torch.device`` or "auto" / "cpu" / "cuda" (``resolve_device``).
+
+    Returns:
+        the row: every ``COLUMNS`` entry (and whatever else the kind reported).
+
+    Raises:
+        ValueError: a bad device, or from the kind (see ``run_model``).
+    """
+    if not isinstance(device, torch.device):
+        device = resolve_device(device)
+    torch.manual_seed(seed)
+    row = run_model(spec, config, _data_of(config, seed), seed, device)
+    row.update(experiment=config.name, target=config.target.label(),
+               settings=settings_fingerprint(config))
+    return row
+
+
+_last_data: dict = {}
+
+
+def _data_of(config: ExperimentConfig, seed: int):
+    """``_make_data(config, seed)``, keeping the last one (rows of one seed share data)."""
+    data_key = (config.target, config.n_train, config.n_eval, config.noise_std, seed)
+    if data_key not in _last_data:
+        _last_data.clear()
+        _last_data[data_key] = _make_data(config, seed)
+    return _last_data[data_key]
 
 
 def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = "auto",
               progress: bool = True, on_row: Callable[[dict], None] | None = None,
-              force: bool = False) -> pd.DataFrame:
+              force: bool = False, workers: int | None = None,
+              scheduler: str | None = None) -> pd.DataFrame:
     """Run every (config, seed, model) not yet in ``out/results.csv``; return the rows of this
     sweep (rows of models no longer in ``configs`` stay in the file but are left out).
 
     Arguments:
         configs: the sweep (one experiment may have several configs, e.g. one per k).
-        out: output folder, created if needed.
-        device: "auto", "cpu" or "cuda".
-        progress: show a progress bar.
-        on_row: called with each new row (tests use it to simulate an interruption).
+        out: output folder, created if needed; this process is its only writer for the
+            sweep (``experiments.output_folder``).
+        device: "auto", "cpu" or "cuda" (on Dask workers: each worker's own device; with
+            ``workers``, "cuda" gives each worker one GPU).
+        progress: show a progress bar (rows done over rows of the sweep, across workers).
+        on_row: called with each new row, once written (tests use it to simulate an
+            interruption).
         force: delete ``out/results.csv`` first and run every row anew.
+        workers: compute the rows on a local Dask cluster of this many single-threaded
+            worker processes (``experiments.engine``); None (and no ``scheduler``): one after
+            another in this process, with one thread (``experiments.threads``).
+        scheduler: address of a running Dask scheduler ("tcp://host:8786") whose workers
+            compute the rows; exclusive with ``workers``.
 
     Rows of this sweep read from a ``results.csv`` written before rows carried ``train_nmse``
     and ``eval_nmse`` get them on resuming, from the labels drawn again: the data are a
@@ -288,52 +374,70 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
     no longer in ``configs`` keep nan there.
 
     Raises:
-        ValueError: bad device, unwritable ``out``, rows in ``out/results.csv`` made under
-            other settings (``check_results``), or a model that does not fit in memory.
+        ValueError: bad device, workers or scheduler; unwritable ``out`` or one another
+            process is writing (``output_folder.FolderBusy``); rows in ``out/results.csv`` of
+            another experiment or made under other settings (``check_results``); a model that
+            does not fit in memory; a full disk or a refused write
+            (``output_folder.OutputError``, one line naming the file).
+        OSError: the Dask scheduler at ``scheduler`` cannot be reached.
     """
-    torch_device = resolve_device(device)
+    use_engine = workers is not None or scheduler is not None
+    if use_engine:
+        from experiments.engine import check_engine_options
+        check_engine_options(workers, scheduler, device)
+        torch_device = None
+    else:
+        torch_device = resolve_device(device)
     out = pathlib.Path(out)
-    table = prepare_out(configs, out, force=force)
-    path = out / "results.csv"
-    done = set(map(tuple, table[ROW_KEY].astype(str).to_numpy())) if len(table) else set()
-    jobs = [(c, s, m) for c in configs for s in c.seeds for m in c.models]
-    data_cache: dict = {}
+    with output_folder.writer(out):
+        table = prepare_out(configs, out, force=force)
+        path = out / "results.csv"
+        done = set(map(tuple, table[ROW_KEY].astype(str).to_numpy())) if len(table) else set()
+        rows = table.to_dict("records")
+        filled = False
+        # rows written before the normalised errors existed: filled from their own labels
+        unnormalised = {tuple(map(str, (row[c] for c in ROW_KEY))): i
+                        for i, row in enumerate(rows)
+                        if pd.isna(row.get("eval_nmse")) or pd.isna(row.get("train_nmse"))}
+        pending, n_jobs = [], 0
+        for config in configs:
+            settings = settings_fingerprint(config)
+            for seed in config.seeds:
+                for spec in config.models:
+                    n_jobs += 1
+                    key = tuple(map(str, (config.name, config.target.label(), spec.key(),
+                                          fit_of(spec, config), seed, settings)))
+                    if key not in done:
+                        pending.append((config, seed, spec, key))
+                        done.add(key)  # a model listed twice is computed once
+                    elif key in unnormalised:
+                        old = rows[unnormalised.pop(key)]
+                        X, y, X_eval, y_eval = _data_of(config, seed)
+                        old.update(normalised_errors(old["train_mse"], old["eval_mse"], y,
+                                                     y_eval))
+                        filled = True
 
-    def data_of(config, seed):
-        data_key = (config.target, config.n_train, config.n_eval, config.noise_std, seed)
-        if data_key not in data_cache:
-            data_cache.clear()
-            data_cache[data_key] = _make_data(config, seed)
-        return data_cache[data_key]
+        def record(row):
+            rows.append({c: row.get(c) for c in COLUMNS})
+            _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
+            bar.update(1)
+            if on_row is not None:
+                on_row(row)
 
-    rows = table.to_dict("records")
-    filled = False
-    # rows written before the normalised errors existed: filled below from their own labels
-    unnormalised = {tuple(map(str, (row[c] for c in ROW_KEY))): i for i, row in enumerate(rows)
-                    if pd.isna(row.get("eval_nmse")) or pd.isna(row.get("train_nmse"))}
-    for config, seed, spec in tqdm(jobs, desc=configs[0].name if configs else "sweep",
-                                   disable=not progress):
-        fit = fit_of(spec, config)
-        settings = settings_fingerprint(config)
-        key = tuple(map(str, (config.name, config.target.label(), spec.key(), fit, seed,
-                              settings)))
-        if key in done:
-            if key in unnormalised:
-                old = rows[unnormalised.pop(key)]
-                X, y, X_eval, y_eval = data_of(config, seed)
-                old.update(normalised_errors(old["train_mse"], old["eval_mse"], y, y_eval))
-                filled = True
-            continue
-        torch.manual_seed(seed)
-        row = run_model(spec, config, data_of(config, seed), seed, torch_device)
-        row.update(experiment=config.name, target=config.target.label(), settings=settings)
-        rows.append({c: row.get(c) for c in COLUMNS})
-        _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
-        done.add(key)
-        if on_row is not None:
-            on_row(row)
-    if filled:  # new rows' writes hold the filled ones too; this covers a sweep without any
-        _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
+        with tqdm(total=n_jobs, initial=n_jobs - len(pending),
+                  desc=configs[0].name if configs else "sweep", disable=not progress) as bar:
+            if filled:  # new rows' writes would hold them too; this covers a sweep without any
+                _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
+            if use_engine:
+                from experiments.engine import open_engine
+                with open_engine(workers=workers, scheduler=scheduler,
+                                 device=device) as engine:
+                    for row in engine.rows([(c, spec, seed) for c, seed, spec, _ in pending]):
+                        record(row)
+            else:
+                with single_threaded():
+                    for config, seed, spec, _ in pending:
+                        record(compute_row(config, spec, seed, torch_device))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     # rows of models no longer in the configs stay on disk but are not part of this sweep
     wanted = {tuple(map(str, (c.name, c.target.label(), m.key(), fit_of(m, c), s,

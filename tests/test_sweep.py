@@ -173,9 +173,10 @@ def test_rows_written_before_settings_were_recorded_are_refused(tmp_path):
     with pytest.raises(ValueError, match="before rows recorded their settings") as error:
         run_sweep([config], tmp_path, device="cpu", progress=False)
     assert "n_train 999 there, 300 now" in str(error.value)
-    # rows of another experiment in the same file are not this sweep's concern
+    # rows of another experiment in the same folder: refused, naming it (issue 27)
     other = config.with_(name="fig2")
-    assert len(run_sweep([other], tmp_path, device="cpu", progress=False)) == 4
+    with pytest.raises(ValueError, match="4 rows of experiment 'fig4'"):
+        run_sweep([other], tmp_path, device="cpu", progress=False)
 
 
 # -- normalised errors (issue 25): every row carries them; older tables resume and get them

@@ -1,0 +1,260 @@
+"""Dask distributed as the engine of sweeps: rows computed on many cores, machines or GPUs.
+
+``sparselab scale|reproduce --workers N`` starts a ``LocalCluster`` of N worker processes of
+one thread each; ``--scheduler ADDRESS`` uses a running cluster instead (``dask scheduler``
+and ``dask worker``, or dask-jobqueue on SLURM/PBS). A task ships what a row is a function
+of — (config, model spec, seed) — plus the spec's ``ModelKind`` object, so that a kind the
+user registered in the driver (``register_model_kind``) exists on workers that never
+imported it; the worker draws the data again from the seed and returns the row
+(``experiments.sweep.compute_row``). The driver alone writes ``results.csv``, a row at a
+time as results complete (``experiments.sweep.run_sweep``).
+
+Thread policy (``experiments.threads``): every worker runs one torch, Numba and BLAS thread,
+set in its environment before it starts (``WORKER_ENV``) and again when it joins
+(``experiments.engine_worker.ThreadPolicy``, a worker plugin, so that workers of an
+existing cluster follow it too).
+With ``--device cuda`` (or "auto" on a machine with GPUs) each local worker sees one GPU
+(``CUDA_VISIBLE_DEVICES``, round robin over the GPUs the driver sees).
+
+Faults: a worker that dies mid-task (killed, out of memory) is restarted by its nanny and
+the scheduler runs the task again elsewhere (up to ``distributed.scheduler.allowed-failures``
+times, 3 by default); the driver receives each task's row once. A task that raises (a model
+that does not fit in memory) stops the sweep with that error; finished rows are on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import uuid
+from typing import Iterator
+
+import click
+
+from experiments.threads import WORKER_ENV
+
+__all__ = ["engine_options", "check_engine_options", "Engine", "open_engine",
+           "local_cluster", "run_task", "worker_gpus"]
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def engine_options(command):
+    """Click decorator adding ``--workers N`` and ``--scheduler ADDRESS`` to a command; the
+    command receives ``workers`` (int or None) and ``scheduler`` (str or None) and passes
+    them on to ``experiments.sweep.run_sweep`` (both None: today's serial, in-process path).
+    """
+    command = click.option(
+        "--scheduler", metavar="ADDRESS", default=None,
+        help="Compute the rows on the Dask cluster whose scheduler is at ADDRESS "
+             "(e.g. tcp://10.0.0.5:8786; see `dask scheduler` / `dask worker`).")(command)
+    command = click.option(
+        "--workers", type=click.IntRange(min=1), default=None, metavar="N",
+        help="Compute the rows on a local Dask cluster of N single-threaded worker "
+             "processes [default: one after another in this process].")(command)
+    return command
+
+
+def check_engine_options(workers: int | None, scheduler: str | None,
+                         device: str = "auto") -> None:
+    """Check the engine options of a sweep.
+
+    Arguments:
+        workers: None or an integer ≥ 1 (local worker processes).
+        scheduler: None or a Dask scheduler address (a non-empty string).
+        device: "auto", "cpu" or "cuda".
+
+    Raises:
+        ValueError: workers < 1 or not an integer; an empty scheduler; both given; an unknown
+            device; "cuda" for a local cluster on a machine without CUDA.
+    """
+    from routing.validation import check_choice, check_int
+
+    if workers is not None:
+        check_int(workers, "workers", low=1)
+    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+        raise ValueError(f"scheduler must be a Dask scheduler address such as "
+                         f"tcp://host:8786, got {scheduler!r}")
+    if workers is not None and scheduler is not None:
+        raise ValueError("give --workers (a local cluster) or --scheduler (an existing "
+                         "cluster), not both")
+    check_choice(device, "device", DEVICES)
+    if device == "cuda" and scheduler is None:
+        import torch
+        if not torch.cuda.is_available():
+            raise ValueError("device 'cuda' was requested but torch.cuda.is_available() is "
+                             "False")
+
+
+def worker_gpus(device: str) -> list[str]:
+    """The GPUs local workers share round robin: the driver's ``CUDA_VISIBLE_DEVICES`` list
+    where set, else 0 … n-1 of ``torch.cuda.device_count()``; [] for "cpu" or without CUDA.
+    """
+    if device == "cpu":
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g.strip() for g in visible.split(",") if g.strip()]
+    import torch
+    return [str(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() \
+        else []
+
+
+def local_cluster(workers: int, **kwargs):
+    """A ``distributed.LocalCluster`` of ``workers`` processes of one thread each, their
+    thread pools fixed at one thread from start-up (``WORKER_ENV``), no dashboard, quiet
+    logs; ``kwargs`` go to ``LocalCluster``.
+
+    Raises:
+        ValueError: workers < 1.
+    """
+    from distributed import LocalCluster
+
+    from routing.validation import check_int
+
+    check_int(workers, "workers", low=1)
+    options = dict(n_workers=workers, threads_per_worker=1, processes=True,
+                   dashboard_address=":0", silence_logs=logging.ERROR,
+                   env=dict(WORKER_ENV))
+    options.update(kwargs)
+    return LocalCluster(**options)
+
+
+def run_task(config, spec, seed: int, kind, device: str) -> dict:
+    """A Dask task: one row of a sweep (``experiments.sweep.compute_row``), on a worker.
+
+    ``kind`` is the spec's ``ModelKind`` object, shipped with the task; it is registered
+    here when the worker does not know ``spec.kind`` (a kind registered in the driver only).
+
+    Arguments:
+        config, spec, seed: the row (an ``ExperimentConfig``, a ``ModelSpec``, an int).
+        kind: ``experiments.model_kinds.model_kind(spec.kind)`` in the driver.
+        device: "auto", "cpu" or "cuda", resolved on the worker.
+
+    Returns:
+        the row (a dict of ``experiments.sweep.COLUMNS`` and more).
+    """
+    from experiments.model_kinds import model_kind_names, register_model_kind
+    from experiments.sweep import compute_row
+
+    if spec.kind not in model_kind_names():
+        register_model_kind(kind, replace=True)
+    return compute_row(config, spec, seed, device)
+
+
+class Engine:
+    """A Dask client that computes sweep rows: ``Engine(workers=N)`` starts a local cluster,
+    ``Engine(scheduler=ADDRESS)`` connects to a running one. Use as a context manager (or
+    ``start``/``close``).
+
+    Arguments:
+        workers, scheduler: as ``check_engine_options``; exactly one is given.
+        device: the rows' device ("auto", "cpu", "cuda").
+
+    Attributes:
+        client: the ``distributed.Client`` once started; cluster: the ``LocalCluster`` (None
+            with ``scheduler``).
+    """
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None,
+                 device: str = "auto"):
+        check_engine_options(workers, scheduler, device)
+        if workers is None and scheduler is None:
+            raise ValueError("an Engine needs workers (a local cluster) or scheduler (an "
+                             "existing cluster)")
+        self.workers, self.scheduler, self.device = workers, scheduler, device
+        self.client = self.cluster = None
+
+    def start(self) -> "Engine":
+        """Start the cluster (or connect) and install the thread policy on every worker.
+
+        Raises:
+            OSError: the scheduler cannot be reached (distributed's timeout).
+        """
+        from distributed import Client
+
+        from experiments.engine_worker import ThreadPolicy
+
+        if self.scheduler is not None:
+            self.client = Client(self.scheduler, set_as_default=False)
+            gpus = []
+        else:
+            gpus = worker_gpus(self.device)
+            self.cluster = local_cluster(self.workers)
+            self.client = Client(self.cluster, set_as_default=False)
+        self.client.register_plugin(ThreadPolicy(gpus), name=ThreadPolicy.name)
+        return self
+
+    def close(self) -> None:
+        """Close the client and the local cluster, if any."""
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        self.client = self.cluster = None
+
+    def __enter__(self) -> "Engine":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def rows(self, tasks: list[tuple]) -> Iterator[dict]:
+        """Compute rows on the workers; yield each as it completes (any order, each once).
+
+        Arguments:
+            tasks: (config, spec, seed) triples.
+
+        Yields:
+            the rows (``run_task``).
+
+        Raises:
+            whatever a task raised (the other tasks are cancelled first); ``KilledWorker``
+            when a task's workers died ``allowed-failures`` times.
+        """
+        from distributed import as_completed
+
+        from experiments.model_kinds import model_kind
+
+        if not tasks:
+            return
+        token = uuid.uuid4().hex[:8]
+        kinds = {spec.kind: model_kind(spec.kind) for _, spec, _ in tasks}
+        futures = [self.client.submit(run_task, config, spec, seed, kinds[spec.kind],
+                                      self.device, key=f"sparselab-row-{token}-{i}",
+                                      pure=False)
+                   for i, (config, spec, seed) in enumerate(tasks)]
+        try:
+            for future in as_completed(futures, loop=self.client.loop):
+                row = future.result()
+                future.release()
+                yield row
+        finally:
+            self.client.cancel(futures)
+
+
+_open: list[Engine] = []
+
+
+@contextlib.contextmanager
+def open_engine(workers: int | None = None, scheduler: str | None = None,
+                device: str = "auto") -> Iterator[Engine]:
+    """An ``Engine`` for the block: the one already open in this process with the same
+    workers, scheduler and device (``sparselab reproduce`` opens one for all its steps), or a
+    new one closed at the end of the block.
+
+    Raises:
+        ValueError: as ``check_engine_options``.
+    """
+    for engine in reversed(_open):
+        if (engine.workers, engine.scheduler, engine.device) == (workers, scheduler, device):
+            yield engine
+            return
+    engine = Engine(workers=workers, scheduler=scheduler, device=device)
+    with engine:
+        _open.append(engine)
+        try:
+            yield engine
+        finally:
+            _open.remove(engine)

@@ -1,0 +1,43 @@
+"""The worker side of ``experiments.engine``: the plugin that sets a Dask worker's GPU and
+thread pools when it joins (kept apart so that importing ``experiments.engine``, as every
+CLI does for its options, does not import distributed)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from experiments.threads import limit_process_threads
+
+__all__ = ["ThreadPolicy"]
+
+
+class ThreadPolicy(WorkerPlugin):
+    """Worker plugin: on joining, a worker takes its GPU (``gpus[name % len(gpus)]`` for a
+    local worker, whose name is its index; none for a worker of an existing cluster, whose
+    GPUs its own start-up decides) and fixes torch, Numba and BLAS at one thread
+    (``experiments.threads.limit_process_threads``). A worker restarted after a crash runs
+    it again.
+
+    Arguments:
+        gpus: GPU ids (strings, as in ``CUDA_VISIBLE_DEVICES``) to share round robin, or [].
+
+    Raises (in the worker's setup):
+        RuntimeError: CUDA already started in the worker before its GPU could be chosen.
+    """
+
+    idempotent = True
+    name = "sparselab-thread-policy"
+
+    def __init__(self, gpus: list[str] | None = None):
+        self.gpus = list(gpus or [])
+
+    def setup(self, worker) -> None:
+        if self.gpus and isinstance(worker.name, int):
+            torch = sys.modules.get("torch")
+            if torch is not None and torch.cuda.is_initialized():
+                raise RuntimeError("CUDA started in a worker before its GPU was chosen")
+            os.environ["CUDA_VISIBLE_DEVICES"] = self.gpus[worker.name % len(self.gpus)]
+        limit_process_threads()

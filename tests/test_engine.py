@@ -1,0 +1,216 @@
+"""Sweeps on Dask workers (issue 27): the same rows as the serial path, a user's own model kind
+shipped to workers that never registered it, a worker killed mid-task, a driver killed."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import click
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from experiments.engine import check_engine_options, engine_options, local_cluster
+from experiments.model_kinds import (ModelKind, model_kind_names, register_model_kind,
+                                     unregister_model_kind)
+from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.sweep import ROW_KEY, run_sweep
+
+distributed = pytest.importorskip("distributed")
+
+
+class SlowConstantKind(ModelKind):
+    """A user's own kind, registered in the driver only: predicts the training mean after
+    ``options["sleep"]`` seconds (time for a worker to be killed mid-task)."""
+
+    name = "test_engine_slow_constant"
+    regimes = ("exact",)
+    fields = ("options",)
+
+    def build(self, spec, dim, seed, config):
+        return {"mean": None}
+
+    def fit(self, model, spec, config, X, y, regime, seed):
+        time.sleep(spec.option("sleep", 0.0))
+        model["mean"] = float(y.mean())
+        return float(((y - model["mean"]) ** 2).mean())
+
+    def evaluate(self, model, X, y):
+        error = y - model["mean"]
+        return {"mse": float((error ** 2).mean()), "linf": float(abs(error).max())}
+
+    def describe(self, model, spec, X):
+        return dict(width=None, k=None, buckets=None, nonempty_buckets=None,
+                    activated_units=0, params=1, flops_paper=0, flops_true=0,
+                    flops_cost_formula=None)
+
+
+@pytest.fixture
+def slow_kind():
+    kind = register_model_kind(SlowConstantKind(), replace=True)
+    yield kind
+    unregister_model_kind(kind.name)
+
+
+def _config(models=None, seeds=(0, 1), name="fig4"):
+    models = models or (ModelSpec("dense", width=8, label="dense"),
+                        ModelSpec("dsm", width=16, k=4, label="DSM"),
+                        ModelSpec("comet", width=16, k=4, label="COMET"))
+    return ExperimentConfig(name=name, preset="tiny", target=TargetSpec("polynomial"),
+                            models=tuple(models), seeds=seeds, n_train=300, n_eval=200,
+                            sgd_steps=20, sgd_batch=64)
+
+
+def _slow_config(sleep, seeds=(0, 1, 2, 3)):
+    models = tuple(ModelSpec(SlowConstantKind.name, options={"sleep": sleep, "i": i})
+                   for i in range(2))
+    return _config(models, seeds=seeds)
+
+
+def _comparable(path):
+    frame = pd.read_csv(path, dtype={"settings": str}).drop(columns=["wall_s"])
+    return frame.sort_values(ROW_KEY).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One local cluster of 2 single-threaded worker processes for the module's tests."""
+    with local_cluster(2) as cluster, distributed.Client(cluster) as client:
+        yield cluster.scheduler_address, client
+
+
+def test_rows_are_the_same_serial_and_on_two_workers(tmp_path, cluster):
+    address, client = cluster
+    config = _config()
+    run_sweep([config], tmp_path / "serial", device="cpu", progress=False)
+    seen = []
+    run_sweep([config], tmp_path / "two", device="cpu", progress=False, scheduler=address,
+              on_row=seen.append)
+    serial = _comparable(tmp_path / "serial" / "results.csv")
+    assert len(serial) == 6 and len(seen) == 6
+    pd.testing.assert_frame_equal(_comparable(tmp_path / "two" / "results.csv"), serial,
+                                  check_exact=True)
+    # the workers ran one thread each
+    threads = client.run(lambda: __import__("torch").get_num_threads())
+    assert set(threads.values()) == {1}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 4])
+def test_rows_are_the_same_on_a_local_cluster_of_one_or_four_workers(tmp_path, workers):
+    config = _config()
+    run_sweep([config], tmp_path / "serial", device="cpu", progress=False)
+    run_sweep([config], tmp_path / "local", device="cpu", progress=False, workers=workers)
+    pd.testing.assert_frame_equal(_comparable(tmp_path / "local" / "results.csv"),
+                                  _comparable(tmp_path / "serial" / "results.csv"),
+                                  check_exact=True)
+
+
+def test_a_kind_registered_in_the_driver_only_runs_on_the_workers(tmp_path, cluster,
+                                                                  slow_kind):
+    address, client = cluster
+    name = SlowConstantKind.name
+    assert not any(client.run(lambda: name in model_kind_names()).values())  # not there yet
+    frame = run_sweep([_slow_config(0.0, seeds=(0,))], tmp_path, device="cpu",
+                      progress=False, scheduler=address)
+    assert list(frame["model"]) == [name, name]
+    # the workers that ran it have it now: it travelled with the tasks
+    assert any(client.run(lambda: name in model_kind_names()).values())
+
+
+def test_a_worker_killed_mid_task_loses_and_duplicates_no_row(tmp_path, cluster, slow_kind):
+    address, client = cluster
+    config = _slow_config(0.4)  # 8 rows of 0.4 s on 2 workers
+    before = client.run(os.getpid)
+    killed = {}
+
+    def kill_a_busy_worker(row):
+        if killed:
+            return
+        busy = [w for w, keys in client.processing().items() if keys]
+        assert busy, "no worker was computing a row"
+        killed[busy[0]] = before[busy[0]]
+        os.kill(before[busy[0]], signal.SIGKILL)
+
+    frame = run_sweep([config], tmp_path, device="cpu", progress=False, scheduler=address,
+                      on_row=kill_a_busy_worker)
+    on_disk = pd.read_csv(tmp_path / "results.csv", dtype={"settings": str})
+    assert len(frame) == len(on_disk) == 8
+    assert not on_disk.duplicated(ROW_KEY).any()
+    client.wait_for_workers(2, timeout=60)
+    after = client.run(os.getpid)
+    assert list(killed.values())[0] not in after.values()  # it did die; its nanny restarted it
+
+
+_DRIVER = """
+import sys
+sys.path.insert(0, sys.argv[3])
+from test_engine import SlowConstantKind, _slow_config
+from experiments.model_kinds import register_model_kind
+from experiments.sweep import run_sweep
+register_model_kind(SlowConstantKind(), replace=True)
+run_sweep([_slow_config(0.3)], sys.argv[1], device="cpu", progress=False, scheduler=sys.argv[2])
+"""
+
+
+def test_a_killed_driver_resumes_with_the_rest(tmp_path, cluster, slow_kind):
+    address, client = cluster
+    out = tmp_path / "run"
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, str(out), address,
+                               os.path.dirname(__file__)])
+    path = out / "results.csv"
+    deadline = time.monotonic() + 120
+    while not (path.exists() and len(pd.read_csv(path)) >= 2):
+        assert driver.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    partial = len(pd.read_csv(path))
+    assert 2 <= partial < 8
+    computed = []
+    run_sweep([_slow_config(0.3)], out, device="cpu", progress=False, scheduler=address,
+              on_row=computed.append)
+    assert len(computed) == 8 - partial  # only the rest was computed
+    run_sweep([_slow_config(0.3)], tmp_path / "full", device="cpu", progress=False)
+    pd.testing.assert_frame_equal(_comparable(path), _comparable(tmp_path / "full" /
+                                                                 "results.csv"))
+
+
+def test_engine_options_are_checked():
+    for workers, scheduler, match in ((0, None, "workers must be an integer >= 1"),
+                                      (2, "tcp://h:8786", "not both"),
+                                      (None, " ", "scheduler must be")):
+        with pytest.raises(ValueError, match=match):
+            check_engine_options(workers, scheduler)
+    with pytest.raises(ValueError, match="device must be one of"):
+        check_engine_options(2, None, "tpu")
+
+    @click.command()
+    @engine_options
+    def command(workers, scheduler):
+        click.echo(f"{workers} {scheduler}")
+
+    runner = CliRunner()
+    assert runner.invoke(command, []).output.strip() == "None None"
+    assert runner.invoke(command, ["--workers", "3"]).output.strip() == "3 None"
+    assert runner.invoke(command, ["--scheduler", "tcp://h:1"]).output.strip() == \
+        "None tcp://h:1"
+    assert runner.invoke(command, ["--workers", "0"]).exit_code == 2
+
+
+@pytest.mark.cuda
+def test_each_local_worker_gets_one_gpu(tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    config = _config(seeds=(0,))
+    frame = run_sweep([config], tmp_path, device="cuda", progress=False, workers=2)
+    assert len(frame) == 3
+    assert set(frame.loc[frame["model"] == "comet", "device"].str[:4]) == {"cuda"}
+    from experiments.engine import Engine
+    with Engine(workers=2, device="cuda") as engine:
+        visible = engine.client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
+    n = torch.cuda.device_count()
+    assert sorted(visible.values()) == sorted(str(i % n) for i in range(2))
