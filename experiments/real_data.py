@@ -29,10 +29,9 @@ accuracies near 1 and dead fractions of 0 have no useful ratio.
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import pathlib
-import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 
@@ -242,11 +241,34 @@ def _fingerprint(config) -> str:
     return settings_fingerprint(data)  # drops preset, models, seeds (NOT_SETTINGS)
 
 
+def _holding_out(run):
+    """Run an experiment with its ``out`` folder held (``experiments.output_folder.writer``):
+    a second process writing into it is refused at once, naming the holder."""
+    @functools.wraps(run)
+    def wrapped(preset, out, *args, **kwargs):
+        from experiments.output_folder import writer
+
+        with writer(out):
+            return run(preset, out, *args, **kwargs)
+    return wrapped
+
+
+def settings_of(name: str, preset: str, dataset: str = "digits") -> str:
+    """The settings fingerprint of experiment ``name`` at ``preset`` on ``dataset`` (what a
+    ``results.csv`` row of it records; ``sparselab reproduce`` keeps it in its step marker).
+
+    Raises:
+        ValueError: as ``experiment_config``.
+    """
+    return _fingerprint(experiment_config(name, preset, dataset))
+
+
 def _write_atomically(frame: pd.DataFrame, path: pathlib.Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".csv")
-    with os.fdopen(fd, "w") as handle:
-        frame.to_csv(handle, index=False)
-    os.replace(tmp, path)
+    """``frame`` as CSV at ``path``, atomically, mode 0666 minus the umask; a full disk or a
+    refused permission is a one-line error (``experiments.output_folder.write_frame``)."""
+    from experiments.output_folder import write_frame
+
+    write_frame(frame, path)
 
 
 def _prepare(out, name: str, settings: str, force: bool) -> pd.DataFrame:
@@ -458,6 +480,7 @@ def _mean_sd(frame: pd.DataFrame, index, columns, value) -> pd.DataFrame:
 
 # -- Baykal et al. §5 CIFAR-10 ---------------------------------------------------------------
 
+@_holding_out
 def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
               progress: bool = True, force: bool = False) -> pd.DataFrame:
     """Baykal et al. 2022, §5 "CIFAR-10", Fig. 5 and Table 3: CNN + dense against CNN + DSM at
@@ -606,6 +629,7 @@ def _write_table(out: pathlib.Path, title: str, config, frame, claims, tables) -
 
 # -- Bricken et al. 2023 §5: continual learning ----------------------------------------------
 
+@_holding_out
 def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
                   progress: bool = True, force: bool = False) -> pd.DataFrame:
     """Bricken et al. 2023, §5 (Table 1, Fig. 3), App. E.1 (pixels), F.3 (Split MNIST):
@@ -772,6 +796,7 @@ def _plot_continual(frame: pd.DataFrame, path: pathlib.Path, config) -> None:
 
 # -- COMET §5.2.1 Fig. 4 ---------------------------------------------------------------------
 
+@_holding_out
 def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
                      progress: bool = True, force: bool = False) -> pd.DataFrame:
     """COMET §5.2.1, Fig. 4 (App. A.1): 4-layer MLPs (3 hidden ReLU layers of N neurons) on

@@ -23,14 +23,19 @@ import click
 import numpy as np
 import pandas as pd
 
+from experiments.engine import engine_options
 from experiments.gallery import GalleryConfig, write_target_gallery
 from experiments.presets import EXPERIMENTS, PRESETS
 
 REPRODUCE_PRESETS = PRESETS
 
 
-def steps(preset: str, device: str = "auto"):
-    """The steps of a preset: (name, configuration, function writing into a folder)."""
+def steps(preset: str, device: str = "auto", workers: int | None = None,
+          scheduler: str | None = None):
+    """The steps of a preset: (name, configuration, function writing into a folder).
+
+    ``workers`` / ``scheduler`` send the scaling experiments' rows to Dask workers
+    (``experiments.engine``); the other steps run in this process."""
     from experiments.comet_studies import (preset_similarity, preset_utilisation,
                                            write_similarity, write_utilisation)
     from experiments.presets import experiment_configs
@@ -39,7 +44,7 @@ def steps(preset: str, device: str = "auto"):
     from experiments.sdm_cli import SdmCurvesConfig, write_sdm_curves
     from proofs_checks.cli import write_checks
 
-    gallery = GalleryConfig(n_seeds={"tiny": 2, "quick": 10, "paper": 50}[preset])
+    gallery = GalleryConfig.preset(preset)
     sdm = SdmCurvesConfig()
     result = [
         ("targets", asdict(gallery), lambda out: write_target_gallery(out, gallery)),
@@ -47,7 +52,7 @@ def steps(preset: str, device: str = "auto"):
                                                           weightings=sdm.weightings,
                                                           beta=sdm.beta)),
     ]
-    check_preset = "full" if preset == "paper" else "quick"
+    check_preset = "paper" if preset == "paper" else "quick"
     result.append(("checks", {"preset": check_preset},
                    lambda out: write_checks(out, check_preset)))
     similarity, utilisation = preset_similarity(preset), preset_utilisation(preset)
@@ -57,6 +62,9 @@ def steps(preset: str, device: str = "auto"):
         ("comet_utilisation", asdict(utilisation),
          lambda out: write_utilisation(out, utilisation, progress=True)),
     ]
+    # only when asked: the serial path calls run_experiment exactly as before
+    engine = {} if workers is None and scheduler is None else dict(workers=workers,
+                                                                     scheduler=scheduler)
     for name in EXPERIMENTS:
         configs = experiment_configs(name, preset)
         # the settings fingerprints: a preset changed in the code makes the step stale
@@ -64,7 +72,27 @@ def steps(preset: str, device: str = "auto"):
         result.append((name, {"experiment": name, "preset": preset, "settings": settings,
                               WINDOWS_KEY: fit_windows(configs)},
                        lambda out, name=name: run_experiment(name, preset, out, device=device,
-                                                             progress=True)[0]))
+                                                             progress=True, **engine)[0]))
+    result += real_data_steps(preset, device)
+    return result
+
+
+def real_data_steps(preset: str, device: str = "auto"):
+    """The image experiments (``experiments.real_data``: Baykal et al. §5 CIFAR-10, Bricken et
+    al. 2023 continual learning, COMET Fig. 4) as steps, on scikit-learn's bundled digits
+    (the paper preset needs CIFAR-10 or MNIST files: run those with ``sparselab scale
+    --experiment NAME --data-dir DIR``, so reproduce runs them only at tiny and quick).
+    Their marker holds the settings fingerprint of the experiment's config."""
+    from experiments import real_data
+
+    if preset == "paper":
+        return []
+    result = []
+    for name, run in real_data.EXPERIMENTS.items():
+        settings = real_data.settings_of(name, preset)
+        result.append((name, {"experiment": name, "preset": preset, "settings": settings},
+                       lambda out, run=run: (run(preset, out, device=device),
+                                             real_data.output_files(out))[1]))
     return result
 
 
@@ -85,21 +113,49 @@ def fit_windows(configs) -> list[dict]:
 
 
 def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: str = "auto",
-                  echo: Callable[[str], None] = print) -> dict[str, list[str]]:
+                  echo: Callable[[str], None] = print, workers: int | None = None,
+                  scheduler: str | None = None) -> dict[str, list[str]]:
     """Run (or resume) the steps of ``preset`` into ``out`` and write ``report.md``.
+
+    Arguments:
+        preset, out, force, device: as ``sparselab reproduce``.
+        echo: prints a step's progress line.
+        workers, scheduler: compute the scaling experiments' rows on a local Dask cluster of
+            ``workers`` single-threaded processes, started once for every step, or on the
+            cluster at ``scheduler`` (``experiments.engine``); both None: in this process.
 
     Returns:
         step name -> list of files it wrote (relative to ``out``).
 
     Raises:
-        ValueError: an unknown preset or device.
+        ValueError: an unknown preset or device, bad workers or scheduler, or ``out`` being
+            written by another process (``experiments.output_folder.FolderBusy``).
     """
+    import contextlib
+
+    from experiments import output_folder
+    from experiments.engine import check_engine_options, open_engine
+
     if preset not in REPRODUCE_PRESETS:
         raise ValueError(f"preset must be one of {REPRODUCE_PRESETS}, got {preset!r}")
+    use_engine = workers is not None or scheduler is not None
+    if use_engine:
+        check_engine_options(workers, scheduler, device)
     out = pathlib.Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    with output_folder.writer(out), \
+            (open_engine(workers, scheduler, device) if use_engine
+             else contextlib.nullcontext()):
+        return _run_steps(preset, out, force, device, echo, workers, scheduler)
+
+
+def _run_steps(preset, out, force, device, echo, workers, scheduler):
+    """The loop of ``run_reproduce``, with ``out`` claimed and the engine (if any) open."""
+    from experiments import output_folder
+
     written: dict[str, list[str]] = {}
-    for name, config, run in steps(preset, device):
+    engine = {} if workers is None and scheduler is None else dict(workers=workers,
+                                                                     scheduler=scheduler)
+    for name, config, run in steps(preset, device, **engine):
         folder = out / name
         marker = folder / "done.json"
         record = {"config": json.loads(json.dumps(config))}
@@ -122,9 +178,10 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
             (folder / "results.csv").unlink()
         files = [str(pathlib.Path(p).relative_to(out)) for p in run(folder)]
         record.update(files=files, seconds=round(time.perf_counter() - start, 2))
-        marker.write_text(json.dumps(record, indent=2))
+        output_folder.write_text(marker, json.dumps(record, indent=2))
         written[name] = files
-    (out / "index.json").write_text(json.dumps({"preset": preset, "steps": written}, indent=2))
+    output_folder.write_text(out / "index.json",
+                             json.dumps({"preset": preset, "steps": written}, indent=2))
     write_report(out, preset, written)
     return written
 
@@ -144,7 +201,10 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) 
              "Baykal et al. 2022, *A Theoretical View on Sparsely Activated Networks*, §5, "
              "regenerated from scratch; Bricken et al. 2023, Fig. 7 (SDM weightings); COMET "
              "§5.1 (routing similarity and utilisation); the other papers' routers on the "
-             "same targets (experiment `routers`).", ""]
+             "same targets (experiment `routers`); on real images (scikit-learn's digits at "
+             "the tiny and quick presets): Baykal et al. §5 CIFAR-10 (`cifar`), Bricken et al. "
+             "2023 §5 continual learning (`continual`) and COMET §5.2.1 Fig. 4 "
+             "(`comet_images`).", ""]
     claims = [_read_claims(out / f) for files in written.values() for f in files
               if f.endswith("claims.csv")]
     claims = [table for table in claims if len(table)]
@@ -266,11 +326,14 @@ def _read_claims(path: pathlib.Path) -> pd.DataFrame:
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
               show_default=True)
 @click.option("--force", is_flag=True, help="Redo steps that are already done.")
-def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force: bool) -> None:
+@engine_options
+def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force: bool,
+                      workers: int | None, scheduler: str | None) -> None:
     """Reproduce the papers' figures and tables into one folder with report.md (resumable)."""
     out = out or pathlib.Path("runs") / preset
     try:
-        written = run_reproduce(preset, out, force=force, device=device, echo=click.echo)
+        written = run_reproduce(preset, out, force=force, device=device, echo=click.echo,
+                                workers=workers, scheduler=scheduler)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"wrote {out / 'report.md'} ({sum(map(len, written.values()))} files)")

@@ -23,6 +23,7 @@ import click
 
 from experiments.cli_options import (PRESET_HELP, REAL_DATA_EXPERIMENTS, SCALE_EXPERIMENTS,
                                      preset_option)
+from experiments.engine import engine_options
 
 # The experiments' modules (torch, numba, scipy) load when the command runs, not for --help.
 
@@ -46,7 +47,8 @@ def environment(device) -> dict:
 
 def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "auto",
                    progress: bool = True, force: bool = False, configs: list | None = None,
-                   claims: str | None = None) -> tuple[list[pathlib.Path], list]:
+                   claims: str | None = None, workers: int | None = None,
+                   scheduler: str | None = None) -> tuple[list[pathlib.Path], list]:
     """Run (or resume) experiment ``name`` at ``preset`` into ``out``; return files and claims.
 
     ``config.json`` is written once the folder has been checked and before the first row, so
@@ -64,26 +66,37 @@ def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "aut
             label them.
         claims: whose claims to judge (``experiments.report.write_experiment_outputs``);
             None: ``name``'s.
+        workers, scheduler: compute the rows on a local Dask cluster of ``workers``
+            single-threaded processes, or on the cluster at ``scheduler``
+            (``experiments.engine``); both None: in this process.
+
+    The folder is held (``experiments.output_folder.writer``) from the check of its rows to
+    the last plot: a second process writing into it is refused at once.
 
     Raises:
-        ValueError: unknown experiment/preset, bad device, unwritable ``out``, or rows in
-            ``out/results.csv`` made under other settings (without ``force``).
+        ValueError: unknown experiment/preset, bad device, unwritable ``out``, ``out`` being
+            written by another process, or rows in ``out/results.csv`` made under other
+            settings or of another experiment (without ``force``).
     """
-    from experiments import presets, sweep
+    from experiments import output_folder, presets, sweep
     from experiments.report import write_experiment_outputs
 
     configs = list(configs) if configs is not None else presets.experiment_configs(name, preset)
-    torch_device = sweep.resolve_device(device)
+    # on a cluster the GPUs are the workers'; the driver may have none
+    torch_device = device if scheduler is not None else sweep.resolve_device(device)
     out = pathlib.Path(out)
-    sweep.prepare_out(configs, out, force=force)
-    config_path = out / "config.json"
-    config_path.write_text(json.dumps(
-        {"experiment": name, "preset": preset, "claims": claims or name,
-         "configs": [c.to_dict() for c in configs],
-         "settings": [sweep.settings_fingerprint(c) for c in configs],
-         **environment(torch_device)}, indent=2, default=str))
-    frame = sweep.run_sweep(configs, out, device=device, progress=progress)
-    paths, claims = write_experiment_outputs(name, configs, frame, out, claims=claims)
+    with output_folder.writer(out):
+        sweep.prepare_out(configs, out, force=force)
+        config_path = out / "config.json"
+        output_folder.write_text(config_path, json.dumps(
+            {"experiment": name, "preset": preset, "claims": claims or name,
+             "configs": [c.to_dict() for c in configs],
+             "settings": [sweep.settings_fingerprint(c) for c in configs],
+             **environment(torch_device)}, indent=2, default=str))
+        engine = {} if workers is None and scheduler is None else dict(workers=workers,
+                                                                         scheduler=scheduler)
+        frame = sweep.run_sweep(configs, out, device=device, progress=progress, **engine)
+        paths, claims = write_experiment_outputs(name, configs, frame, out, claims=claims)
     return [out / "results.csv", config_path, *paths], claims
 
 
@@ -133,11 +146,12 @@ def _seeds_option(ctx, param, value):
 @click.option("--force", is_flag=True,
               help="Start the folder's results over (delete its results.csv) instead of "
                    "resuming.")
+@engine_options
 def scale_command(name: str | None, config_file: pathlib.Path | None,
                   modules: tuple[pathlib.Path, ...], preset: str,
                   seeds: tuple[int, ...] | None, n_train: int | None, n_eval: int | None,
                   data_dir: pathlib.Path | None, print_config: bool, out: pathlib.Path | None,
-                  device: str, force: bool) -> None:
+                  device: str, force: bool, workers: int | None, scheduler: str | None) -> None:
     """Run a scaling experiment (Figures 2-4, Tables 1-2, subspace, routers) and plot it.
 
     Either a preset (--experiment fig2 --preset quick) or a file of one's own
@@ -150,7 +164,8 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
         _run_real_data(name, preset, out, data_dir, seeds, device, force,
                        refused={"--n-train": n_train, "--n-eval": n_eval,
                                 "--print-config": print_config or None,
-                                "--module": modules or None})
+                                "--module": modules or None, "--workers": workers,
+                                "--scheduler": scheduler})
         return
     if data_dir is not None:
         raise click.UsageError(f"--data-dir is an option of the image experiments "
@@ -175,7 +190,8 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
         # one folder per preset: a tiny run never lands in the folder of a quick one
         out = out or pathlib.Path("runs") / preset / name
         paths, claims = run_experiment(name, preset, out, device=device, force=force,
-                                       configs=configs, claims=claims)
+                                       configs=configs, claims=claims, workers=workers,
+                                       scheduler=scheduler)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     for path in paths:
