@@ -32,7 +32,7 @@ from torch import nn
 
 from experiments.fitting import adam_optimizer
 from routing.layers import COMET, COMETConfig, RouterLayer, SDMLP
-from routing.layers._base import OPTIMIZERS
+from routing.layers._base import OPTIMIZERS, uniform_fan_in_
 from routing.layers.comet import k_winners
 from routing.torch_twins import topk_mask
 from routing.validation import check_choice, check_int, check_real, check_seed
@@ -70,12 +70,7 @@ class TopKMLP(RouterLayer):
         self.config = _Sizes(self.d_in)
         self.hidden = nn.Linear(self.d_in, width)
         self.out = nn.Linear(width, self.d_out)
-        generator = torch.Generator().manual_seed(check_seed(seed))
-        with torch.no_grad():
-            for layer in (self.hidden, self.out):
-                bound = layer.in_features ** -0.5
-                for p in (layer.weight, layer.bias):
-                    p.uniform_(-bound, bound, generator=generator)
+        uniform_fan_in_((self.hidden, self.out), torch.Generator().manual_seed(check_seed(seed)))
 
     def _input_like(self) -> torch.Tensor:
         return self.hidden.weight

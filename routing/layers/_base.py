@@ -67,6 +67,23 @@ def check_layer_config(config) -> None:
     check_seed(config.seed)
 
 
+@torch.no_grad()
+def uniform_fan_in_(linears, generator: torch.Generator) -> None:
+    """PyTorch's default ``nn.Linear`` initialisation, U(−1/√fan_in, 1/√fan_in) for the weight
+    and the bias, drawn from ``generator`` (not the global RNG) in the order given: weight,
+    then bias, layer after layer.
+
+    Arguments:
+        linears: ``nn.Linear`` modules (a bias may be None).
+        generator: the seeded ``torch.Generator`` to draw from (CPU).
+    """
+    for linear in linears:
+        bound = linear.in_features ** -0.5
+        for p in (linear.weight, linear.bias):
+            if p is not None:
+                p.uniform_(-bound, bound, generator=generator)
+
+
 class RouterLayer(nn.Module, abc.ABC):
     """Base class of the router layers: ``forward(x) -> (y, aux_losses)`` plus usage buffers.
 

@@ -48,7 +48,7 @@ from torch import nn
 
 from routing.validation import (check_bool, check_choice, check_finite_tensor, check_int,
                                   check_real)
-from routing.layers._base import RouterLayer, check_layer_config
+from routing.layers._base import RouterLayer, check_layer_config, uniform_fan_in_
 from routing.layers._unit_kernel import routed_unit_mlp
 from routing.torch_twins import topk_mask
 
@@ -183,12 +183,7 @@ class COMET(RouterLayer):
         self.backbone = nn.ModuleList(
             nn.utils.skip_init(nn.Linear, n_prev, n, bias=config.bias)
             for n_prev, n in zip(sizes[:-1], sizes[1:]))
-        with torch.no_grad():
-            for linear in self.backbone:
-                bound = linear.in_features ** -0.5
-                linear.weight.uniform_(-bound, bound, generator=backbone_gen)
-                if linear.bias is not None:
-                    linear.bias.uniform_(-bound, bound, generator=backbone_gen)
+        uniform_fan_in_(self.backbone, backbone_gen)
 
     # -- routing and backbone ---------------------------------------------------------------
     @property

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from routing.validation import check_int
-from routing.layers._base import RouterLayer, check_layer_config
+from routing.layers._base import RouterLayer, check_layer_config, uniform_fan_in_
 
 __all__ = ["DenseMLPConfig", "DenseMLP"]
 
@@ -82,12 +82,7 @@ class DenseMLP(RouterLayer):
         self.config = config
         self.hidden = nn.Linear(config.d_in, config.width)
         self.out = nn.Linear(config.width, config.d_out)
-        generator = torch.Generator().manual_seed(config.seed)
-        with torch.no_grad():
-            for layer in (self.hidden, self.out):
-                bound = layer.in_features ** -0.5
-                for p in (layer.weight, layer.bias):
-                    p.uniform_(-bound, bound, generator=generator)
+        uniform_fan_in_((self.hidden, self.out), torch.Generator().manual_seed(config.seed))
 
     def _input_like(self) -> torch.Tensor:
         return self.hidden.weight
