@@ -16,10 +16,20 @@ task i the test accuracy on each task j gives the accuracy matrix R[i, j]; from 
   validation inputs").
 
 Every model of ``routing.layers`` runs in the same harness (``MODELS``, a registry: each kind
-builds its model and says how it is trained and how its units' activity is read), at matched
-total hidden units N and activated units k, plus Bricken et al.'s baselines: the Top-K MLP,
-SDMLP with masking (Table 2's "Linear Mask"), the ReLU MLP with EWC (Kirkpatrick et al. 2017)
-and the joint-training "oracle".
+builds its model and says how it is trained and how its units' activity is read), plus Bricken
+et al.'s baselines: the Top-K MLP, SDMLP with masking (Table 2's "Linear Mask"), the ReLU MLP
+with EWC (Kirkpatrick et al. 2017) and the joint-training "oracle".
+
+Matched parameters (issue 28, item 3). The reference is the ReLU MLP of the preset (one
+hidden layer of N = ``n_neurons`` units, biases included). Every other kind keeps its k
+active units and searches one size argument (``ModelKind.knob``: SDMLP's neurons, the MoEs'
+and SMEAR's expert count, PKM's n_keys, …) for the trainable-parameter count closest to the
+reference's (``ModelKind.match``), within ``param_tolerance`` (±5 % by default) or, where the
+steps of that argument cannot reach it, the closest achievable with the reason recorded. The
+choice is a function of the preset and the data's shape alone, made before any training.
+Bricken et al. compare their models at equal neuron counts, "approximately the same number of
+parameters … ignoring bias terms", and do "not consider the activation sparsity of the Top-K
+models in [their] parameter counts" (App. F.3, footnote 17); so do we, counting biases too.
 """
 
 from __future__ import annotations
@@ -41,8 +51,9 @@ from routing.layers import (COMET, PKM, SDMLP, SMEAR, COMETConfig, DenseMLP, Den
                             TopKMoE, TopKMoEConfig)
 from routing.validation import check_choice, check_int, check_real, check_seed
 
-__all__ = ["ContinualSettings", "ModelKind", "MODELS", "ORACLE", "class_split", "task_masks",
-           "average_accuracy", "forgetting", "unit_activity", "EWC", "run_continual_model"]
+__all__ = ["ContinualSettings", "ModelKind", "MODELS", "ORACLE", "REFERENCE", "class_split",
+           "task_masks", "average_accuracy", "forgetting", "unit_activity", "EWC",
+           "run_continual_model"]
 
 ORACLE = "oracle (ReLU MLP, joint)"
 
@@ -55,11 +66,16 @@ class ContinualSettings:
         n_tasks, classes_per_task: the split (>= 1 each; n_tasks · classes_per_task classes).
         class_order: "naive" ((0, 1), (2, 3), …: App. F.3) or "random" (a permutation of the
             classes drawn from the run's seed: §5's random task splits).
-        n_neurons: total hidden units N of every model (>= 4); 1,000 in the paper (§5).
-        k: activated units per example (1 <= k <= N); 10 in §5 (1 also shown).
-        n_experts: experts of σ-MoE and top-k MoE (N = n_experts · expert size; k a
-            multiple of the expert size N / n_experts). SMEAR has N // k experts of k units
-            (it merges them into one per example); PKM √N sub-keys per half (N a square).
+        n_neurons: hidden units N of the reference ReLU MLP (>= 4), whose trainable
+            parameters every model matches (module docstring); 1,000 in the paper (§5).
+        k: activated units per example of every sparse model (1 <= k <= N); 10 in §5 (1
+            also shown).
+        n_experts: sets the preferred expert size N / n_experts of σ-MoE and top-k MoE (k a
+            multiple of it, k / expert size experts active); their expert count is then
+            chosen to match parameters. SMEAR merges experts of k units; PKM has n_keys²
+            value slots, k active; both choose their count to match parameters.
+        param_tolerance: largest |params − reference| / reference counted as matched
+            (in (0, 1); 0.05: ±5 %).
         epochs_per_task: passes over each task's training data (>= 1); 500 on Split MNIST
             (F.3), 2,000 on Split CIFAR-10 (§5).
         batch_size: examples per step (>= 1); 128 in App. B.3's discussion.
@@ -98,6 +114,7 @@ class ContinualSettings:
     fisher_samples: int = 200
     evals_per_task: int = 4
     anneal_fraction: float = 0.5
+    param_tolerance: float = 0.05
 
     def __post_init__(self):
         check_int(self.n_tasks, "n_tasks", 1)
@@ -110,9 +127,6 @@ class ContinualSettings:
             raise ValueError(f"n_neurons ({self.n_neurons}) must be a multiple of n_experts "
                              f"({self.n_experts}) and k ({self.k}) a multiple of the expert "
                              f"size {self.n_neurons // self.n_experts}")
-        if math.isqrt(self.n_neurons) ** 2 != self.n_neurons:
-            raise ValueError(f"n_neurons must be a perfect square (PKM has n_keys² values), "
-                             f"got {self.n_neurons}")
         check_int(self.epochs_per_task, "epochs_per_task", 1)
         check_int(self.batch_size, "batch_size", 1)
         check_real(self.sgd_lr, "sgd_lr", 0.0, low_open=True)
@@ -121,6 +135,8 @@ class ContinualSettings:
         check_int(self.fisher_samples, "fisher_samples", 1)
         check_int(self.evals_per_task, "evals_per_task", 1)
         check_real(self.anneal_fraction, "anneal_fraction", 0.0, 1.0, low_open=True)
+        check_real(self.param_tolerance, "param_tolerance", 0.0, 1.0, low_open=True,
+                   high_open=True)
 
     @property
     def expert_size(self) -> int:
@@ -288,18 +304,32 @@ class EWC:
 
 # -- the models ------------------------------------------------------------------------------
 
+#: The model whose trainable parameters every other one matches: the preset's ReLU MLP.
+REFERENCE = "ReLU MLP"
+
+
 @dataclass(frozen=True)
 class ModelKind:
     """A model of the continual-learning harness.
 
     Attributes:
         label: its name in results and plots.
-        build: (d_in, n_classes, settings, seed) -> the model (a ``RouterLayer``).
+        build: (d_in, n_classes, settings, seed, size=None) -> the model (a ``RouterLayer``);
+            ``size`` holds the keyword arguments ``match`` chose (None: the preset's own
+            sizes, unmatched). A build taking only the first four arguments serves a kind
+            with no ``knob``.
         training: settings -> (optimizer, lr).
         ewc: train with the EWC penalty.
         joint: train once on all tasks together (the oracle), not task by task.
         grad_clip: gradient-norm clip of its training (None: its layers' default).
         source: paper and section.
+        knob: the integer size argument searched to match the reference's trainable
+            parameters ("": none; the model is built at the preset's sizes and reported as
+            matched only if that happens to be within the tolerance).
+        families: settings -> [(fixed arguments, lowest knob, highest knob or None, note),
+            …] in order of preference: the first whose closest knob is within the tolerance
+            is taken, else the closest of all, reported not matched with the reason.
+        size_rule: how the size is chosen, in words.
     """
 
     label: str
@@ -309,20 +339,203 @@ class ModelKind:
     joint: bool = False
     grad_clip: float | None = None
     source: str = ""
+    knob: str = ""
+    families: Callable | None = None
+    size_rule: str = ""
+
+    def make(self, d_in: int, n_classes: int, settings: ContinualSettings, seed: int,
+             size: dict | None = None) -> nn.Module:
+        """The model with ``size`` (``match``'s "size"; None or {}: the preset's sizes)."""
+        if not size:
+            return self.build(d_in, n_classes, settings, seed)
+        return self.build(d_in, n_classes, settings, seed, size)
+
+    def count_params(self, d_in: int, n_classes: int, settings: ContinualSettings,
+                     size: dict | None = None) -> int:
+        """Trainable parameters of ``make(d_in, n_classes, settings, 0, size)``; the global
+        torch random state is left as it was."""
+        with torch.random.fork_rng(devices=[]):
+            model = self.make(d_in, n_classes, settings, 0, size)
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    def match(self, d_in: int, n_classes: int, settings: ContinualSettings) -> dict:
+        """The size whose trainable-parameter count is closest to the reference's (the ReLU
+        MLP of ``settings.n_neurons`` hidden units on ``d_in`` inputs and ``n_classes``
+        outputs), chosen from the settings and these two numbers alone.
+
+        Returns:
+            a JSON-serialisable dict: size (the build's keyword arguments; {} for a kind
+            with no knob), params, reference_params, relative_difference ((params −
+            reference) / reference), matched (|relative_difference| <= param_tolerance)
+            and rule (how the size was chosen and, when not matched, why).
+
+        Raises:
+            ValueError: the model cannot be built on these sizes (its layer's message); a
+                ``knob`` without ``families``.
+            RuntimeError: a kind whose parameter count is not a non-decreasing polynomial
+                of degree <= 2 in its knob.
+        """
+        ref = MODELS[REFERENCE].count_params(d_in, n_classes, settings)
+        tol = settings.param_tolerance
+        if not self.knob:
+            params = self.count_params(d_in, n_classes, settings)
+            rel = (params - ref) / ref
+            rule = "the preset's sizes (the kind has no size to search)"
+            if abs(rel) > tol:
+                rule += f"; not matched: {rel:+.1%} and no size to choose"
+            return _record({}, params, ref, tol, rule)
+        if self.families is None:
+            raise ValueError(f"families must be given with knob {self.knob!r} (model "
+                             f"{self.label!r}): the fixed arguments and the knob's range")
+        tried = []
+        for fixed, low, high, note in self.families(settings):
+            def count(n, fixed=fixed):
+                return self.count_params(d_in, n_classes, settings, {**fixed, self.knob: n})
+
+            n, params = _closest_size(count, ref, low, high)
+            tried.append(dict(fixed=fixed, low=low, high=high, note=note, n=n, params=params,
+                              count=count))
+            if abs(params - ref) <= tol * ref:
+                break
+        within = abs(tried[-1]["params"] - ref) <= tol * ref
+        best = tried[-1] if within else min(tried, key=lambda t: abs(t["params"] - ref))
+        n, params, note = best["n"], best["params"], best["note"]
+        rule = f"{self.knob} = {n}" + (f" ({note})" if note else "") + f": {self.size_rule}"
+        passed = [t for t in tried if t is not best]
+        if within and passed:
+            rule += "; " + "; ".join(f"{t['note']}: at best {(t['params'] - ref) / ref:+.1%}"
+                                     for t in passed)
+        if not within:
+            if n == best["low"] and params > ref:
+                why = (f"the smallest {self.knob} allowed ({n}) already has {params:,} "
+                       f"parameters")
+            else:
+                step = best["count"](n + 1) - params
+                why = (f"one step of {self.knob} moves the count by {step:,} ({step / ref:.1%} "
+                       f"of the reference's {ref:,}), too coarse for ±{tol:.0%}")
+            if len(tried) > 1:
+                why += f" (and so at each of the {len(tried)} choices tried)"
+            rule += f"; not matched: {why}; the closest achievable is {(params - ref) / ref:+.1%}"
+        return _record({**best["fixed"], self.knob: n}, params, ref, tol, rule)
+
+
+def _record(size: dict, params: int, ref: int, tol: float, rule: str) -> dict:
+    rel = (params - ref) / ref
+    return {"size": size, "params": int(params), "reference_params": int(ref),
+            "relative_difference": round(rel, 6), "matched": bool(abs(rel) <= tol),
+            "rule": rule}
+
+
+def _closest_size(count: Callable[[int], int], target: int, low: int,
+                  high: int | None) -> tuple[int, int]:
+    """(n, count(n)) for the integer n in [low, high] (high None: no bound) whose count is
+    closest to ``target``, ties to the smaller n.
+
+    ``count`` must be a non-decreasing polynomial of degree <= 2 in n — a width or an expert
+    count: linear; PKM's n_keys: quadratic (n_keys² value slots). It is read at low … low + 3
+    (small models, cheap to build whatever the target), solved in closed form, and read again
+    at the answer to check.
+
+    Raises:
+        RuntimeError: ``count`` is not such a polynomial.
+    """
+    if high is not None and high - low < 4:
+        return min(((n, count(n)) for n in range(low, high + 1)),
+                   key=lambda t: (abs(t[1] - target), t[0]))
+    c0, c1, c2, c3 = (count(low + i) for i in range(4))
+    d1, d2 = c1 - c0, c2 - 2 * c1 + c0
+    if c3 - 3 * c2 + 3 * c1 - c0 or d1 < 0 or d2 < 0:
+        raise RuntimeError(f"the parameter count {c0}, {c1}, {c2}, {c3} at {low}…{low + 3} is "
+                           f"not a non-decreasing polynomial of degree <= 2")
+
+    def p(m: int) -> int:  # count(low + m), exactly (Newton's forward differences)
+        return c0 + m * d1 + m * (m - 1) // 2 * d2
+
+    a, b, c = d2 / 2, d1 - d2 / 2, c0 - target  # a m² + b m + c = 0
+    if a > 0:
+        root = (-b + math.sqrt(max(b * b - 4 * a * c, 0.0))) / (2 * a)
+    else:
+        root = -c / b if b > 0 else 0.0
+    top = math.inf if high is None else high - low
+    guesses = {int(min(max(v, 0), top)) for v in (math.floor(root) - 1, math.floor(root),
+                                                     math.ceil(root), math.ceil(root) + 1)}
+    m = min(guesses, key=lambda m: (abs(p(m) - target), m))
+    got = count(low + m)
+    if got != p(m):
+        raise RuntimeError(f"the parameter count at {low + m} is {got}, not {p(m)} as its "
+                           f"values at {low}…{low + 3} predict (not a polynomial of degree <= 2)")
+    return low + m, got
 
 
 def _sdmlp(cls):
-    def build(d_in, n_classes, s, seed):
+    def build(d_in, n_classes, s, seed, size=None):
+        size = size or {"n_neurons": s.n_neurons}
         anneal = max(1, int(round(s.anneal_fraction * s.epochs_per_task)))
         # non-negative pixels, x/‖x‖ and a non-negative decoder: the paper's own setting
-        return cls(SDMLPConfig(d_in=d_in, d_out=n_classes, n_neurons=s.n_neurons,
+        return cls(SDMLPConfig(d_in=d_in, d_out=n_classes, n_neurons=size["n_neurons"],
                                k_target=s.k, anneal_epochs=anneal, lift_inputs=False,
                                nonneg_decoder=True, optimizer="sgd", lr=s.sdm_lr, seed=seed))
     return build
 
 
+def _topk(d_in, n_classes, s, seed, size=None):
+    return TopKMLP(d_in, (size or {"width": s.n_neurons})["width"], s.k, n_classes, seed)
+
+
+def _relu(d_in, n_classes, s, seed, size=None):
+    return DenseMLP(DenseMLPConfig(d_in=d_in, width=(size or {"width": s.n_neurons})["width"],
+                                   d_out=n_classes, seed=seed))
+
+
+def _comet(d_in, n_classes, s, seed, size=None):
+    width = (size or {"width": s.n_neurons})["width"]
+    # p_k = k / width keeps k winners (COMET's k = round(p_k · width))
+    return COMET(COMETConfig(d_in=d_in, widths=(width,), d_out=n_classes, p_k=s.k / width,
+                             seed=seed))
+
+
+def _moe(layer, config):
+    def build(d_in, n_classes, s, seed, size=None):
+        size = size or {"n_experts": s.n_experts, "expert_size": s.expert_size,
+                        "k": s.k // s.expert_size}
+        return layer(config(d_in=d_in, d_out=n_classes, seed=seed, **size))
+    return build
+
+
+def _pkm(d_in, n_classes, s, seed, size=None):
+    size = size or {"n_keys": math.isqrt(s.n_neurons), "k": s.k}
+    return PKM(PKMConfig(d_in=d_in, d_out=n_classes, seed=seed, **size))
+
+
+def _smear(d_in, n_classes, s, seed, size=None):
+    # unmatched: N / k experts of k units keep N units in total
+    size = size or {"n_experts": max(1, s.n_neurons // s.k), "expert_size": s.k}
+    return SMEAR(SMEARConfig(d_in=d_in, d_out=n_classes, seed=seed, **size))
+
+
 def _own(model_training):  # a router's own optimiser and rate from its config
     return lambda s: model_training
+
+
+def _as_reference(s):  # the ReLU MLP's own network, width N: the reference itself
+    return [({}, s.n_neurons, s.n_neurons, "")]
+
+
+def _any_width(s):  # k of the width active, so the width is at least k
+    return [({}, s.k, None, "")]
+
+
+def _expert_sizes(s):
+    """σ-MoE and top-k MoE: expert sizes G dividing k (k / G experts active, so k units),
+    the preset's N / n_experts first, then the others by distance to it (ties: smaller);
+    at least one expert more than are active."""
+    sizes = sorted((g for g in range(1, s.k + 1) if s.k % g == 0),
+                   key=lambda g: (abs(g - s.expert_size), g))
+    return [({"expert_size": g, "k": s.k // g}, s.k // g + 1, None,
+             f"experts of {g} unit{'s' * (g > 1)}, {s.k // g} active, "
+             + ("the preset's expert size N / n_experts" if g == s.expert_size else
+                f"a divisor of k = {s.k} next to the preset's expert size {s.expert_size}"))
+            for g in sizes]
 
 
 MODELS: dict[str, ModelKind] = {}
@@ -334,45 +547,61 @@ def register(kind: ModelKind) -> ModelKind:
     return kind
 
 
+_WIDTH = "hidden width chosen for the parameter count closest to the ReLU MLP's"
 register(ModelKind("SDMLP", _sdmlp(SDMLP), lambda s: ("sgd", s.sdm_lr),
-                   source="Bricken et al. 2023, §4 Eq. 4, App. A.1"))
+                   source="Bricken et al. 2023, §4 Eq. 4, App. A.1", knob="n_neurons",
+                   families=_any_width, size_rule="neurons chosen for the parameter count "
+                   "(no biases: N·(d_in + classes)) closest to the ReLU MLP's; k_target = k"))
 register(ModelKind("SDMLP (mask)", _sdmlp(SDMLPMask), lambda s: ("sgd", s.sdm_lr),
-                   source="Bricken et al. 2023, Table 2 'Linear Mask', App. B.3, Fig. 10"))
-register(ModelKind("Top-K", lambda d, c, s, seed: TopKMLP(d, s.n_neurons, s.k, c, seed),
-                   lambda s: ("sgd", s.sgd_lr), source="Bricken et al. 2023, §5 Top-K baseline"))
-register(ModelKind("ReLU MLP", lambda d, c, s, seed: DenseMLP(DenseMLPConfig(
-    d_in=d, width=s.n_neurons, d_out=c, seed=seed)), lambda s: ("sgd", s.sgd_lr),
-    source="Bricken et al. 2023, §5 ReLU baseline"))
+                   source="Bricken et al. 2023, Table 2 'Linear Mask', App. B.3, Fig. 10",
+                   knob="n_neurons", families=_any_width,
+                   size_rule="as SDMLP (the same parameters)"))
+register(ModelKind("Top-K", _topk, lambda s: ("sgd", s.sgd_lr),
+                   source="Bricken et al. 2023, §5 Top-K baseline", knob="width",
+                   families=_any_width,
+                   size_rule=f"{_WIDTH} (its network is the ReLU MLP's, so N); k kept"))
+register(ModelKind(REFERENCE, _relu, lambda s: ("sgd", s.sgd_lr),
+                   source="Bricken et al. 2023, §5 ReLU baseline", knob="width",
+                   families=_as_reference, size_rule="the reference, N = n_neurons of the preset"))
 # clipped at 1 as SDMLP: plain SGD on the stiff EWC penalty (step lr·λ·F) diverges otherwise
-register(ModelKind("EWC (ReLU MLP)", MODELS["ReLU MLP"].build, lambda s: ("sgd", s.sgd_lr),
-                   ewc=True, grad_clip=1.0,
-                   source="Kirkpatrick et al. 2017; Bricken et al. 2023, §5"))
-register(ModelKind("COMET", lambda d, c, s, seed: COMET(COMETConfig(
-    d_in=d, widths=(s.n_neurons,), d_out=c, p_k=s.k / s.n_neurons, seed=seed)),
-    _own(("adam", 1e-3)), source="COMET §4 (one hidden layer)"))
-register(ModelKind("σ-MoE", lambda d, c, s, seed: SigmaMoE(SigmaMoEConfig(
-    d_in=d, d_out=c, n_experts=s.n_experts, expert_size=s.expert_size,
-    k=s.k // s.expert_size, seed=seed)), _own(("adam", 1e-3)),
-    source="Csordás et al. 2023, §5"))
-register(ModelKind("top-k MoE", lambda d, c, s, seed: TopKMoE(TopKMoEConfig(
-    d_in=d, d_out=c, n_experts=s.n_experts, expert_size=s.expert_size,
-    k=s.k // s.expert_size, seed=seed)), _own(("adam", 1e-3)),
-    source="Csordás et al. 2023, §4 (Switch)"))
-register(ModelKind("PKM", lambda d, c, s, seed: PKM(PKMConfig(
-    d_in=d, d_out=c, n_keys=math.isqrt(s.n_neurons), k=s.k, seed=seed)), _own(("adam", 1e-3)),
-    source="Csordás et al. 2023, §3.2"))
-# SMEAR merges its experts into one of k units: N / k experts keep N units in total
-register(ModelKind("SMEAR", lambda d, c, s, seed: SMEAR(SMEARConfig(
-    d_in=d, d_out=c, n_experts=max(1, s.n_neurons // s.k), expert_size=s.k, seed=seed)),
-    _own(("adam", 1e-3)), source="Muqeeth et al. 2024, §3"))
-register(ModelKind(ORACLE, MODELS["ReLU MLP"].build, lambda s: ("sgd", s.sgd_lr), joint=True,
-                   source="Bricken et al. 2023, Table 7 'Oracle' (all tasks at once)"))
+register(ModelKind("EWC (ReLU MLP)", _relu, lambda s: ("sgd", s.sgd_lr), ewc=True,
+                   grad_clip=1.0, source="Kirkpatrick et al. 2017; Bricken et al. 2023, §5",
+                   knob="width", families=_as_reference,
+                   size_rule="the ReLU MLP's network (EWC's Fisher and anchors are buffers)"))
+register(ModelKind("COMET", _comet, _own(("adam", 1e-3)), source="COMET §4 (one hidden layer)",
+                   knob="width", families=_any_width,
+                   size_rule=f"{_WIDTH} (its routing is fixed, not trained, so N); p_k = k / "
+                   f"width keeps k winners"))
+register(ModelKind("σ-MoE", _moe(SigmaMoE, SigmaMoEConfig), _own(("adam", 1e-3)),
+                   source="Csordás et al. 2023, §5", knob="n_experts", families=_expert_sizes,
+                   size_rule="expert count chosen for the parameter count closest to the "
+                   "ReLU MLP's (router included)"))
+register(ModelKind("top-k MoE", _moe(TopKMoE, TopKMoEConfig), _own(("adam", 1e-3)),
+                   source="Csordás et al. 2023, §4 (Switch)", knob="n_experts",
+                   families=_expert_sizes, size_rule="expert count chosen for the parameter "
+                   "count closest to the ReLU MLP's (router included)"))
+register(ModelKind("PKM", _pkm, _own(("adam", 1e-3)), source="Csordás et al. 2023, §3.2",
+                   knob="n_keys", families=lambda s: [
+                       ({"k": s.k}, math.isqrt(s.k) + 1, None,
+                        f"{s.k} of n_keys² value slots active")],
+                   size_rule="sub-keys per half chosen for the parameter count closest to the "
+                   "ReLU MLP's (n_keys·d_in sub-key and n_keys²·classes value entries)"))
+# SMEAR merges its experts into one expert of k units per example
+register(ModelKind("SMEAR", _smear, _own(("adam", 1e-3)), source="Muqeeth et al. 2024, §3",
+                   knob="n_experts", families=lambda s: [
+                       ({"expert_size": s.k}, 2, None,
+                        f"experts of k = {s.k} units, merged into one per example")],
+                   size_rule="expert count chosen for the parameter count closest to the "
+                   "ReLU MLP's (router included)"))
+register(ModelKind(ORACLE, _relu, lambda s: ("sgd", s.sgd_lr), joint=True,
+                   source="Bricken et al. 2023, Table 7 'Oracle' (all tasks at once)",
+                   knob="width", families=_as_reference, size_rule="the ReLU MLP's network"))
 
 
 # -- one run ---------------------------------------------------------------------------------
 
 def run_continual_model(label: str, data: tuple, settings: ContinualSettings, seed: int,
-                        device: torch.device | str = "cpu") -> dict:
+                        device: torch.device | str = "cpu", matched: dict | None = None) -> dict:
     """Train model ``label`` of ``MODELS`` task after task and measure it.
 
     Arguments:
@@ -383,15 +612,21 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
         seed: >= 0; the model's initialisation, the minibatch order and (class_order
             "random") the split.
         device: torch device.
+        matched: ``MODELS[label].match(d, classes, settings)`` for these data (what a config
+            recorded); None: computed here.
 
     Returns:
         a dict: tasks (JSON list of the classes), acc_matrix (JSON T×T), curve (JSON list of
         (tasks trained, test accuracy) pairs, ``evals_per_task`` per task), dead_per_task
         (JSON list), final_accuracy, average_accuracy, forgetting, dead_fraction (after the
-        last task), n_units, activated_units, params, optimizer, lr, wall_s.
+        last task), n_units, activated_units, params, relu_mlp_params (the reference's),
+        params_rel_diff ((params − reference) / reference), params_matched (within
+        ``settings.param_tolerance``), size (JSON of the size arguments chosen), sizing (how
+        they were chosen; why not matched where not), optimizer, lr, wall_s.
 
     Raises:
-        ValueError: unknown label, bad seed, or data that do not hold every task's classes.
+        ValueError: unknown label, bad seed, data that do not hold every task's classes, or a
+            ``matched`` that is not ``match``'s record for these data and settings.
     """
     kind = MODELS.get(label)
     if kind is None:
@@ -408,8 +643,21 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
     Xte = torch.as_tensor(X_test, dtype=torch.float32, device=device)
     yte = torch.as_tensor(y_test, dtype=torch.int64, device=device)
     start = time.perf_counter()
+    if matched is None:
+        matched = kind.match(Xtr.shape[1], n_classes, settings)
+    if not isinstance(matched, dict) or not {"size", "params", "reference_params",
+                                             "relative_difference", "matched",
+                                             "rule"} <= set(matched):
+        raise ValueError(f"matched must be ModelKind.match's record (a dict with size, params, "
+                         f"reference_params, relative_difference, matched, rule), got "
+                         f"{matched!r}")
     torch.manual_seed(seed)
-    model = kind.build(Xtr.shape[1], n_classes, settings, seed).to(device)
+    model = kind.make(Xtr.shape[1], n_classes, settings, seed, matched["size"]).to(device)
+    built = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    if built != matched["params"]:
+        raise ValueError(f"matched records {matched['params']} parameters for {label!r} but "
+                         f"its size {matched['size']} builds {built} on {Xtr.shape[1]} inputs "
+                         f"and {n_classes} classes: it was matched for other data or settings")
     optimizer, lr = kind.training(settings)
     train = TrainSettings(epochs=settings.epochs_per_task, batch_size=settings.batch_size,
                           optimizer=optimizer, lr=lr, grad_clip=kind.grad_clip)
@@ -459,4 +707,8 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
             "dead_fraction": dead[-1],
             "n_units": int(info["n_units"]), "activated_units": int(info["activated_units"]),
             "total_units": int(info["total_units"]), "params": int(info["params"]),
+            "relu_mlp_params": int(matched["reference_params"]),
+            "params_rel_diff": float(matched["relative_difference"]),
+            "params_matched": bool(matched["matched"]),
+            "size": json.dumps(matched["size"], sort_keys=True), "sizing": matched["rule"],
             "optimizer": optimizer, "lr": lr, "wall_s": round(time.perf_counter() - start, 3)}

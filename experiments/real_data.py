@@ -101,7 +101,11 @@ class CifarConfig:
 @dataclass(frozen=True)
 class ContinualConfig:
     """Bricken et al. 2023 §5 continual-learning run: the data set, the models of
-    ``experiments.continual.MODELS`` and their ``ContinualSettings`` (as a dict)."""
+    ``experiments.continual.MODELS`` and their ``ContinualSettings`` (as a dict).
+
+    ``d_in`` (inputs a pixel vector has) and ``matched`` (label -> ``ModelKind.match``'s
+    record: the size chosen to match the ReLU MLP's trainable parameters, the counts and how)
+    fix every model's size before training; ``parameter_matching`` says so in words."""
 
     preset: str
     dataset: str
@@ -109,6 +113,9 @@ class ContinualConfig:
     continual: dict
     seeds: tuple = (0, 1, 2, 3)
     budget: str = ""
+    d_in: int = 0
+    matched: dict | None = None
+    parameter_matching: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -170,32 +177,67 @@ def _cifar_config(preset, dataset):
                            "size and lr are ours (the paper gives none)"))
 
 
-def _continual_config(preset, dataset):
+def _continual_config(preset, dataset, d_in=None):
+    """The continual config at ``preset`` on ``dataset``, every model's size matched to the
+    ReLU MLP's trainable parameters for ``d_in`` inputs (None: the data set's own, 64 / 784 /
+    3,072 pixels) and 10 classes (``_with_matched``)."""
     from experiments.continual import MODELS, ContinualSettings
 
     models = tuple(MODELS)
     order = "random" if dataset == "cifar10" else "naive"
+    check_choice(dataset, "dataset", tuple(_CONTINUAL_D_IN))
+    d_in = _CONTINUAL_D_IN[dataset] if d_in is None else d_in
     if preset == "tiny":
-        s = ContinualSettings(n_neurons=16, k=4, n_experts=4, epochs_per_task=2,
+        # N / k = 16: SMEAR's and the MoEs' steps of one expert are fine enough for ±5 %
+        s = ContinualSettings(n_neurons=64, k=4, n_experts=16, epochs_per_task=2,
                               fisher_samples=20, evals_per_task=1, class_order=order)
-        return ContinualConfig(preset, dataset, models, s.to_dict(), seeds=(0, 1),
-                               budget="tiny: a smoke test, no verdict is meant")
+        return _with_matched(ContinualConfig(
+            preset, dataset, models, s.to_dict(), seeds=(0, 1),
+            budget="tiny: a smoke test, no verdict is meant"), d_in)
     if preset == "quick":
         s = ContinualSettings(class_order=order, **QUICK_CONTINUAL)
-        return ContinualConfig(preset, dataset, models, s.to_dict(), budget=(
+        return _with_matched(ContinualConfig(preset, dataset, models, s.to_dict(), budget=(
             f"quick: 8×8 digits, 5 tasks of 2 classes, ~270 training images a task, "
-            f"N = {s.n_neurons} hidden units, k = {s.k}, {s.epochs_per_task} epochs a task "
-            f"(Bricken et al.: 500 a task on Split MNIST, 2,000 on Split CIFAR-10), 4 seeds "
-            f"— a verdict for this budget"))
+            f"the ReLU MLP's N = {s.n_neurons} hidden units (every model matched to its "
+            f"parameters), k = {s.k}, {s.epochs_per_task} epochs a task (Bricken et al.: 500 "
+            f"a task on Split MNIST, 2,000 on Split CIFAR-10), 4 seeds — a verdict for this "
+            f"budget")), d_in)
     epochs = 2000 if dataset == "cifar10" else 500
-    s = ContinualSettings(n_neurons=1024, k=10, n_experts=512, epochs_per_task=epochs,
+    s = ContinualSettings(n_neurons=1000, k=10, n_experts=500, epochs_per_task=epochs,
                           batch_size=128, class_order=order,
                           **{k: v for k, v in QUICK_CONTINUAL.items()
                              if k in ("sgd_lr", "sdm_lr", "ewc_lambda")})
-    return ContinualConfig(preset, dataset, models, s.to_dict(), seeds=(0, 1, 2), budget=(
-        f"paper: {epochs} epochs a task (App. F.3 / E.1), N = 1,024 (the paper's 1,000 "
-        f"rounded to a square for PKM), k = 10; no pretraining; learning rates and λ as "
-        f"calibrated on the digits"))
+    return _with_matched(ContinualConfig(
+        preset, dataset, models, s.to_dict(), seeds=(0, 1, 2), budget=(
+            f"paper: {epochs} epochs a task (App. F.3 / E.1), the ReLU MLP's N = 1,000 (§5; "
+            f"every model matched to its parameters), k = 10; no pretraining; learning rates "
+            f"and λ as calibrated on the digits")), d_in)
+
+
+#: Pixels of one image of each data set (the continual harness flattens them).
+_CONTINUAL_D_IN = {"digits": 8 * 8, "mnist": 28 * 28, "cifar10": 32 * 32 * 3}
+
+
+def _with_matched(config: ContinualConfig, d_in: int) -> ContinualConfig:
+    """``config`` with every model's size matched to the ReLU MLP's trainable parameters on
+    ``d_in`` inputs (``ModelKind.match``, from the settings alone: before any training)."""
+    from experiments.continual import MODELS, REFERENCE, ContinualSettings
+
+    s = ContinualSettings(**config.continual)
+    n_classes = s.n_tasks * s.classes_per_task
+    matched = {label: MODELS[label].match(d_in, n_classes, s) for label in config.models}
+    ref = MODELS[REFERENCE].count_params(d_in, n_classes, s)
+    missed = [f"{label} ({m['relative_difference']:+.1%}: {m['rule'].split('not matched: ')[-1]})"
+              for label, m in matched.items() if not m["matched"]]
+    note = (f"every model's trainable parameters matched to within "
+            f"±{s.param_tolerance:.0%} of the ReLU MLP's ({s.n_neurons} hidden units, "
+            f"{ref:,} parameters on {d_in} inputs and {n_classes} classes), its size chosen "
+            f"from the preset before training (SDMLP's neurons, the MoEs' and SMEAR's expert "
+            f"count, PKM's n_keys; k active units kept); Bricken et al. compare at equal "
+            f"neuron counts, 'approximately the same number of parameters' (App. F.3)")
+    if missed:
+        note += ("; not matched (the closest achievable, and why): " + "; ".join(missed))
+    return replace(config, d_in=int(d_in), matched=matched, parameter_matching=note)
 
 
 #: The quick continual preset's settings. sdm_lr, sgd_lr and ewc_lambda were chosen on the
@@ -637,7 +679,8 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
     the same harness (``run_continual_model``), the accuracy matrix, final and average
     accuracy, forgetting and dead neurons per task, a Fig. 3-style plot and verdicts on the
     paper's three claims (SDMLP forgets less and ends higher; subtraction beats masking;
-    fewer dead neurons).
+    fewer dead neurons). Every model's size is matched to the ReLU MLP's trainable parameters
+    before training (``ContinualConfig.matched``, written to config.json and table.md).
 
     Arguments and errors: as ``run_cifar``; with ``data_dir`` the data are Split MNIST (IDX
     files there) or Split CIFAR-10 pixels (binary files there).
@@ -645,7 +688,7 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
     Returns:
         the rows of this run: one per model and seed (model_label, final_accuracy,
         average_accuracy, forgetting, dead_fraction, acc_matrix / dead_per_task / curve as
-        JSON, params, …).
+        JSON, params, relu_mlp_params, params_rel_diff, params_matched, size, sizing, …).
     """
     from experiments.continual import ContinualSettings, run_continual_model
     from experiments.sweep import resolve_device
@@ -654,6 +697,9 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
     torch_device = resolve_device(device)
     dataset, X_train, y_train, X_test, y_test = _data(preset, data_dir)
     config = _seeds(experiment_config("continual", preset, dataset), seeds)
+    d_in = int(np.prod(X_train.shape[1:]))
+    if config.d_in != d_in:  # files of another image size than the data set's own
+        config = _with_matched(config, d_in)
     settings = _fingerprint(config)
     out = pathlib.Path(out)
     table = _prepare(out, "continual", settings, force)
@@ -665,7 +711,8 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
 
     def job(label, seed):
         def run():
-            result = run_continual_model(label, data, continual, seed, torch_device)
+            result = run_continual_model(label, data, continual, seed, torch_device,
+                                         matched=config.matched[label])
             return {**result, "error": 1.0 - result["final_accuracy"],
                     "device": str(torch_device)}
         return (label, seed, {"dataset": dataset, "model_label": label}, run)
@@ -676,7 +723,8 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
     _write_claims(out, claims)
     _plot_continual(frame, out / "continual_fig3.png", config)
     _write_table(out, "Bricken et al. 2023 §5: class-incremental continual learning (Table 1, "
-                 "Fig. 3; App. E.1, F.3)", config, frame, claims, _continual_tables(frame))
+                 "Fig. 3; App. E.1, F.3)", config, frame, claims,
+                 _continual_tables(frame, config))
     return frame
 
 
@@ -739,7 +787,25 @@ def continual_claims(frame: pd.DataFrame, config: ContinualConfig) -> list[Claim
     return claims
 
 
-def _continual_tables(frame: pd.DataFrame) -> list[str]:
+def _continual_tables(frame: pd.DataFrame, config: ContinualConfig) -> list[str]:
+    return _matched_table(config) + _continual_summary(frame)
+
+
+def _matched_table(config: ContinualConfig) -> list[str]:
+    """The "matched parameters" note and, per model, its size, trainable parameters, the
+    ReLU MLP's, the relative difference and how the size was chosen."""
+    rows = [{"model": label, "size": ", ".join(f"{k} = {v}" for k, v in m["size"].items()),
+             "params": f"{m['params']:,}", "ReLU MLP params": f"{m['reference_params']:,}",
+             "Δ params": f"{m['relative_difference']:+.2%}",
+             "matched": "yes" if m["matched"] else "**no**", "how the size was chosen": m["rule"]}
+            for label, m in (config.matched or {}).items()]
+    if not rows:
+        return []
+    return [f"Matched parameters: {config.parameter_matching}.", "",
+            pd.DataFrame(rows).to_markdown(index=False), ""]
+
+
+def _continual_summary(frame: pd.DataFrame) -> list[str]:
     summary = frame.groupby("model_label", sort=False).agg(
         final_accuracy=("final_accuracy", "mean"), sd=("final_accuracy", "std"),
         average_accuracy=("average_accuracy", "mean"), forgetting=("forgetting", "mean"),

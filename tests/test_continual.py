@@ -3,14 +3,15 @@ accuracy-matrix metrics, dead units, EWC, the Top-K layers and one tiny run of e
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
-from experiments.continual import (EWC, MODELS, ORACLE, ContinualSettings, average_accuracy,
-                                   class_split, forgetting, run_continual_model, task_masks,
-                                   unit_activity)
+from experiments.continual import (EWC, MODELS, ORACLE, REFERENCE, ContinualSettings,
+                                   ModelKind, average_accuracy, class_split, forgetting,
+                                   run_continual_model, task_masks, unit_activity)
 from experiments.image_models import (ConvNet, SDMLPMask, TopKMLP, TrainSettings, accuracy,
                                       fit_classifier, four_layer_mlp)
 from routing.layers import SDMLP, DenseMLP, DenseMLPConfig, SDMLPConfig
@@ -157,12 +158,15 @@ def test_ewc_penalty_matches_the_sum_over_tasks():
 
 
 def test_settings_validate_matching():
-    with pytest.raises(ValueError, match="perfect square"):
-        ContinualSettings(n_neurons=20, k=4, n_experts=5)
+    # N need not be a square any more: PKM's n_keys is chosen to match parameters
+    assert ContinualSettings(n_neurons=20, k=4, n_experts=5).n_neurons == 20
     with pytest.raises(ValueError, match="multiple of the expert size"):
         ContinualSettings(n_neurons=16, k=3, n_experts=4)
     with pytest.raises(ValueError, match="class_order must be one of"):
         ContinualSettings(class_order="sorted")
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="param_tolerance must be"):
+            ContinualSettings(param_tolerance=bad)
 
 
 def tiny_data(seed=0, n=40):
@@ -179,12 +183,20 @@ def test_every_model_runs_matched_and_deterministically():
     Xt, yt = tiny_data(1, 20)
     settings = ContinualSettings(n_neurons=16, k=4, n_experts=4, epochs_per_task=2,
                                  fisher_samples=4, evals_per_task=1)
+    reference = (16 + 1) * 16 + (16 + 1) * 10  # the ReLU MLP: W1, b1, W2, b2
     for label in MODELS:
         r = run_continual_model(label, (X, y, Xt, yt), settings, seed=0)
         R = np.array(json.loads(r["acc_matrix"]), dtype=float)
-        assert R.shape == (5, 5) and r["total_units"] == 16, label
+        assert R.shape == (5, 5), label
         assert 0 <= r["final_accuracy"] <= 1 and len(json.loads(r["dead_per_task"])) == 5
         assert len(json.loads(r["curve"])) == (1 if label == ORACLE else 5)
+        # the row records the matching: params, the ReLU MLP's, the difference, how
+        assert r["relu_mlp_params"] == reference
+        assert r["params_rel_diff"] == pytest.approx((r["params"] - reference) / reference,
+                                                     abs=1e-6)
+        assert r["params_matched"] == (abs(r["params_rel_diff"]) <= 0.05)
+        assert r["params_matched"] or "not matched:" in r["sizing"], label
+        assert json.loads(r["size"]) == MODELS[label].match(16, 10, settings)["size"]
         if label == ORACLE:
             assert math.isnan(r["forgetting"]) and np.isnan(R[:-1]).all()
         else:
@@ -195,3 +207,98 @@ def test_every_model_runs_matched_and_deterministically():
     assert a["acc_matrix"] == b["acc_matrix"] and a["dead_per_task"] == b["dead_per_task"]
     with pytest.raises(ValueError, match="model must be one of"):
         run_continual_model("LSTM", (X, y, Xt, yt), settings, seed=0)
+
+
+# -- matched parameters ----------------------------------------------------------------------
+
+def trainable(model):
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def test_closest_size_solves_linear_and_quadratic_counts():
+    from experiments.continual import _closest_size
+
+    # PKM on the quick preset's digits: 10 n² + 64 n against the ReLU MLP's 19,210
+    assert _closest_size(lambda n: 10 * n * n + 64 * n, 19210, 3, None) == (41, 19434)
+    assert _closest_size(lambda n: 74 * n, 19210, 8, None) == (260, 19240)
+    # a tie goes to the smaller size; a target below the smallest size gives the smallest
+    assert _closest_size(lambda n: 10 * n, 15, 1, None) == (1, 10)
+    assert _closest_size(lambda n: 100 * n, 7, 5, None) == (5, 500)
+    assert _closest_size(lambda n: 100 * n, 10**6, 5, 8) == (8, 800)  # bounded
+    with pytest.raises(RuntimeError, match="degree <= 2"):
+        _closest_size(lambda n: n ** 3, 1000, 1, None)
+
+
+@pytest.mark.parametrize("preset, dataset", [("tiny", "digits"), ("tiny", "mnist"),
+                                             ("quick", "digits"), ("quick", "cifar10"),
+                                             ("paper", "mnist"), ("paper", "cifar10")])
+def test_every_model_is_matched_at_the_presets(preset, dataset):
+    """Every model of the preset within ±5 % of the ReLU MLP's trainable parameters, counted
+    on the built model (the paper preset by construction, without training)."""
+    from experiments.real_data import experiment_config
+
+    config = experiment_config("continual", preset, dataset)
+    s = ContinualSettings(**config.continual)
+    d = {"digits": 64, "mnist": 784, "cifar10": 3072}[dataset]
+    reference = (d + 1) * s.n_neurons + (s.n_neurons + 1) * 10
+    assert config.d_in == d and set(config.matched) == set(MODELS)
+    for label, m in config.matched.items():
+        assert m["reference_params"] == reference
+        assert m["matched"] and abs(m["params"] - reference) <= 0.05 * reference, (label, m)
+        model = MODELS[label].make(d, 10, s, 0, m["size"])
+        assert trainable(model) == m["params"], label
+    # k active units kept: the sparse models' activated units are the preset's k
+    for label in ("Top-K", "COMET", "σ-MoE", "top-k MoE", "PKM", "SMEAR"):
+        model = MODELS[label].make(d, 10, s, 0, config.matched[label]["size"])
+        assert model.describe()["activated_units"] == s.k, label
+    sdmlp = MODELS["SDMLP"].make(d, 10, s, 0, config.matched["SDMLP"]["size"])
+    assert sdmlp.config.k_target == s.k  # annealed down to k
+    assert config.matched[REFERENCE]["size"] == {"width": s.n_neurons}
+    assert "matched to within ±5%" in config.parameter_matching
+    assert experiment_config("continual", preset, dataset).matched == config.matched
+
+
+def test_a_model_that_cannot_be_matched_is_reported_with_its_reason():
+    # 16 features, N = 16, k = 4: one SMEAR expert of 4 units is 134 parameters, 30 % of the
+    # ReLU MLP's 442, so no expert count lands within ±5 %: the closest (3 experts) is −9 %
+    s = ContinualSettings(n_neurons=16, k=4, n_experts=4)
+    m = MODELS["SMEAR"].match(16, 10, s)
+    assert m["size"] == {"n_experts": 3, "expert_size": 4} and m["params"] == 402
+    assert not m["matched"] and m["relative_difference"] == pytest.approx(-40 / 442, abs=1e-6)
+    assert "not matched: one step of n_experts moves the count by 134 (30.3%" in m["rule"]
+    # the threshold: a 10 % tolerance takes the same size as matched
+    assert MODELS["SMEAR"].match(16, 10, replace(s, param_tolerance=0.10))["matched"]
+    # the smallest size allowed already too big: two experts of 4 units against N = 4
+    small = MODELS["SMEAR"].match(16, 10, ContinualSettings(n_neurons=4, k=4, n_experts=1))
+    assert not small["matched"] and "the smallest n_experts allowed (2) already" in small["rule"]
+
+
+def test_moe_prefers_the_presets_expert_size_within_the_tolerance():
+    s = ContinualSettings(n_neurons=16, k=4, n_experts=4)  # expert size 4, one active
+    m = MODELS["σ-MoE"].match(16, 10, s)
+    # 4-unit experts reach at best +8.6 % and 2-unit ones −7.7 %: 1-unit experts, 4 active
+    assert m["size"] == {"expert_size": 1, "k": 4, "n_experts": 11} and m["matched"]
+    assert "+8.6%" in m["rule"] and "-7.7%" in m["rule"]
+    loose = MODELS["σ-MoE"].match(16, 10, replace(s, param_tolerance=0.09))
+    assert loose["size"] == {"expert_size": 4, "k": 1, "n_experts": 4} and loose["matched"]
+
+
+def test_a_kind_without_a_size_rule_and_a_wrong_record():
+    X, y = tiny_data()
+    s = ContinualSettings(n_neurons=16, k=4, n_experts=4, epochs_per_task=1,
+                          evals_per_task=1)
+    mine = ModelKind("mine", lambda d, c, s, seed: MODELS[REFERENCE].build(d, c, s, seed),
+                     lambda s: ("sgd", 0.1))
+    m = mine.match(16, 10, s)
+    assert m["size"] == {} and m["matched"] and m["relative_difference"] == 0.0
+    with pytest.raises(ValueError, match="families must be given with knob 'width'"):
+        ModelKind("no range", MODELS[REFERENCE].build, lambda s: ("sgd", 0.1),
+                  knob="width").match(16, 10, s)
+    state = torch.get_rng_state()
+    MODELS["PKM"].match(16, 10, s)
+    assert torch.equal(state, torch.get_rng_state())  # matching draws nothing
+    quick = MODELS["SDMLP"].match(64, 10, s)  # matched for 64 inputs, run on 16
+    with pytest.raises(ValueError, match="matched for other data or settings"):
+        run_continual_model("SDMLP", (X, y, X, y), s, seed=0, matched=quick)
+    with pytest.raises(ValueError, match="matched must be ModelKind.match's record"):
+        run_continual_model("SDMLP", (X, y, X, y), s, seed=0, matched={"size": {}})

@@ -131,6 +131,19 @@ def test_continual_tiny_on_digits_all_models_and_claims(tmp_path):
     assert (tmp_path / "continual_fig3.png").stat().st_size > 0
     text = (tmp_path / "table.md").read_text()
     assert "0.53" in text and "Linear Mask 0.38" in text
+    # matched parameters: every row within ±5 % of the ReLU MLP's, recorded with how
+    rows = pd.read_csv(tmp_path / "results.csv")
+    reference = rows.loc[rows["model_label"] == "ReLU MLP", "params"].iloc[0]
+    assert (rows["relu_mlp_params"] == reference).all() and rows["params_matched"].all()
+    assert ((rows["params"] - reference).abs() <= 0.05 * reference).all()
+    assert np.allclose(rows["params_rel_diff"], (rows["params"] - reference) / reference,
+                       atol=1e-6)
+    assert rows["sizing"].str.len().gt(0).all() and rows["size"].map(json.loads).map(len).all()
+    assert "Matched parameters: every model's trainable parameters matched to within ±5%" in text
+    config = json.loads((tmp_path / "config.json").read_text())["config"]
+    assert "matched to within ±5%" in config["parameter_matching"]
+    assert config["matched"]["PKM"]["params"] == rows.loc[rows["model_label"] == "PKM",
+                                                          "params"].iloc[0]
 
 
 def test_comet_and_continual_read_mnist_from_data_dir(tmp_path):
