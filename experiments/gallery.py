@@ -80,6 +80,9 @@ def lipschitz_ratios(config: GalleryConfig, progress: bool = True) -> pd.DataFra
 
     from lipschitz import RandomHypercubeFunction, UniformCube, estimate_lipschitz
 
+    from routing.validation import check_bool
+
+    progress = check_bool(progress, "progress")  # "False" must not mean True
     cube = UniformCube(config.n_inputs)
     rows = []
     jobs = [(name, make, seed) for name, make in config.families() for seed in range(config.n_seeds)]

@@ -14,7 +14,7 @@ import numpy as np
 
 from experiments.kinds.linear import LSH_FAMILIES
 from experiments.model_kinds import model_kind
-from routing.validation import check_int, check_real
+from routing.validation import check_int, check_real, check_seed
 
 #: Generated targets (``lipschitz``), and "data": (X, y) read from a file of one's own
 #: (``lipschitz.data_file``).
@@ -342,6 +342,11 @@ def fit_of(spec: ModelSpec, config: ExperimentConfig | None) -> str:
 
 
 def data_seeds(seed: int) -> tuple[int, int]:
-    """Independent training and evaluation data seeds derived from a sweep seed."""
-    a, b = np.random.SeedSequence([seed, 2022]).generate_state(2)
+    """Independent training and evaluation data seeds derived from a sweep seed.
+
+    Raises:
+        ValueError: ``seed`` not an integer in [0, 2**63 - 1] (``routing.validation.
+            check_seed``; "3" or 2.5 would otherwise seed another stream or fail in numpy).
+    """
+    a, b = np.random.SeedSequence([check_seed(seed), 2022]).generate_state(2)
     return int(a), int(b)

@@ -407,9 +407,15 @@ def child_seeds(seed: int, n: int, *salt: int) -> list[int]:
 
     Deterministic: the same (seed, salt) always gives the same list, and different salts give
     independent streams (``numpy.random.SeedSequence``).
+
+    Raises:
+        ValueError: a seed or salt that is not an integer in [0, 2**63 - 1] (a bool or 2.5
+            would be read as 1 or 2: another stream than the one asked for), or n < 0.
     """
     seed = check_seed(seed)
-    state = np.random.SeedSequence([seed, *[int(s) for s in salt]]).generate_state(max(n, 1))
+    n = check_int(n, "n", low=0)
+    salt = [check_seed(s, f"salt[{i}]") for i, s in enumerate(salt)]
+    state = np.random.SeedSequence([seed, *salt]).generate_state(max(n, 1))
     return [int(s) for s in state[:n]]
 
 

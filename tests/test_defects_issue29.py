@@ -306,3 +306,41 @@ def test_cross_polytope_probability_follows_andoni_theorem_1():
         assert 0 < (ratio - exponent) * math.log(d) / math.log(math.log(d)) < 2.0
     assert gaps[0] > gaps[1] > gaps[2] > 0
     assert abs(gaps[2]) < 0.06 and abs(ratio - exponent / 4) > 0.25
+
+
+# ---------------------------------------------------------------- found by the fuzz suite (experiments, proofs_checks)
+def test_child_seeds_refuse_salts_that_would_be_truncated():
+    from proofs_checks import child_seeds
+    assert child_seeds(0, 3, 2) == child_seeds(0, 3, np.int64(2))
+    for salt in (True, 2.5, "2", -1):  # True and 2.5 were read as 1 and 2: another stream
+        with pytest.raises(ValueError, match=r"salt\[0\]"):
+            child_seeds(0, 3, salt)
+    with pytest.raises(ValueError, match="n must be"):
+        child_seeds(0, -1)  # was [] silently (state[:-1] of one seed)
+
+
+def test_data_seeds_refuse_a_string_seed():
+    from experiments.specs import data_seeds
+    assert data_seeds(3) == data_seeds(np.int64(3))
+    for seed in ("3", 2.5, -1, True):  # "3" was accepted: numpy hashed another stream
+        with pytest.raises(ValueError, match="seed"):
+            data_seeds(seed)
+
+
+def test_lipschitz_ratios_refuse_a_string_progress_flag():
+    from experiments.gallery import GalleryConfig, lipschitz_ratios
+    config = GalleryConfig(n_inputs=2, degree=2, hidden=(4,), n_seeds=1, n_points=10)
+    with pytest.raises(ValueError, match="progress must be True or False, got 'False'"):
+        lipschitz_ratios(config, progress="False")
+    assert (lipschitz_ratios(config, progress=np.bool_(False))["ratio"] <= 1.0 + 1e-9).all()
+
+
+def test_custom_target_with_few_probe_points_is_accepted():
+    """n_probe = 2 on one input: 4 probe points (2 + the 2 corners). The probe asked for 4
+    neighbours and failed with "n_neighbors must be an integer in [1, 3]", a parameter the
+    user never gave."""
+    from lipschitz import CustomTarget
+    f = CustomTarget(lambda X: 0.5 * X.sum(1), 1, 1.0, n_probe=2)
+    assert f.probe.value == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="lipschitz_bound"):  # the probe still decides
+        CustomTarget(lambda X: 3.0 * X.sum(1), 1, 1.0, n_probe=2)

@@ -24,31 +24,78 @@ Profiles: the quick one runs in ``make test`` (a few examples per callable, dera
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import importlib
 import inspect
 import math
 import os
+import pathlib
 import pkgutil
 import signal
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import click
 import numpy as np
+import pandas as pd
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import lipschitz as L
+import proofs_checks as PC
 import routing as R
 import routing.layers as RL
 import routing.sdm as SDM
+from routing.validation import as_numpy
+from experiments import claims as x_claims
+from experiments import cli as x_cli
+from experiments import cli_options as x_cli_options
+from experiments import comet_studies as x_comet_studies
+from experiments import config_file as x_config_file
+from experiments import continual as x_continual
+from experiments import datasets as x_datasets
+from experiments import engine as x_engine
+from experiments import engine_worker as x_engine_worker
+from experiments import fitting as x_fitting
+from experiments import gallery as x_gallery
+from experiments import image_models as x_image_models
+from experiments import model_kinds as x_model_kinds
+from experiments import models as x_models
+from experiments import output_folder as x_output_folder
+from experiments import plot_cli as x_plot_cli
+from experiments import plots as x_plots
+from experiments import presets as x_presets
+from experiments import real_data as x_real_data
+from experiments import report as x_report
+from experiments import reproduce as x_reproduce
+from experiments import router_layers as x_router_layers
+from experiments import router_training as x_router_training
+from experiments import scale_cli as x_scale_cli
+from experiments import scaling as x_scaling
+from experiments import sdm_cli as x_sdm_cli
+from experiments import specs as x_specs
+from experiments import subspace as x_subspace
+from experiments import sweep as x_sweep
+from experiments import threads as x_threads
 
 LONG = os.environ.get("SPARSELAB_FUZZ") == "long"
 TIME_LIMIT_S = 20.0
+# the quick profile reports the first failing example as drawn (no shrinking: it must stay
+# fast even when it fails); the long one shrinks it
+_PHASES = list(Phase) if LONG else [Phase.explicit, Phase.generate]
 FUZZ_SETTINGS = settings(
     max_examples=200 if LONG else 6, deadline=None, derandomize=not LONG, database=None,
-    suppress_health_check=list(HealthCheck),
+    suppress_health_check=list(HealthCheck), phases=_PHASES,
+)
+HEAVY_SETTINGS = settings(
+    max_examples=20 if LONG else 2, deadline=None, derandomize=not LONG, database=None,
+    suppress_health_check=list(HealthCheck), phases=_PHASES,
 )
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -88,7 +135,28 @@ BOOL = Kind(st.booleans(), st.sampled_from(["False", "True", 0, 1, None]))
 
 
 def CHOICE(*options):
-    return Kind(st.sampled_from(options), st.sampled_from(["nope", None, 3]))
+    bad = [b for b in ("nope", None, 3) if not any(b is o or b == o for o in options)]
+    return Kind(st.sampled_from(options), st.sampled_from(bad))
+
+
+def ARG(strategy):
+    """A value the case itself uses to build its input (a row count, a file name): never
+    replaced by a bad value, since it is no parameter of the API."""
+    return Kind(strategy)
+
+
+def H_INT(lo, hi):
+    return ARG(st.integers(lo, hi))
+
+
+def OPTIONAL_INT(lo, hi):
+    """None or an integer in [lo, hi]; bad: non-integers and lo − 1."""
+    return Kind(st.one_of(st.none(), st.integers(lo, hi)),
+                st.sampled_from([2.5, "3", True, float("nan"), lo - 1]))
+
+
+#: Any short text (a title, a claim's words): every string is valid.
+TEXT = Kind(st.text(max_size=8))
 
 
 def FIXED(value):
@@ -102,6 +170,12 @@ def POINTS(cols, lo=-1.0, hi=1.0, n_max=6, n_min=0, inf_ok=False):
     return Kind(("points", cols, lo, hi, n_min, n_max), st.sampled_from(bad), array=True)
 
 
+def VECTOR(lo=-1.0, hi=1.0, n_max=6, n_min=0):
+    """An (N,) float64 array with entries in [lo, hi] (``cols`` None in the spec)."""
+    bad = [b for b in _BAD_POINTS if b not in ("1d", "cols")] + ["2d"]
+    return Kind(("points", None, lo, hi, n_min, n_max), st.sampled_from(bad), array=True)
+
+
 _BAD_POINTS = ("nan", "inf", "1d", "3d", "cols", "object", "complex", "str", "huge")
 
 
@@ -112,6 +186,8 @@ def _draw_points(draw, spec, values):
         cols = 2  # the int it names is itself a bad value: any array will do
     n = draw(st.integers(n_min, n_max))
     seed = draw(st.integers(0, 2**16))
+    if spec[1] is None:
+        return np.random.default_rng(seed).uniform(lo, hi, n)
     return np.random.default_rng(seed).uniform(lo, hi, (n, cols))
 
 
@@ -119,6 +195,13 @@ def _bad_points(kind: str, spec, values):
     cols = values.get(spec[1], spec[1]) if isinstance(spec[1], str) else spec[1]
     cols = cols if isinstance(cols, int) and not isinstance(cols, bool) and 0 < cols < 64 else 2
     X = np.random.default_rng(0).uniform(-1, 1, (4, cols))
+    if spec[1] is None:  # a vector: its bad values are those of its first column
+        lo, hi = spec[2], spec[3]
+        x = np.random.default_rng(0).uniform(lo, hi, 4)
+        return {"nan": np.where(x > (lo + hi) / 2, np.nan, x),
+                "inf": np.where(x > (lo + hi) / 2, np.inf, x), "2d": x[:, None],
+                "3d": x[None, :, None], "object": x.astype(object), "complex": x + 1j,
+                "str": x.astype(str), "huge": x * 1e308}[kind]
     return {"nan": np.where(X > 0.5, np.nan, X), "inf": np.where(X > 0.5, np.inf, X),
             "1d": X[0], "3d": X[None], "cols": np.ones((4, cols + 1)),
             "object": X.astype(object), "complex": X + 1j, "str": X.astype(str),
@@ -133,6 +216,8 @@ class Case:
     neg_inf: bool = False  # -inf is a valid result (the log of an empty set)
     float32: bool = False  # float32 arrays give the same result within 1e-4
     names: tuple = ()  # other words an error may name (attributes, derived parameters)
+    errors: tuple = ()  # further documented error types (click's one-line CLI errors)
+    heavy: bool = False  # a whole study or plot: fuzzed with ``HEAVY_SETTINGS``
 
 
 def _target(n=2):
@@ -260,11 +345,657 @@ ALIASES = {
     "routing.sdm.LinearWeightingCheck": "routing.sdm.check_linear_weighting",
     "routing.sdm.ExponentialWeightingCheck": "routing.sdm.check_exponential_weighting",
 }
-# Public callables still to be given a line of CASES: modules being written in parallel
-# (issue 29 fuzzes lipschitz and routing first). A name listed here is reported, not failed;
-# a public callable in neither CASES, ALIASES nor PENDING fails the coverage test.
-PENDING_PREFIXES = ("experiments.", "proofs_checks.")
-PENDING = {"lipschitz.CustomTarget"}
+# ---------------------------------------------------------------- experiments, proofs_checks
+# Frames, configs and objects the cases below share, built once (lazily: importing this
+# file stays fast). The golden tiny sweep of every model kind is a real results.csv.
+GOLDEN = pathlib.Path(__file__).parent / "data" / "tiny_sweep_all_kinds.csv"
+EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
+
+
+@functools.cache
+def _golden_frame():
+    return pd.read_csv(GOLDEN, dtype={"settings": str})
+
+
+def _golden():
+    return _golden_frame().copy()
+
+
+def _stats():
+    from experiments.claims import paired_difference, seed_log_errors
+    g = _golden()
+    return paired_difference(seed_log_errors(g, "dsm", "activated_units"),
+                             seed_log_errors(g, "dense", "activated_units"), [(4, 16)])
+
+
+@functools.cache
+def _tiny_config(fit="exact", n_train=64):
+    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    return ExperimentConfig(name="fuzz", preset="tiny", target=TargetSpec(n_inputs=2, degree=2),
+                            models=(ModelSpec("dense", width=4),
+                                    ModelSpec("lsh_table", n_hashes=1, bucket_width=1.0)),
+                            seeds=(0,), n_train=n_train, n_eval=32, fit=fit, sgd_steps=5,
+                            sgd_batch=16)
+
+
+def _subspace_rows(k=2, seeds=(0, 1)):
+    """Rows of a subspace LSH sweep at the exact law nMSE = T^(−2/k), with their geometry."""
+    rows = []
+    for seed in seeds:
+        for i, T in enumerate((10.0, 40.0, 160.0, 640.0, 2560.0)):
+            rows.append({"experiment": "subspace", "target": f"k={k}", "model": "lsh_table",
+                         "model_label": "LSH table", "model_key": f"w{i}", "seed": seed,
+                         "buckets": T * (1 + 0.01 * seed), "eval_nmse": T ** (-2 / k),
+                         "eval_mse": T ** (-2 / k), "train_nmse": T ** (-2 / k) / 2,
+                         "fit": "exact", "spread_ratio": T ** (-1 / k), "empty_fraction": 0.0,
+                         "empty_share": 0.0, "width": np.nan, "nonempty_buckets": T})
+    return pd.DataFrame(rows)
+
+
+@functools.cache
+def _similarity_frame():
+    from experiments.comet_studies import preset_similarity, run_similarity
+    return run_similarity(preset_similarity("tiny"), progress=False)
+
+
+@functools.cache
+def _utilisation_frame():
+    from experiments.comet_studies import preset_utilisation, run_utilisation
+    return run_utilisation(preset_utilisation("tiny"), progress=False)
+
+
+@functools.cache
+def _digits():
+    from experiments.datasets import as_float, train_test_digits
+    X, y, Xt, yt = train_test_digits()
+    flat = lambda Z: as_float(Z).reshape(len(Z), -1)  # noqa: E731
+    return flat(X[:200]), y[:200].astype(np.int64), flat(Xt[:100]), yt[:100].astype(np.int64)
+
+
+def _tensor(X):
+    """A float array or tensor as a float32 tensor (the image models' dtype); else as is."""
+    if isinstance(X, np.ndarray) and X.dtype.kind == "f" or isinstance(X, torch.Tensor):
+        return torch.as_tensor(X).to(torch.float32)
+    return X
+
+
+@contextlib.contextmanager
+def _user_check():
+    """examples/own_check.py's check, registered for the block only."""
+    from proofs_checks._framework import REGISTRY
+    from proofs_checks.cli import load_check_module
+    names = load_check_module(EXAMPLES / "own_check.py")
+    try:
+        yield REGISTRY[names[0]]
+    finally:
+        for name in names:
+            REGISTRY.pop(name, None)
+
+
+def _user_check_params(**changes):
+    with _user_check() as cls:
+        return cls, dataclasses.replace(cls.Params(), trials=40, n_power=2, **changes)
+
+
+def _run_user_check(seed, power, **changes):
+    with _user_check() as cls:
+        params = dataclasses.replace(cls.Params(), trials=40, n_power=2, **changes)
+        return cls(params).run(seed, power=power).measured
+
+
+def _toy_estimate(x, seed, n_boot, confidence):
+    from proofs_checks import bootstrap_exponent
+    rng = np.random.default_rng(0)
+    replicates = [np.abs(rng.normal(1.0, 0.1, 6)) * v ** -1.0 for v in x]
+    return bootstrap_exponent(list(x), replicates, np.mean, n_boot=n_boot, seed=seed,
+                              confidence=confidence)
+
+
+def _path_kind(*valid):
+    """A path below the case's tmp folder; bad: one whose parent is a file (``FILE``)."""
+    return Kind(st.sampled_from(valid), st.sampled_from(["FILE/x", "FILE"]))
+
+
+def _under(tmp, sub):
+    """``tmp / sub`` with ``tmp/FILE`` a regular file (so that ``FILE/x`` cannot be made)."""
+    (tmp / "FILE").write_text("a file")
+    return tmp / sub
+
+
+def _with_kind(fn):
+    """Run ``fn(kind_name)`` with examples/own_router.py's kind registered, then remove it."""
+    from experiments.model_kinds import load_kind_module, unregister_model_kind
+    names = load_kind_module(EXAMPLES / "own_router.py")
+    try:
+        return fn(names[0])
+    finally:
+        for name in names:
+            unregister_model_kind(name)
+
+
+def _labels(X):
+    """y = the sum of each row of X (a numpy array or a tensor); zeros for a bad X."""
+    try:
+        return as_numpy(X).astype(np.float64).sum(1)
+    except (ValueError, TypeError, np.exceptions.AxisError):
+        return np.zeros(4)
+
+
+def _tiny_data(tmp, which):
+    """A folder holding a few MNIST or CIFAR-10 records (``tests/test_datasets.py``'s)."""
+    from test_datasets import write_cifar, write_mnist
+    folder = tmp / which
+    if not folder.exists():
+        folder.mkdir()
+        (write_mnist if which == "mnist" else write_cifar)(folder)
+    return folder
+
+
+def _open_engine(workers, device):
+    with x_engine.open_engine(workers, None, device) as engine:
+        return len(engine.client.scheduler_info()["workers"])
+
+
+def _in_subprocess(code):
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=TIME_LIMIT_S, cwd=pathlib.Path(__file__).parent.parent)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _single_threaded(n):
+    before = torch.get_num_threads()
+    for _ in range(n + 1):  # re-entrant: nested blocks restore the outer count
+        with x_threads.single_threaded():
+            inside = torch.get_num_threads()
+    assert torch.get_num_threads() == before
+    return inside
+
+
+@functools.cache
+def _fitted_dense_model():
+    model = x_models.Dense(2, 4, seed=0)
+    x_fitting.fit_model(model, _TRAIN_X, _TRAIN_X.sum(1))
+    return model
+
+
+def _fitted_dense():
+    return _fitted_dense_model()
+
+
+@functools.cache
+def _trained_router_model():
+    model = x_router_training.RouterRegressor(RL.SigmaMoE(RL.SigmaMoEConfig(
+        d_in=2, n_experts=4, expert_size=2, k=2)))
+    x_router_training.train_router(model, _TRAIN_X, _TRAIN_X.sum(1),
+                                   x_router_training.RouterTraining(steps=3, batch_size=4))
+    return model
+
+
+def _trained_router():
+    return _trained_router_model()
+
+
+def _in_writer(out):
+    with x_output_folder.writer(out):
+        inside = x_output_folder.holder(out)["pid"] == os.getpid()
+    return inside and x_output_folder.holder(out) is None
+
+
+def _on_axes(draw):
+    import matplotlib.pyplot as plt
+    figure, ax = plt.subplots()
+    try:
+        draw(ax)
+        return len(ax.lines)
+    finally:
+        plt.close(figure)
+
+
+_SEED_SETS = ARG(st.sampled_from([(0, 1), (0,), (1,)]))
+
+
+@functools.cache
+def _real_results(name):
+    import tempfile
+    run = {"cifar": x_real_data.run_cifar, "comet_images": x_real_data.run_comet_images,
+           "continual": x_real_data.run_continual}[name]
+    with tempfile.TemporaryDirectory() as out:
+        return run("tiny", out, seeds=(0, 1), device="cpu", progress=False)
+
+
+def _real_frame(name, seeds):
+    frame = _real_results(name)
+    return frame[frame.seed.isin(seeds)].copy() if isinstance(seeds, tuple) else seeds
+
+
+def _real_run(run, preset, out, seed, force):
+    frame = run(preset, out, seeds=(seed,), device="cpu", progress=False, force=force)
+    return frame.select_dtypes("number").to_numpy(float)
+
+
+@functools.cache
+def _sweep_frame_cached():
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        return x_sweep.run_sweep([_tiny_config()], pathlib.Path(out), "cpu", progress=False)
+
+
+def _sweep_frame():
+    return _sweep_frame_cached().copy()
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _first_step(run):
+    """Run ``run(echo)`` until its first progress line: the arguments were accepted."""
+    lines = []
+
+    def echo(line):
+        lines.append(line)
+        raise _Stopped()
+
+    try:
+        run(echo)
+    except _Stopped:
+        return lines[0]
+    return None
+
+
+@functools.cache
+def _subspace_config():
+    config = x_presets.subspace("tiny")[0]
+    return dataclasses.replace(config, n_train=200, n_eval=50)
+
+
+def _with_user_module(name):
+    from proofs_checks._framework import REGISTRY
+    before = set(REGISTRY)
+    try:
+        return PC.load_check_module(EXAMPLES / name)
+    finally:
+        for added in set(REGISTRY) - before:
+            REGISTRY.pop(added)
+
+
+def _measure_user_power(n_seeds, trials):
+    with _user_check() as cls:
+        check = cls(dataclasses.replace(cls.Params(), trials=trials, n_power=2))
+        return PC.measure_power(check.planted_violations()[0], list(range(n_seeds)))
+
+
+def _register_broken(attr):
+    """``register`` a complete check class under a fresh name, then remove it."""
+    from proofs_checks._framework import REGISTRY
+    with _user_check() as cls:
+        if attr != "complete":  # a class without a name: refused, naming the attribute
+            return PC.register(type("Nameless", (PC.Check,), {
+                "claim": "c", "source": "s", "Params": cls.Params})).name
+        twin = type("Twin", (cls,), {"name": "fuzz_twin"})
+        try:
+            return PC.register(twin).name
+        finally:
+            REGISTRY.pop("fuzz_twin", None)
+
+
+def _user_run_checks(preset, tmp, seed, power):
+    with _user_check() as cls:
+        return PC.run_checks(preset, tmp, only=[cls.name], seed=seed, progress=False,
+                             power=power)
+
+
+_LABELS = CHOICE("dense", "dsm", "comet", "sigma_moe")
+_X = CHOICE("activated_units", "width", "params")
+_PRESET = CHOICE("tiny", "quick", "paper")
+_EXPERIMENT = CHOICE("fig2", "fig3", "fig4", "table1", "table2", "subspace", "routers")
+
+EXPERIMENT_CASES: dict[str, Case] = {
+    # experiments.claims: the verdicts of the report, on the golden tiny sweep
+    "experiments.claims.anomaly_diagnoses": Case(lambda regime: x_claims.anomaly_diagnoses(_golden(), regime), {"regime": CHOICE("exact", "sgd")}),
+    "experiments.claims.claims_for": Case(lambda name: [c.verdict for c in x_claims.claims_for(name, _golden(), [])], {"name": CHOICE("fig2", "fig3", "fig4", "table1", "table2", "routers")}),
+    "experiments.claims.compare": Case(lambda better_label, worse_label, x, n_train: x_claims.compare("e", "t", _golden(), better_label, worse_label, x, n_train=n_train).effect, {"better_label": _LABELS, "worse_label": CHOICE("dense", "dense_mlp"), "x": _X, "n_train": INT(1, 10**6)}),
+    "experiments.claims.comparison_diagnosis": Case(lambda x, regime, n_train: x_claims.comparison_diagnosis(_golden(), "dsm", "dense", x, _stats(), regime, n_train), {"x": _X, "regime": CHOICE("exact", "sgd"), "n_train": INT(1, 10**6)}),
+    "experiments.claims.comparison_verdict": Case(lambda wins, n_pairs: x_claims.comparison_verdict(wins, n_pairs, _stats()), {"wins": INT(0, 3), "n_pairs": INT(1, 3)}),
+    "experiments.claims.lsh_description": Case(lambda label: x_claims.lsh_description(_golden(), label), {"label": CHOICE("lsh", "lsh_table", "random_hash")}),
+    "experiments.claims.matched_below": Case(lambda size, factor, x: x_claims.matched_below([size, 2 * size], factor)(x), {"size": REAL(0, 100, True), "factor": REAL(1, 4), "x": REAL(0, 300, True)}, names=("sizes",)),
+    "experiments.claims.mean_mse": Case(lambda label, x: x_claims.mean_mse(_golden(), label, x).to_numpy(float), {"label": _LABELS, "x": _X}),
+    "experiments.claims.paired_difference": Case(lambda pairs: {k: v for k, v in x_claims.paired_difference(*[x_claims.seed_log_errors(_golden(), b, "activated_units") for b in ("dsm", "dense")], pairs).items() if k != "per_x"}, {"pairs": CHOICE([(4, 16)], [(4, 16), (4, 16)])}),
+    "experiments.claims.paper_table2_anomalies": Case(lambda: x_claims.paper_table2_anomalies()),
+    "experiments.claims.seed_log_errors": Case(lambda label, x, y: x_claims.seed_log_errors(_golden(), label, x, y).to_numpy(float), {"label": _LABELS, "x": _X, "y": CHOICE("eval_mse", "eval_nmse", "train_mse", None)}),
+    "experiments.claims.significance_text": Case(lambda what: x_claims.significance_text(_stats(), what), {"what": TEXT}),
+    "experiments.claims.sizes_text": Case(lambda name, preset: x_claims.sizes_text(name, x_presets.experiment_configs(name, preset)), {"name": _EXPERIMENT, "preset": _PRESET}),
+    "experiments.claims.t_interval": Case(lambda values, level: x_claims.t_interval(values, level), {"values": VECTOR(-3, 3, n_min=2), "level": REAL(0, 1, True, True)}),
+    "experiments.claims.table1_rule": Case(lambda dsm, dense: x_claims.table1_rule({"DSM k=4": dsm, "DSM k=8": 2 * dsm}, dense), {"dsm": REAL(0, 5, True), "dense": REAL(0, 5, True)}, names=("dsm_at_smallest", "dense_at_largest")),
+    "experiments.claims.table2_rule": Case(lambda best, dense, tolerance: x_claims.table2_rule([(64.0, best, dense)], tolerance), {"best": REAL(0, 5, True), "dense": REAL(0, 5, True), "tolerance": REAL(1, 3)}, names=("pairs",)),
+    "experiments.claims.width_anomalies": Case(lambda a, b: x_claims.width_anomalies(pd.DataFrame({32: [a], 64: [b]}, index=["DSM k=4"])), {"a": ARG(st.floats(0.01, 5)), "b": ARG(st.floats(0.01, 5))}, names=("table",)),
+    # experiments.cli, cli_options: the command line's plumbing
+    "experiments.cli.LazyGroup": Case(lambda name: x_cli.LazyGroup(name="g", lazy_commands=x_cli.COMMANDS).get_command(None, name).name, {"name": Kind(st.sampled_from(["sdm", "plot", "comet"]))}),
+    "experiments.cli_options.default_out": Case(lambda preset, name: str(x_cli_options.default_out(preset, name)), {"preset": _PRESET, "name": CHOICE("fig2", "sdm")}),
+    "experiments.cli_options.preset_option": Case(lambda default: x_cli_options.preset_option(default) is not None, {"default": _PRESET}),
+    "experiments.cli_options.writable_file": Case(lambda sub, tmp: x_cli_options.writable_file(_under(tmp, sub) / "f.csv").name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
+    "experiments.cli_options.writable_folder": Case(lambda sub, tmp: x_cli_options.writable_folder(_under(tmp, sub)).name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
+    # experiments.comet_studies: COMET §5.1 (tiny sizes)
+    "experiments.comet_studies.SimilarityConfig": Case(lambda n_pairs, dim, mu_max, noise_std, activation, bias, seed: x_comet_studies.SimilarityConfig(n_pairs=n_pairs, dim=dim, mu_max=mu_max, noise_std=noise_std, activation=activation, bias=bias, seed=seed).n_pairs, {"n_pairs": INT(1, 9), "dim": INT(1, 9), "mu_max": INT(0, 9), "noise_std": REAL(0, 5, True), "activation": CHOICE("relu", "tanh"), "bias": BOOL, "seed": INT(0)}),
+    "experiments.comet_studies.UtilisationConfig": Case(lambda dim, subspace_k, n_networks, batch_size, seed: x_comet_studies.UtilisationConfig(dim=dim, subspace_k=subspace_k, n_networks=n_networks, batch_size=batch_size, seed=seed).dim, {"dim": INT(2, 9), "subspace_k": INT(1, 2), "n_networks": INT(1, 9), "batch_size": INT(1, 99), "seed": INT(0)}),
+    "experiments.comet_studies.make_pairs": Case(lambda n_pairs, dim, mu_max, noise_std, seed: x_comet_studies.make_pairs(x_comet_studies.SimilarityConfig(n_pairs=n_pairs, dim=dim, mu_max=mu_max, noise_std=noise_std, seed=seed)), {"n_pairs": INT(1, 9), "dim": INT(1, 9), "mu_max": INT(0, 9), "noise_std": REAL(0, 5, True), "seed": INT(0)}),
+    "experiments.comet_studies.pair_similarities": Case(lambda x_a, x_b: x_comet_studies.pair_similarities(RL.COMET(RL.COMETConfig(d_in=3, widths=(8, 8), d_out=2, p_k=0.25)), _tensor(x_a), _tensor(x_b)), {"x_a": POINTS(3, n_min=4, n_max=4), "x_b": POINTS(3, n_min=4, n_max=4)}),
+    "experiments.comet_studies.plot_similarity": Case(lambda tmp: len(x_comet_studies.plot_similarity(_similarity_frame(), tmp)), {"tmp": FIXED(None)}, heavy=True),
+    "experiments.comet_studies.plot_utilisation": Case(lambda tmp: len(x_comet_studies.plot_utilisation(_utilisation_frame(), tmp)), {"tmp": FIXED(None)}, heavy=True),
+    "experiments.comet_studies.preset_similarity": Case(lambda preset: x_comet_studies.preset_similarity(preset).n_pairs, {"preset": _PRESET}),
+    "experiments.comet_studies.preset_utilisation": Case(lambda preset: x_comet_studies.preset_utilisation(preset).dim, {"preset": _PRESET}),
+    "experiments.comet_studies.run_similarity": Case(lambda n_pairs, seed, progress: x_comet_studies.run_similarity(dataclasses.replace(x_comet_studies.preset_similarity("tiny"), n_pairs=n_pairs, seed=seed, n_networks=1), progress=progress)[["mask_overlap", "activation_cosine"]].to_numpy(), {"n_pairs": INT(1, 20), "seed": INT(0), "progress": BOOL}, heavy=True),
+    "experiments.comet_studies.run_utilisation": Case(lambda n_networks, seed, progress: x_comet_studies.run_utilisation(dataclasses.replace(x_comet_studies.preset_utilisation("tiny"), n_networks=n_networks, seed=seed), progress=progress)["dead_fraction"].to_numpy(), {"n_networks": INT(1, 3), "seed": INT(0), "progress": BOOL}, heavy=True),
+    "experiments.comet_studies.summarise_similarity": Case(lambda p_k: x_comet_studies.summarise_similarity(_similarity_frame()[_similarity_frame().p_k == p_k])[["n_pairs", "mean_mask_overlap"]].to_numpy(float), {"p_k": Kind(st.sampled_from([0.25, 0.5, 1.0]))}),
+    "experiments.comet_studies.summarise_utilisation": Case(lambda n: x_comet_studies.summarise_utilisation(_utilisation_frame().iloc[:n])["dead_fraction"].to_numpy(float), {"n": H_INT(1, 50)}),
+    "experiments.comet_studies.write_similarity": Case(lambda sub, tmp, progress: len(x_comet_studies.write_similarity(_under(tmp, sub), dataclasses.replace(x_comet_studies.preset_similarity("tiny"), n_networks=1, n_pairs=20), progress=progress)), {"sub": _path_kind("out"), "tmp": FIXED(None), "progress": BOOL}, heavy=True, names=("out_dir", "FILE")),
+    "experiments.comet_studies.write_utilisation": Case(lambda sub, tmp, progress: len(x_comet_studies.write_utilisation(_under(tmp, sub), dataclasses.replace(x_comet_studies.preset_utilisation("tiny"), n_networks=2), progress=progress)), {"sub": _path_kind("out"), "tmp": FIXED(None), "progress": BOOL}, heavy=True, names=("out_dir", "FILE")),
+}
+EXPERIMENT_CASES |= {
+    # experiments.config_file: TOML experiments
+    "experiments.config_file.config_file_from_mapping": Case(lambda n_train, seeds, claims: x_config_file.config_file_from_mapping({"experiment": "fuzz", "preset": "tiny", "claims": claims, "defaults": {"n_train": n_train, "n_eval": 8, "seeds": seeds, "target": {"n_inputs": 2, "degree": 1}}, "configs": [{"name": "a", "models": [{"kind": "dense", "width": 4}]}]}).configs[0].n_train, {"n_train": INT(1, 99), "seeds": CHOICE([0], [0, 1]), "claims": CHOICE("fig2", "none")}),
+    "experiments.config_file.parse_seeds": Case(lambda text: x_config_file.parse_seeds(text), {"text": Kind(st.lists(st.integers(0, 99), min_size=1, max_size=3, unique=True).map(lambda v: ",".join(map(str, v))), st.sampled_from(["a", "1,1", "-1", "1.5", None]))}, names=("--seeds",)),
+    "experiments.config_file.read_config_file": Case(lambda n_train, tmp: (tmp.joinpath("e.toml").write_text(x_config_file.write_toml("fuzz", "tiny", [_tiny_config()]).replace("n_train = 64", f"n_train = {n_train!r}" if not isinstance(n_train, str) else f"n_train = '{n_train}'")), x_config_file.read_config_file(tmp / "e.toml").configs[0].n_train)[1], {"n_train": INT(1, 99), "tmp": FIXED(None)}),
+    "experiments.config_file.with_overrides": Case(lambda seeds, n_train, n_eval: x_config_file.with_overrides([_tiny_config()], seeds, n_train, n_eval)[0].n_train, {"seeds": CHOICE((0,), (1, 2), None), "n_train": OPTIONAL_INT(1, 99), "n_eval": OPTIONAL_INT(1, 99)}),
+    "experiments.config_file.write_toml": Case(lambda experiment, preset, claims: x_config_file.write_toml(experiment, preset, [_tiny_config()], claims), {"experiment": CHOICE("fuzz", "fig2"), "preset": _PRESET, "claims": CHOICE(None, "fig2", "none")}),
+    # experiments.continual: Bricken et al. 2023 §5's harness
+    "experiments.continual.ContinualSettings": Case(lambda n_tasks, classes_per_task, class_order, epochs_per_task, sgd_lr, anneal_fraction: x_continual.ContinualSettings(n_tasks=n_tasks, classes_per_task=classes_per_task, class_order=class_order, epochs_per_task=epochs_per_task, sgd_lr=sgd_lr, anneal_fraction=anneal_fraction).n_tasks, {"n_tasks": INT(1, 5), "classes_per_task": INT(1, 2), "class_order": CHOICE("naive", "random"), "epochs_per_task": INT(1, 9), "sgd_lr": REAL(0, 1, True), "anneal_fraction": REAL(0, 1, True, True)}),
+    "experiments.continual.EWC": Case(lambda lam, fisher_samples, X: (lambda m, e: (e.consolidate(_tensor(X), torch.zeros(len(X), dtype=torch.int64), 0), float(e.penalty()))[1])(*(lambda m: (m, x_continual.EWC(m, lam, fisher_samples)))(x_image_models.TopKMLP(3, 4, 2, 2))), {"lam": REAL(0, 10), "fisher_samples": INT(1, 9), "X": POINTS(3, n_min=1)}, names=("x",)),
+    "experiments.continual.average_accuracy": Case(lambda R: x_continual.average_accuracy(R), {"R": POINTS(3, 0, 1, 3, 3)}),
+    "experiments.continual.class_split": Case(lambda n_tasks, classes_per_task, order, seed: x_continual.class_split(n_tasks, classes_per_task, order, seed), {"n_tasks": INT(1, 5), "classes_per_task": INT(1, 2), "order": CHOICE("naive", "random"), "seed": INT(0)}),
+    "experiments.continual.forgetting": Case(lambda R: x_continual.forgetting(R), {"R": POINTS(3, 0, 1, 3, 3)}),
+    "experiments.continual.register": Case(lambda label, ewc: (lambda kind: (x_continual.register(kind), x_continual.MODELS.pop(label))[1].ewc)(x_continual.ModelKind(label, x_continual.MODELS["ReLU MLP"].build, x_continual.MODELS["ReLU MLP"].training, ewc=ewc)), {"label": CHOICE("fuzz kind"), "ewc": BOOL}, names=("kind",)),
+    "experiments.continual.run_continual_model": Case(lambda label, seed, k: x_continual.run_continual_model(label, _digits(), x_continual.ContinualSettings(n_tasks=2, classes_per_task=2, n_neurons=16, k=k, n_experts=4, epochs_per_task=1, fisher_samples=8, evals_per_task=1), seed)["final_accuracy"], {"label": CHOICE("SDMLP", "Top-K", "ReLU MLP", "EWC (ReLU MLP)", "COMET", "σ-MoE", "PKM"), "seed": INT(0), "k": CHOICE(4, 8)}, heavy=True),
+    "experiments.continual.task_masks": Case(lambda y, c: [m.sum() for m in x_continual.task_masks(y, [(0, c), (2,)])], {"y": Kind(st.lists(st.integers(0, 3), max_size=6).map(lambda v: np.array(v, dtype=np.int64)), st.sampled_from([np.array([0.5, 1.0]), np.array(["a"]), np.zeros((2, 2), np.int64)])), "c": H_INT(1, 1)}, names=("tasks", "task")),
+    "experiments.continual.unit_activity": Case(lambda X, batch_size: x_continual.unit_activity(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), batch_size), {"X": POINTS(3), "batch_size": INT(1, 5)}),
+    # experiments.datasets: the real-data loaders (tiny files written by the case)
+    "experiments.datasets.as_float": Case(lambda X: x_datasets.as_float(X), {"X": Kind(st.integers(0, 4).map(lambda n: np.random.default_rng(n).integers(0, 256, (n, 2, 2, 1), dtype=np.uint8)), st.sampled_from([np.zeros((2, 2, 2, 1)), np.zeros((2, 2), np.uint8), np.full((1, 2, 2, 1), -1)]))}),
+    "experiments.datasets.find_dataset": Case(lambda which, tmp: x_datasets.find_dataset(_tiny_data(tmp, which)), {"which": ARG(st.sampled_from(["mnist", "cifar10"])), "tmp": FIXED(None)}, names=("data_dir",)),
+    "experiments.datasets.load_cifar10": Case(lambda split, records_per_file, tmp: x_datasets.load_cifar10(_tiny_data(tmp, "cifar10"), split, records_per_file)[1], {"split": CHOICE("train", "test"), "records_per_file": CHOICE(3, None), "tmp": FIXED(None)}),
+    "experiments.datasets.load_dataset": Case(lambda name, split, tmp: x_datasets.load_dataset(name, split, _tiny_data(tmp, name) if name in ("mnist", "cifar10") else None)[1], {"name": CHOICE("digits", "mnist", "cifar10"), "split": CHOICE("train", "test"), "tmp": FIXED(None)}, names=("data_dir", "dataset")),
+    "experiments.datasets.load_digits": Case(lambda: x_datasets.load_digits()[1]),
+    "experiments.datasets.load_mnist": Case(lambda split, tmp: x_datasets.load_mnist(_tiny_data(tmp, "mnist"), split)[1], {"split": CHOICE("train", "test"), "tmp": FIXED(None)}),
+    "experiments.datasets.train_test_digits": Case(lambda test_fraction, seed: x_datasets.train_test_digits(test_fraction, seed)[3], {"test_fraction": REAL(0, 1, True, True), "seed": INT(0)}),
+    # experiments.engine, engine_worker, threads (another engineer's files: KNOWN_DEFECTS)
+    "experiments.engine.Engine": Case(lambda workers, scheduler, device: x_engine.Engine(workers, scheduler, device).workers, {"workers": INT(1, 4), "scheduler": CHOICE(None), "device": CHOICE("auto", "cpu")}),
+    "experiments.engine.check_engine_options": Case(lambda workers, scheduler, device: x_engine.check_engine_options(workers, scheduler, device), {"workers": OPTIONAL_INT(1, 4), "scheduler": CHOICE(None, "tcp://127.0.0.1:8786"), "device": CHOICE("auto", "cpu")}),
+    "experiments.engine.engine_options": Case(lambda n: len(x_engine.engine_options(click.command()(lambda workers, scheduler: None)).params) + n, {"n": H_INT(0, 1)}),
+    "experiments.engine.local_cluster": Case(lambda workers: (lambda c: (c.close(), len(c.workers))[1])(x_engine.local_cluster(workers)), {"workers": INT(1, 1)}, heavy=True),
+    "experiments.engine.open_engine": Case(lambda workers, device: _open_engine(workers, device), {"workers": INT(1, 1), "device": CHOICE("cpu")}, heavy=True),
+    "experiments.engine.run_task": Case(lambda seed, device: x_engine.run_task(_tiny_config(), _tiny_config().models[0], seed, x_model_kinds.model_kind("dense"), device)["eval_mse"], {"seed": INT(0), "device": CHOICE("cpu", "auto")}),
+    "experiments.engine.worker_gpus": Case(lambda device: x_engine.worker_gpus(device), {"device": CHOICE("cpu", "auto")}),
+    "experiments.engine_worker.ThreadPolicy": Case(lambda gpus: x_engine_worker.ThreadPolicy(gpus).gpus, {"gpus": CHOICE(None, [], ["0"], ["0", "1"])}),
+    "experiments.threads.limit_process_threads": Case(lambda: _in_subprocess("from experiments.threads import limit_process_threads as f; print(f())"), heavy=True),
+    "experiments.threads.single_threaded": Case(lambda n: _single_threaded(n), {"n": H_INT(0, 1)}),
+    # experiments.fitting: the frozen-feature models' top layer
+    "experiments.fitting.SGDConfig": Case(lambda lr, batch_size, steps, epochs, schedule, cache_features, max_cache_bytes: x_fitting.SGDConfig(lr, batch_size, steps, epochs, schedule, (0.9, 0.999), cache_features, max_cache_bytes).lr, {"lr": REAL(0, 1, True), "batch_size": INT(1, 99), "steps": INT(1, 99), "epochs": INT(1, 9), "schedule": CHOICE("cosine", "constant"), "cache_features": BOOL, "max_cache_bytes": INT(0, 10**6)}),
+    "experiments.fitting.adam_optimizer": Case(lambda lr, b1, b2: type(x_fitting.adam_optimizer([torch.nn.Parameter(torch.zeros(2))], lr, (b1, b2))).__name__, {"lr": REAL(0, 1, True), "b1": REAL(0, 0.99), "b2": REAL(0, 0.999)}, names=("betas",)),
+    "experiments.fitting.evaluate": Case(lambda X, batch_size: x_fitting.evaluate(_fitted_dense(), X, np.zeros(len(X)), batch_size), {"X": POINTS(2, n_min=1), "batch_size": INT(1, 9)}, names=("y",)),
+    "experiments.fitting.fit_model": Case(lambda X, fit, ridge, seed, progress: x_fitting.fit_model(x_models.Dense(2, 4, seed=0), X, _labels(X), fit, sgd=x_fitting.SGDConfig(steps=3, batch_size=4), ridge=ridge, seed=seed, progress=progress).train_mse, {"X": POINTS(2, n_min=4), "fit": CHOICE("exact", "sgd"), "ridge": REAL(0, 1), "seed": INT(0), "progress": BOOL}, names=("y",)),
+    # experiments.gallery: the target gallery
+    "experiments.gallery.GalleryConfig": Case(lambda n_inputs, degree, n_seeds, n_points, resolution: x_gallery.GalleryConfig(n_inputs=n_inputs, degree=degree, hidden=(4,), n_seeds=n_seeds, n_points=n_points, resolution=resolution).n_inputs, {"n_inputs": INT(2, 6), "degree": INT(1, 4), "n_seeds": INT(1, 4), "n_points": INT(2, 50), "resolution": INT(2, 9)}),
+    "experiments.gallery.lipschitz_ratios": Case(lambda n_inputs, n_points, progress: x_gallery.lipschitz_ratios(x_gallery.GalleryConfig(n_inputs=n_inputs, degree=2, hidden=(4,), n_seeds=1, n_points=n_points), progress=progress)["ratio"].to_numpy(), {"n_inputs": INT(2, 4), "n_points": INT(2, 30), "progress": BOOL}),
+    "experiments.gallery.plot_ratios": Case(lambda tmp: x_gallery.plot_ratios(x_gallery.lipschitz_ratios(x_gallery.GalleryConfig(n_inputs=2, degree=2, hidden=(4,), n_seeds=1, n_points=10), progress=False), tmp / "r.png"), {"tmp": FIXED(None)}, heavy=True),
+    "experiments.gallery.plot_slices": Case(lambda resolution, tmp: x_gallery.plot_slices(x_gallery.GalleryConfig(n_inputs=2, degree=2, hidden=(4,), slice_seeds=(0,), resolution=resolution), tmp / "s.png"), {"resolution": INT(2, 9), "tmp": FIXED(None)}, heavy=True),
+    "experiments.gallery.write_target_gallery": Case(lambda sub, tmp, progress: len(x_gallery.write_target_gallery(_under(tmp, sub), x_gallery.GalleryConfig(n_inputs=2, degree=2, hidden=(4,), n_seeds=1, n_points=10, slice_seeds=(0,), resolution=5), progress=progress)), {"sub": _path_kind("out"), "tmp": FIXED(None), "progress": BOOL}, heavy=True, names=("out", "FILE")),
+    # experiments.image_models: the image classifiers
+    "experiments.image_models.ConvNet": Case(lambda width, k, X: x_image_models.ConvNet((1, 4, 4), (2, 2, 2), width, k, n_classes=3)(_tensor(X).reshape(-1, 1, 4, 4) if isinstance(X, np.ndarray) and X.ndim == 2 else _tensor(X)), {"width": INT(1, 6), "k": INT(1, 6), "X": POINTS(16)}, names=("image_shape",)),
+    "experiments.image_models.SDMLPMask": Case(lambda k_target, x: _layer(x_image_models.SDMLPMask, RL.SDMLPConfig, x, d_in=3, n_neurons=8, k_target=k_target), {"k_target": INT(1, 8, True), "x": POINTS(3)}, names=("n_neurons",)),
+    "experiments.image_models.TopKMLP": Case(lambda width, k, x: _layer(lambda c: x_image_models.TopKMLP(3, width, k, 2), lambda: None, x), {"width": INT(1, 6), "k": INT(1, 6), "x": POINTS(3)}, names=("d_in",)),
+    "experiments.image_models.TrainSettings": Case(lambda epochs, batch_size, optimizer, lr, grad_clip: x_image_models.TrainSettings(epochs, batch_size, optimizer, lr, grad_clip).lr, {"epochs": INT(1, 9), "batch_size": INT(1, 99), "optimizer": CHOICE("adam", "sgd"), "lr": REAL(0, 1, True), "grad_clip": REAL(0, 5, True)}),
+    "experiments.image_models.accuracy": Case(lambda X: x_image_models.accuracy(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), torch.zeros(len(X), dtype=torch.int64)), {"X": POINTS(3, n_min=1)}, names=("y", "x")),
+    "experiments.image_models.fit_classifier": Case(lambda X, epochs, seed, epoch_offset: x_image_models.fit_classifier(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), torch.zeros(len(X), dtype=torch.int64), x_image_models.TrainSettings(epochs, batch_size=2), seed, epoch_offset), {"X": POINTS(3, n_min=1), "epochs": INT(1, 3), "seed": INT(0), "epoch_offset": INT(0, 5)}, names=("y", "x")),
+    "experiments.image_models.four_layer_mlp": Case(lambda width, p_k, seed, smaller, X: x_image_models.four_layer_mlp(3, width, p_k, 2, seed, smaller)(_tensor(X))[0], {"width": INT(1, 9), "p_k": REAL(0, 1, True, True), "seed": INT(0), "smaller": BOOL, "X": POINTS(3)}),
+    "experiments.image_models.predict": Case(lambda X, batch_size: x_image_models.predict(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), batch_size), {"X": POINTS(3), "batch_size": INT(1, 5)}, names=("x",)),
+    "experiments.image_models.router_layers": Case(lambda n_hidden: len(x_image_models.router_layers(torch.nn.Sequential(*[x_image_models.TopKMLP(2, 4, 2, 2) for _ in range(n_hidden)]))), {"n_hidden": H_INT(0, 3)}, names=("model",)),
+}
+EXPERIMENT_CASES |= {
+    # experiments.model_kinds: the registry of model kinds
+    "experiments.model_kinds.ModelKind": Case(lambda kind, width, seed: (lambda spec: x_model_kinds.model_kind(kind).run(spec, _tiny_config(), _tiny_config().make_data(seed), seed, torch.device("cpu"))["eval_mse"])(x_specs.ModelSpec(kind, width=width, **({"k": 1} if kind == "dsm" else {}))), {"kind": CHOICE("dense", "dsm"), "width": INT(1, 8), "seed": INT(0)}),
+    "experiments.model_kinds.load_kind_module": Case(lambda name: _with_kind(lambda k: k) if name == "own_router.py" else x_model_kinds.load_kind_module(EXAMPLES / name), {"name": Kind(st.just("own_router.py"), st.sampled_from(["own_target.py", "nope.py", "README"]))}, names=("module",)),
+    "experiments.model_kinds.model_kind": Case(lambda name: x_model_kinds.model_kind(name).name, {"name": CHOICE("dense", "lsh", "sdmlp")}, names=("model kind",)),
+    "experiments.model_kinds.model_kind_names": Case(lambda: x_model_kinds.model_kind_names()),
+    "experiments.model_kinds.register_model_kind": Case(lambda name, replace: _with_kind(lambda k: x_model_kinds.register_model_kind(x_model_kinds.model_kind(k), replace=replace).name) if name == "own" else x_model_kinds.register_model_kind(x_model_kinds.model_kind(name), replace=replace).name, {"name": CHOICE("own", "dense"), "replace": BOOL}, names=("kind",)),
+    "experiments.model_kinds.unregister_model_kind": Case(lambda name: _with_kind(lambda k: k) if name == "own" else x_model_kinds.unregister_model_kind(name), {"name": Kind(st.just("own"), st.sampled_from(["nope", None, 3]))}, names=("model kind",)),
+    # experiments.output_folder: one writer per folder, atomic files (another engineer's)
+    "experiments.output_folder.claim": Case(lambda sub, tmp: (x_output_folder.claim(_under(tmp, sub)), x_output_folder.release(tmp / sub))[0].name, {"sub": _path_kind("out"), "tmp": FIXED(None)}, names=("out", "FILE")),
+    "experiments.output_folder.holder": Case(lambda sub, tmp: (lambda out: (x_output_folder.claim(out), x_output_folder.holder(out)["pid"] == os.getpid(), x_output_folder.release(out))[1])(_under(tmp, sub)), {"sub": _path_kind("out"), "tmp": FIXED(None)}, names=("out", "FILE")),
+    "experiments.output_folder.release": Case(lambda n, tmp: [x_output_folder.claim(tmp / "o") for _ in range(n)] and [x_output_folder.release(tmp / "o") for _ in range(n)] and x_output_folder.holder(tmp / "o"), {"n": H_INT(1, 3), "tmp": FIXED(None)}),
+    "experiments.output_folder.write_bytes": Case(lambda sub, data, tmp: x_output_folder.write_bytes(_under(tmp, sub), data).read_bytes() == data, {"sub": _path_kind("f.bin", "g.bin"), "data": Kind(st.binary(max_size=8), st.sampled_from(["text", None, 3])), "tmp": FIXED(None)}, names=("path", "FILE")),
+    "experiments.output_folder.write_frame": Case(lambda sub, X, tmp: pd.read_csv(x_output_folder.write_frame(pd.DataFrame(X), _under(tmp, sub))).to_numpy(float), {"sub": _path_kind("f.csv"), "X": ARG(st.integers(1, 4).map(lambda n: np.arange(2.0 * n).reshape(n, 2))), "tmp": FIXED(None)}, names=("path", "FILE", "frame")),
+    "experiments.output_folder.write_text": Case(lambda sub, text, tmp: x_output_folder.write_text(_under(tmp, sub), text).read_text() == text, {"sub": _path_kind("f.txt"), "text": Kind(st.text(alphabet="ab\n", max_size=8), st.sampled_from([b"bytes", None, 3])), "tmp": FIXED(None)}, names=("path", "FILE")),
+    "experiments.output_folder.writer": Case(lambda sub, tmp: _in_writer(_under(tmp, sub)), {"sub": _path_kind("out"), "tmp": FIXED(None)}, names=("out", "FILE")),
+    # experiments.plot_cli, plots: figures (tiny frames)
+    "experiments.plot_cli.output_paths": Case(lambda x, y, by, suffix, tmp: [p.name for p in x_plot_cli.output_paths(tmp, x, y, by, None if suffix is None else tmp / f"p{suffix}")], {"x": CHOICE("width", "a b"), "y": CHOICE("eval_mse"), "by": CHOICE(None, "model_label"), "suffix": CHOICE(None, ".png", ".svg"), "tmp": FIXED(None)}, names=("out",)),
+    "experiments.plot_cli.plot_results": Case(lambda x, y, by, tmp: (_golden().to_csv(tmp / "results.csv", index=False), x_plot_cli.plot_results(tmp, x, y, by)[1])[1], {"x": _X, "y": CHOICE("eval_mse", "eval_nmse"), "by": CHOICE("model_label", None, "seed"), "tmp": FIXED(None)}, heavy=True, names=("--x", "--y", "--by")),
+    "experiments.plot_cli.read_results": Case(lambda n, tmp: (_golden().iloc[:n].to_csv(tmp / "results.csv", index=False), len(x_plot_cli.read_results(tmp)))[1], {"n": H_INT(1, 60), "tmp": FIXED(None)}, names=("run_dir", "results.csv")),
+    "experiments.plots.axis_label": Case(lambda x, labels: x_plots.axis_label(x_plots.with_size(_golden()), x, labels), {"x": CHOICE("size", "width", "activated_units"), "labels": CHOICE(["dense"], ["dsm", "lsh"], [])}),
+    "experiments.plots.experiment_figure": Case(lambda x, fit: (lambda f: (len(f.axes), __import__("matplotlib.pyplot").pyplot.close(f))[0])(x_plots.experiment_figure([("a", {"x": x, "models": ["dense", "dsm"], "fit": fit}, x_plots.with_size(_golden()))], "t")), {"x": _X, "fit": CHOICE("exact", "sgd")}, heavy=True, names=("spec",)),
+    "experiments.plots.panel_rows": Case(lambda fit: len(x_plots.panel_rows({"x": "width", "labels": ["dense"], "fit": fit}, _golden())), {"fit": CHOICE("exact", "sgd")}, names=("spec",)),
+    "experiments.plots.plot_experiment": Case(lambda x, tmp: len(x_plots.plot_experiment([("a", {"x": x, "models": ["dense", "dsm"]}, x_plots.with_size(_golden()))], tmp / "f", "t")), {"x": _X, "tmp": FIXED(None)}, heavy=True, names=("spec",)),
+    "experiments.plots.plot_panel": Case(lambda x, labels, theory_alpha: _on_axes(lambda ax: x_plots.plot_panel(ax, x_plots.with_size(_golden()), x, labels, theory_alpha=theory_alpha)), {"x": _X, "labels": CHOICE(["dense"], ["dsm", "comet"]), "theory_alpha": REAL(0, 2, True)}, heavy=True),
+    "experiments.plots.with_size": Case(lambda n: x_plots.with_size(_golden().iloc[:n])["size"].to_numpy(float), {"n": H_INT(0, 60)}, names=("frame",)),
+    # experiments.presets: the configs of Baykal et al. §5
+    "experiments.presets.experiment_configs": Case(lambda name, preset: len(x_presets.experiment_configs(name, preset)), {"name": _EXPERIMENT, "preset": _PRESET}, names=("experiment",)),
+    "experiments.presets.fig2": Case(lambda preset: len(x_presets.fig2(preset)), {"preset": _PRESET}),
+    "experiments.presets.fig3": Case(lambda preset: len(x_presets.fig3(preset)), {"preset": _PRESET}),
+    "experiments.presets.fig4": Case(lambda preset: len(x_presets.fig4(preset)), {"preset": _PRESET}),
+    "experiments.presets.in_sample_regime": Case(lambda buckets, k, n_train: x_presets.in_sample_regime(buckets, k, n_train), {"buckets": VECTOR(1, 1000), "k": INT(1, 6), "n_train": INT(1, 10**5)}),
+    "experiments.presets.lsh_label": Case(lambda family, n_tables: x_presets.lsh_label(family, n_tables), {"family": CHOICE("sign", "affine", "euclidean"), "n_tables": INT(1, 16)}),
+    "experiments.presets.regime_title": Case(lambda fit: x_presets.regime_title(_tiny_config(fit)), {"fit": CHOICE("exact", "sgd")}, names=("config",)),
+    "experiments.presets.routers": Case(lambda preset: len(x_presets.routers(preset)), {"preset": _PRESET}),
+    "experiments.presets.subspace": Case(lambda preset: len(x_presets.subspace(preset)), {"preset": _PRESET}),
+    "experiments.presets.subspace_widths": Case(lambda k, preset: x_presets.subspace_widths(k, preset), {"k": INT(1, 6), "preset": _PRESET}),
+    "experiments.presets.table1": Case(lambda preset: len(x_presets.table1(preset)), {"preset": _PRESET}),
+    "experiments.presets.table2": Case(lambda preset: len(x_presets.table2(preset)), {"preset": _PRESET}),
+    # experiments.real_data: the image experiments (digits, tiny preset, one seed)
+    "experiments.real_data.CifarConfig": Case(lambda epochs, batch_size, lr: dataclasses.replace(x_real_data.experiment_config("cifar", "tiny", "digits"), epochs=epochs, batch_size=batch_size, lr=lr).epochs, {"epochs": INT(1, 9), "batch_size": INT(1, 99), "lr": REAL(0, 1, True)}),
+    "experiments.real_data.CometImagesConfig": Case(lambda epochs, optimizer, lr: dataclasses.replace(x_real_data.experiment_config("comet_images", "tiny", "digits"), epochs=epochs, optimizer=optimizer, lr=lr).epochs, {"epochs": INT(1, 9), "optimizer": CHOICE("adam", "sgd"), "lr": REAL(0, 1, True)}),
+    "experiments.real_data.ContinualConfig": Case(lambda seed: dataclasses.replace(x_real_data.experiment_config("continual", "tiny", "digits"), seeds=(seed,)).seeds, {"seed": INT(0)}, names=("seeds",)),
+    "experiments.real_data.cifar_claims": Case(lambda seeds: [c.verdict for c in x_real_data.cifar_claims(_real_frame("cifar", seeds), x_real_data.experiment_config("cifar", "tiny", "digits"))], {"seeds": _SEED_SETS}, heavy=True, names=("frame",)),
+    "experiments.real_data.comet_claims": Case(lambda seeds: [c.verdict for c in x_real_data.comet_claims(_real_frame("comet_images", seeds), x_real_data.experiment_config("comet_images", "tiny", "digits"))], {"seeds": _SEED_SETS}, heavy=True, names=("frame",)),
+    "experiments.real_data.continual_claims": Case(lambda seeds: [c.verdict for c in x_real_data.continual_claims(_real_frame("continual", seeds), x_real_data.experiment_config("continual", "tiny", "digits"))], {"seeds": _SEED_SETS}, heavy=True, names=("frame",)),
+    "experiments.real_data.experiment_config": Case(lambda name, preset, dataset: x_real_data.experiment_config(name, preset, dataset).preset, {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick"), "dataset": CHOICE("digits", "mnist", "cifar10")}),
+    "experiments.real_data.output_files": Case(lambda n, tmp: ([(tmp / f).write_text("x") for f in ("results.csv", "config.json", "claims.csv")[:n]], len(x_real_data.output_files(tmp)))[1], {"n": H_INT(0, 3), "tmp": FIXED(None)}, names=("out",)),
+    "experiments.real_data.settings_of": Case(lambda name, preset, dataset: x_real_data.settings_of(name, preset, dataset), {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick"), "dataset": CHOICE("digits", "mnist", "cifar10")}),
+    "experiments.real_data.paired_claim": Case(lambda better, worse, x, value: x_real_data.paired_claim("e", "t", _golden(), better, worse, x, value, "s", "nMSE").verdict, {"better": _LABELS, "worse": CHOICE("dense"), "x": _X, "value": CHOICE("eval_nmse", "eval_mse")}),
+    "experiments.real_data.run_cifar": Case(lambda preset, seed, sub, tmp, force: _real_run(x_real_data.run_cifar, preset, _under(tmp, sub), seed, force), {"preset": CHOICE("tiny"), "seed": INT(0, 1), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, heavy=True, names=("out", "FILE", "seeds")),
+    "experiments.real_data.run_comet_images": Case(lambda preset, seed, sub, tmp, force: _real_run(x_real_data.run_comet_images, preset, _under(tmp, sub), seed, force), {"preset": CHOICE("tiny"), "seed": INT(0, 1), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, heavy=True, names=("out", "FILE", "seeds")),
+    "experiments.real_data.run_continual": Case(lambda preset, seed, sub, tmp, force: _real_run(x_real_data.run_continual, preset, _under(tmp, sub), seed, force), {"preset": CHOICE("tiny"), "seed": INT(0, 1), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, heavy=True, names=("out", "FILE", "seeds")),
+    # experiments.report: report.md and its tables
+    "experiments.report.experiment_markdown": Case(lambda name: x_report.experiment_markdown(name, _golden(), [], []), {"name": CHOICE("fig2", "table1", "routers")}),
+    "experiments.report.markdown_cell": Case(lambda text: x_report.markdown_cell(text), {"text": Kind(st.one_of(st.text(max_size=8), st.floats(), st.none(), st.integers()))}),
+    "experiments.report.mixed_size_labels": Case(lambda x: x_report.mixed_size_labels(x_plots.with_size(_golden()), x), {"x": CHOICE("size", "width")}),
+    "experiments.report.subspace_table": Case(lambda k: x_report.subspace_table(_subspace_rows(k), x_presets.subspace("tiny")[0]).to_numpy(float), {"k": H_INT(2, 2)}, names=("rows", "config")),
+    "experiments.report.summary_table": Case(lambda index, columns, value: x_report.summary_table(_golden(), index, columns, value).to_numpy(float), {"index": CHOICE("model_label"), "columns": _X, "value": CHOICE(None, "eval_mse", "train_mse")}),
+    "experiments.report.target_variances": Case(lambda n: x_report.target_variances(_golden().iloc[:n]).to_numpy(float), {"n": H_INT(1, 60)}, names=("frame",)),
+    "experiments.report.write_experiment_outputs": Case(lambda name, tmp: len(x_report.write_experiment_outputs(name, [_tiny_config()], _sweep_frame(), tmp)[0]), {"name": CHOICE("fuzz"), "tmp": FIXED(None)}, heavy=True),
+    # experiments.reproduce (another engineer's file): argument checks, stopped at step 1
+    "experiments.reproduce.claims_summary": Case(lambda n: x_reproduce.claims_summary(pd.DataFrame([dataclasses.asdict(c) for c in x_claims.claims_for("fig2", _golden(), [])][:n])), {"n": H_INT(0, 3)}, names=("table",)),
+    "experiments.reproduce.fit_windows": Case(lambda preset: x_reproduce.fit_windows(x_presets.subspace(preset)), {"preset": _PRESET}, names=("configs",)),
+    "experiments.reproduce.run_reproduce": Case(lambda preset, sub, tmp, force, device: _first_step(lambda echo: x_reproduce.run_reproduce(preset, _under(tmp, sub), force, device, echo)), {"preset": CHOICE("tiny"), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL, "device": CHOICE("cpu", "auto")}, names=("out", "FILE")),
+    "experiments.reproduce.steps": Case(lambda preset, device: [name for name, _, _ in x_reproduce.steps(preset, device)], {"preset": _PRESET, "device": CHOICE("cpu", "auto")}),
+    "experiments.reproduce.write_report": Case(lambda preset, tmp: x_reproduce.write_report(tmp, preset, {}).name, {"preset": _PRESET, "tmp": FIXED(None)}),
+}
+EXPERIMENT_CASES |= {
+    # experiments.router_layers, router_training: the routers as regressors
+    "experiments.router_layers.build_router": Case(lambda kind, dim, seed, epochs: type(x_router_layers.build_router(x_specs.ModelSpec(kind, width=16, k=4, n_experts=4) if kind in ("sigma_moe", "topk_moe") else x_specs.ModelSpec(kind, width=16, k=4), dim, seed, epochs)).__name__, {"kind": CHOICE("sigma_moe", "sdmlp", "comet", "pkm"), "dim": INT(1, 6), "seed": INT(0), "epochs": INT(1, 5)}, names=("spec",)),
+    "experiments.router_training.RouterRegressor": Case(lambda x: x_router_training.RouterRegressor(RL.SigmaMoE(RL.SigmaMoEConfig(d_in=3, n_experts=4, expert_size=2, k=2))).eval()(_tensor(x)).detach(), {"x": POINTS(3)}, names=("layer",)),
+    "experiments.router_training.RouterTraining": Case(lambda steps, batch_size, lr, optimizer, schedule: x_router_training.RouterTraining(steps, batch_size, lr, optimizer, schedule).steps, {"steps": INT(1, 99), "batch_size": INT(1, 99), "lr": REAL(0, 1, True), "optimizer": CHOICE("adam", "sgd"), "schedule": CHOICE("cosine", "constant")}),
+    "experiments.router_training.evaluate_router": Case(lambda X, batch_size, count_usage: x_router_training.evaluate_router(_trained_router(), X, np.zeros(len(X)), batch_size, count_usage), {"X": POINTS(2, n_min=1), "batch_size": INT(1, 9), "count_usage": BOOL}, names=("y",)),
+    "experiments.router_training.train_router": Case(lambda X, steps, seed, progress: x_router_training.train_router(x_router_training.RouterRegressor(RL.SigmaMoE(RL.SigmaMoEConfig(d_in=2, n_experts=4, expert_size=2, k=2))), X, _labels(X), x_router_training.RouterTraining(steps=steps, batch_size=4), seed, progress).train_mse, {"X": POINTS(2, n_min=4), "steps": INT(1, 5), "seed": INT(0), "progress": BOOL}, names=("y",)),
+    # experiments.scale_cli: a whole scaling experiment (tiny config)
+    "experiments.scale_cli.environment": Case(lambda device: sorted(x_scale_cli.environment(device)), {"device": CHOICE("cpu", torch.device("cpu"))}),
+    "experiments.scale_cli.run_experiment": Case(lambda sub, tmp, device, progress, force: len(x_scale_cli.run_experiment("fuzz", "tiny", _under(tmp, sub), device, progress, force, configs=[_tiny_config()], claims="none")[0]), {"sub": _path_kind("out"), "tmp": FIXED(None), "device": CHOICE("cpu", "auto"), "progress": BOOL, "force": BOOL}, heavy=True, names=("out", "FILE")),
+    # experiments.scaling: the scaling-law fits
+    "experiments.scaling.LawFit": Case(lambda law, x: x_scaling.fit_law(_subspace_rows(), "buckets", law=law, n_boot=20).predict(x), {"law": CHOICE("offset", "power"), "x": VECTOR(1, 1e4)}, names=("n",)),
+    "experiments.scaling.PowerLaw": Case(lambda n_boot: x_scaling.fit_power_law(_subspace_rows(), "buckets", "eval_mse", n_boot).label(), {"n_boot": INT(0, 20)}),
+    "experiments.scaling.apply_fit_window": Case(lambda low, high, x: len(x_scaling.apply_fit_window(_golden(), x, (low, high))), {"low": REAL(0, 50), "high": REAL(50, 500), "x": _X}, names=("window",)),
+    "experiments.scaling.error_column": Case(lambda drop: x_scaling.error_column(_golden().drop(columns=["eval_nmse"] if drop else [])), {"drop": ARG(st.booleans())}, names=("frame",)),
+    "experiments.scaling.experiment_fits": Case(lambda n_boot, seed: x_scaling.experiment_fits("fuzz", [_tiny_config()], _sweep_frame(), n_boot, seed).select_dtypes("number").to_numpy(float), {"n_boot": INT(1, 9), "seed": INT(0)}, heavy=True),
+    "experiments.scaling.fit_law": Case(lambda law, n_boot, seed, low: (lambda f: (f.alpha, f.E, f.A))(x_scaling.fit_law(_subspace_rows(), "buckets", "eval_nmse", law, (low, None), n_boot, seed)), {"law": CHOICE("offset", "power"), "n_boot": INT(0, 20), "seed": INT(0), "low": REAL(1, 10)}, names=("window",)),
+    "experiments.scaling.fit_log_log": Case(lambda n, mse: x_scaling.fit_log_log(n, mse), {"n": VECTOR(1, 1e4, 5, 5), "mse": VECTOR(1e-3, 1, 5, 5)}),
+    "experiments.scaling.fit_offset_law": Case(lambda n, y, delta: x_scaling.fit_offset_law(n, y, None, delta), {"n": VECTOR(1, 1e4, 5, 5), "y": VECTOR(1e-3, 1, 5, 5), "delta": REAL(0, 1, True)}),
+    "experiments.scaling.fit_power_law": Case(lambda x, n_boot, seed: (lambda p: (p.alpha, p.log_c))(x_scaling.fit_power_law(_golden()[_golden().model_label == "dense"], x, "eval_mse", n_boot, seed)), {"x": _X, "n_boot": INT(0, 20), "seed": INT(0)}),
+    "experiments.scaling.panel_window": Case(lambda low: len(x_scaling.panel_window(dataclasses.replace(_tiny_config(), fit_window={"width": (low, None)}), {"x": "width", "labels": ["dense"]}, _golden())[0]), {"low": ARG(st.floats(0, 64))}, names=("fit_window", "window")),
+    "experiments.scaling.scaling_table": Case(lambda x, n_boot: x_scaling.scaling_table(_golden(), x, ["dense", "dsm"], n_boot).select_dtypes("number").to_numpy(float), {"x": _X, "n_boot": INT(0, 20)}),
+    "experiments.scaling.window_text": Case(lambda x, low, high: x_scaling.window_text(x, (low, high)), {"x": _X, "low": REAL(0, 50), "high": REAL(50, 500)}, names=("window",)),
+    # experiments.sdm_cli: Bricken et al. 2023 Fig. 7
+    "experiments.sdm_cli.SdmCurvesConfig": Case(lambda n, radius, weighting, beta: x_sdm_cli.SdmCurvesConfig(n, (radius,), (weighting,), beta).n, {"n": INT(2, 64), "radius": INT(0, 16), "weighting": CHOICE("binary", "linear", "exponential"), "beta": REAL(0, 1, True)}, names=("radii", "weightings")),
+    "experiments.sdm_cli.sdm_curves_tables": Case(lambda n, radius, weighting, beta: [t.select_dtypes("number").to_numpy(float) for t in x_sdm_cli.sdm_curves_tables(x_sdm_cli.SdmCurvesConfig(n, (radius,), (weighting,), beta))], {"n": INT(4, 32), "radius": INT(1, 3), "weighting": CHOICE("binary", "linear", "exponential"), "beta": REAL(0, 1, True)}, names=("radii", "weightings")),
+    "experiments.sdm_cli.write_sdm_curves": Case(lambda n, radius, beta, sub, tmp: len(x_sdm_cli.write_sdm_curves(_under(tmp, sub), n, (radius,), ("linear",), beta)), {"n": INT(4, 32), "radius": INT(1, 3), "beta": REAL(0, 1, True), "sub": _path_kind("out"), "tmp": FIXED(None)}, heavy=True, names=("radii", "out_dir", "FILE")),
+    # experiments.specs: what a sweep is made of
+    "experiments.specs.ExperimentConfig": Case(lambda seeds, n_train, n_eval, fit, sgd_steps, sgd_lr, sgd_batch, ridge, noise_std: x_specs.ExperimentConfig("e", "tiny", x_specs.TargetSpec(n_inputs=2, degree=1), (x_specs.ModelSpec("dense", width=4),), seeds, n_train, n_eval, fit, sgd_steps, sgd_lr, sgd_batch, ridge, noise_std).make_data(0)[1], {"seeds": CHOICE((0,), (0, 1)), "n_train": INT(1, 20), "n_eval": INT(1, 20), "fit": CHOICE("exact", "sgd"), "sgd_steps": INT(1, 99), "sgd_lr": REAL(0, 1, True), "sgd_batch": INT(1, 99), "ridge": REAL(0, 1), "noise_std": REAL(0, 1)}),
+    "experiments.specs.ModelSpec": Case(lambda kind, width, k, n_tables, lr: x_specs.ModelSpec(kind, width=width, k=k, n_tables=n_tables, lr=lr).key(), {"kind": CHOICE("dsm", "random_hash"), "width": INT(1, 64), "k": INT(1, 8), "n_tables": INT(1, 4), "lr": REAL(0, 1, True)}),
+    "experiments.specs.TargetSpec": Case(lambda family, n_inputs, degree, subspace_k, seed, X: x_specs.TargetSpec(family, n_inputs, degree, (4,), subspace_k, seed).build()[0](X), {"family": CHOICE("polynomial", "hypercube", "mlp"), "n_inputs": INT(2, 5), "degree": INT(0, 4), "subspace_k": INT(1, 2), "seed": INT(0), "X": POINTS("n_inputs")}),
+    "experiments.specs.data_seeds": Case(lambda seed: x_specs.data_seeds(seed), {"seed": INT(0)}),
+    "experiments.specs.fit_of": Case(lambda kind, fit: x_specs.fit_of(x_specs.ModelSpec(kind, **x_model_kinds.model_kind(kind).example), _tiny_config(fit)), {"kind": CHOICE("dense", "lsh_table", "sdmlp"), "fit": CHOICE("exact", "sgd")}, names=("spec",)),
+    # experiments.subspace: Theorem 4.1's exponent 2/k
+    "experiments.subspace.bucket_geometry": Case(lambda seed: x_subspace.bucket_geometry(_subspace_config(), (seed,)).select_dtypes("number").to_numpy(float), {"seed": INT(0, 3)}, heavy=True, names=("seeds",)),
+    "experiments.subspace.exponent_verdict": Case(lambda alpha_low, alpha_high, k: x_subspace.exponent_verdict(alpha_low, alpha_high, k), {"alpha_low": REAL(0, 1), "alpha_high": REAL(1, 2), "k": INT(1, 6)}),
+    "experiments.subspace.local_slopes": Case(lambda k: x_subspace.local_slopes(_subspace_rows(k)).to_numpy(float), {"k": H_INT(1, 6)}, names=("window",)),
+    "experiments.subspace.needed_n_train": Case(lambda k, t_low: x_subspace.needed_n_train(k, t_low), {"k": INT(1, 6), "t_low": REAL(1, 1e4)}),
+    "experiments.subspace.reach": Case(lambda n: {k: v for k, v in x_subspace.reach(_subspace_rows().iloc[:n]).items() if n or k not in ("t_min", "t_max")}, {"n": H_INT(0, 10)}, names=("window_rows",)),
+    "experiments.subspace.sample_regime_max_buckets": Case(lambda k, n_train: x_subspace.sample_regime_max_buckets(k, n_train), {"k": INT(1, 6), "n_train": INT(1, 10**7)}),
+    "experiments.subspace.shape_diagnosis": Case(lambda k, n: x_subspace.shape_diagnosis(_subspace_rows(k).iloc[:n]), {"k": H_INT(1, 6), "n": H_INT(0, 10)}, names=("window",)),
+    "experiments.subspace.subspace_claim": Case(lambda k, n_train, power_alpha: x_subspace.subspace_claim(k, n_train, _subspace_rows(k), _subspace_rows(k), x_scaling.fit_law(_subspace_rows(k), "buckets", n_boot=20), power_alpha)["verdict"], {"k": INT(1, 4), "n_train": INT(1, 10**6), "power_alpha": REAL(0, 2)}, names=("rows", "window", "fit")),
+    "experiments.subspace.tolerance": Case(lambda k: x_subspace.tolerance(k), {"k": INT(1, 99)}),
+    "experiments.subspace.window_mask": Case(lambda k, n_train, spread: x_subspace.window_mask(_subspace_rows(k), x_subspace.WINDOW_RULE | {"spread_ratio_max": spread}, k, n_train), {"k": INT(1, 4), "n_train": INT(1, 10**6), "spread": REAL(0, 1)}, names=("rule", "spread_ratio_max")),
+    "experiments.subspace.window_text": Case(lambda k, spread: x_subspace.window_text(x_subspace.WINDOW_RULE | {"spread_ratio_max": spread}, k), {"k": INT(1, 6), "spread": REAL(0, 1)}, names=("rule", "spread_ratio_max")),
+    "experiments.subspace.with_geometry": Case(lambda n: x_subspace.with_geometry(_golden().iloc[:n], [_tiny_config()])[x_subspace.GEOMETRY_COLUMNS].to_numpy(float).shape, {"n": H_INT(0, 60)}, names=("frame",)),
+    # experiments.sweep (another engineer's file)
+    "experiments.sweep.check_results": Case(lambda n, tmp: (_sweep_frame().iloc[:n].to_csv(tmp / "results.csv", index=False), x_sweep.check_results([_tiny_config()], tmp))[1], {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("out", "results.csv")),
+    "experiments.sweep.compute_row": Case(lambda seed, device: x_sweep.compute_row(_tiny_config(), _tiny_config().models[0], seed, device)["eval_mse"], {"seed": INT(0), "device": CHOICE("cpu", "auto")}),
+    "experiments.sweep.load_results": Case(lambda n, tmp: (_sweep_frame().iloc[:n].to_csv(tmp / "results.csv", index=False), len(x_sweep.load_results(tmp / "results.csv")))[1], {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("path",)),
+    "experiments.sweep.normalised_errors": Case(lambda train_mse, eval_mse, y: x_sweep.normalised_errors(train_mse, eval_mse, y, y), {"train_mse": REAL(0, 5), "eval_mse": REAL(0, 5), "y": VECTOR(n_min=2)}, names=("y_train", "y_eval")),
+    "experiments.sweep.prepare_out": Case(lambda sub, tmp, force: len(x_sweep.prepare_out([_tiny_config()], _under(tmp, sub), force)), {"sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, names=("out", "FILE")),
+    "experiments.sweep.resolve_device": Case(lambda device: str(x_sweep.resolve_device(device)), {"device": CHOICE("cpu", "auto")}),
+    "experiments.sweep.run_model": Case(lambda kind, seed: x_sweep.run_model(x_specs.ModelSpec(kind, **x_model_kinds.model_kind(kind).example), _tiny_config(), _tiny_config().make_data(seed), seed, torch.device("cpu"))["eval_mse"], {"kind": CHOICE("dense", "lsh_table", "dsm"), "seed": INT(0)}),
+    "experiments.sweep.run_sweep": Case(lambda sub, tmp, device, progress, force: x_sweep.run_sweep([_tiny_config()], _under(tmp, sub), device, progress, force=force)["eval_mse"].to_numpy(), {"sub": _path_kind("out"), "tmp": FIXED(None), "device": CHOICE("cpu", "auto"), "progress": BOOL, "force": BOOL}, heavy=True, names=("out", "FILE")),
+    "experiments.sweep.settings_fingerprint": Case(lambda n_train, as_dict: x_sweep.settings_fingerprint(_tiny_config(n_train=n_train).to_dict() if as_dict else _tiny_config(n_train=n_train)), {"n_train": H_INT(1, 99), "as_dict": ARG(st.booleans())}, names=("config",)),
+    "experiments.sweep.settings_of": Case(lambda n_train, as_dict: x_sweep.settings_of(_tiny_config(n_train=n_train).to_dict() if as_dict else _tiny_config(n_train=n_train))["n_train"], {"n_train": INT(1, 99), "as_dict": BOOL}, names=("config",)),
+    # lipschitz.CustomTarget: a user's function with a stated bound
+    "lipschitz.CustomTarget": Case(lambda n_inputs, lipschitz_bound, backend, n_probe, seed, X: L.CustomTarget(lambda Z: Z.sum(1) * 0.5, n_inputs, lipschitz_bound, backend=backend, n_probe=n_probe, seed=seed)(X), {"n_inputs": INT(1, 4), "lipschitz_bound": REAL(2, 5), "backend": CHOICE("auto", "numpy", "torch"), "n_probe": INT(2, 64), "seed": INT(0), "X": POINTS("n_inputs")}, float32=True),
+    # proofs_checks: the framework, on examples/own_check.py's check (tiny trials)
+    "proofs_checks.Check": Case(lambda seed, power, trials: _run_user_check(seed, power, trials=trials), {"seed": INT(0), "power": BOOL, "trials": INT(1, 60)}, heavy=True, names=("params",)),
+    "proofs_checks.CheckParams": Case(lambda name: (lambda cls: cls.Params.preset(name).summary())(_user_check_params()[0]), {"name": CHOICE("quick", "full")}, names=("preset",)),
+    "proofs_checks.bootstrap_exponent": Case(lambda seed, n_boot, confidence: (lambda e: (e.exponent, e.ci_low, e.ci_high))(_toy_estimate((2.0, 4.0, 8.0, 16.0), seed, n_boot, confidence)), {"seed": INT(0), "n_boot": INT(100, 200), "confidence": REAL(0, 1, True, True)}),
+    "proofs_checks.child_seeds": Case(lambda seed, n, salt: PC.child_seeds(seed, n, salt), {"seed": INT(0), "n": INT(0, 5), "salt": INT(0)}),
+    "proofs_checks.clopper_pearson": Case(lambda successes, trials, confidence: PC.clopper_pearson(successes, trials, confidence), {"successes": INT(0, 3), "trials": INT(3, 9), "confidence": REAL(0, 1, True, True)}),
+    "proofs_checks.combine_verdicts": Case(lambda a, b: PC.combine_verdicts([a, b]).value, {"a": CHOICE(*[v for v in PC.Verdict]), "b": CHOICE(*[v.value for v in PC.Verdict])}, names=("verdict",)),
+    "proofs_checks.decide_exponent": Case(lambda claimed, margin, side: PC.decide_exponent(_toy_estimate((2.0, 4.0, 8.0), 0, 200, 0.95), claimed, margin, side).value, {"claimed": REAL(-2, 2), "margin": REAL(0, 1), "side": CHOICE("upper", "lower", "two-sided")}),
+    "proofs_checks.decide_probability": Case(lambda successes, trials, claimed, confidence: (lambda d: (d.rate, d.ci_low, d.ci_high, d.verdict.value))(PC.decide_probability(successes, trials, claimed, confidence)), {"successes": INT(0, 3), "trials": INT(3, 9), "claimed": REAL(0, 1), "confidence": REAL(0, 1, True, True)}),
+    "proofs_checks.final_verdict": Case(lambda raw, power, identity: PC.final_verdict(raw, power, identity).value, {"raw": CHOICE(*[v for v in PC.Verdict]), "power": REAL(0, 1, strict=True), "identity": BOOL}),
+    "proofs_checks.all_checks": Case(lambda: sorted(PC.all_checks())),
+    "proofs_checks.get_check": Case(lambda name: PC.get_check(name).name, {"name": CHOICE("collisions", "eq1_flops", "simulations")}, names=("check",)),
+    "proofs_checks.load_check_module": Case(lambda name: _with_user_module(name), {"name": Kind(st.just("own_check.py"), st.sampled_from(["own_target.py", "nope.py", "README"]))}, names=("path", "module")),
+    "proofs_checks.measure_power": Case(lambda n_seeds, trials: (lambda e: (e.power, e.ci_low, e.ci_high))(_measure_user_power(n_seeds, trials)), {"n_seeds": INT(1, 3), "trials": INT(1, 60)}, heavy=True, names=("seeds",)),
+    "proofs_checks.register": Case(lambda attr: _register_broken(attr), {"attr": CHOICE("complete")}, names=("name", "claim", "source", "Params")),
+    "proofs_checks.run_checks": Case(lambda preset, seed, power, tmp: [r.verdict.value for r in _user_run_checks(preset, tmp, seed, power)], {"preset": CHOICE("tiny", "quick"), "seed": INT(0), "power": BOOL, "tmp": FIXED(None)}, heavy=True, names=("only",)),
+}
+
+CASES |= EXPERIMENT_CASES
+ALIASES |= {
+    "experiments.claims.Claim": "experiments.claims.claims_for",  # the record claims_for returns
+    "experiments.config_file.ExperimentFile": "experiments.config_file.config_file_from_mapping",
+    "experiments.continual.ModelKind": "experiments.continual.register",  # a record register files
+    "experiments.fitting.FitReport": "experiments.fitting.fit_model",
+    "experiments.router_training.RouterFitReport": "experiments.router_training.train_router",
+    "experiments.output_folder.FolderBusy": "experiments.output_folder.claim",  # its error
+    "experiments.output_folder.OutputError": "experiments.output_folder.write_bytes",  # its error
+    "proofs_checks.CheckResult": "proofs_checks.Check",
+    "proofs_checks.ExponentEstimate": "proofs_checks.bootstrap_exponent",
+    "proofs_checks.Planted": "proofs_checks.measure_power",
+    "proofs_checks.PowerEstimate": "proofs_checks.measure_power",
+    "proofs_checks.ProbabilityDecision": "proofs_checks.decide_probability",
+    "proofs_checks.Verdict": "proofs_checks.combine_verdicts",  # the enum every decision returns
+}
+# What the fuzzing found and is not fixed yet: in files another engineer is editing now
+# ("another engineer's file"), or left for the follow-up of issue 29 ("not fixed yet"). Each
+# case runs as a non-strict xfail with the failure it showed (the first failing example of
+# the quick profile); a fix makes it pass, and its line is then deleted.
+KNOWN_DEFECTS: dict[str, str] = {
+    "experiments.claims.anomaly_diagnoses": "not fixed yet: bad regime='nope' was accepted and returned []",
+    "experiments.claims.claims_for": "not fixed yet: bad name='nope' was accepted and returned []",
+    "experiments.claims.compare": "not fixed yet: bad worse_label=3 was accepted and returned nan",
+    "experiments.claims.comparison_diagnosis": "not fixed yet: bad regime=3 was accepted and returned 'dsm loses at activated_units = 4 (vs 16) (×1.39); at activated_units =",
+    "experiments.claims.lsh_description": "not fixed yet: bad label=None was accepted and returned ''",
+    "experiments.claims.matched_below": "not fixed yet: TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'",
+    "experiments.claims.mean_mse": "not fixed yet: KeyError: [None]",
+    "experiments.claims.paired_difference": "not fixed yet: ValueError: not enough values to unpack (expected 2, got 1)",
+    "experiments.claims.seed_log_errors": "not fixed yet: KeyError: ['nope']",
+    "experiments.claims.t_interval": "not fixed yet: bad values=an array",
+    "experiments.claims.table1_rule": "not fixed yet: bad dsm=inf was accepted and returned ('not supported', '')",
+    "experiments.claims.table2_rule": "not fixed yet: bad best=nan was accepted and returned ('not supported', [])",
+    "experiments.cli_options.default_out": "not fixed yet: TypeError: unsupported operand type(s) for /: 'PosixPath' and 'NoneType'",
+    "experiments.cli_options.preset_option": "not fixed yet: bad default='nope' was accepted and returned True",
+    "experiments.comet_studies.pair_similarities": "not fixed yet: non-finite result {'mask_overlap': an array",
+    "experiments.config_file.with_overrides": "not fixed yet: bad seeds=3 was accepted and returned 64",
+    "experiments.config_file.write_toml": "not fixed yet: bad preset=3 was accepted and returned '# sparselab experiment \'fig2\' (preset 3). # Run",
+    "experiments.continual.average_accuracy": "not fixed yet: bad R=an array",
+    "experiments.continual.forgetting": "not fixed yet: IndexError: too many indices for array: array is 1-dimensional, but 2 were indexed",
+    "experiments.continual.register": "not fixed yet: bad label=None was accepted and returned False",
+    "experiments.continual.unit_activity": "not fixed yet: RuntimeError: stack expects a non-empty TensorList",
+    "experiments.engine.run_task": "another engineer's file: TypeError: int() argument must be a string, a bytes-like object or a real number, not 'NoneType'",
+    "experiments.engine.worker_gpus": "another engineer's file: bad device=None was accepted and returned []",
+    "experiments.engine_worker.ThreadPolicy": "another engineer's file: TypeError: 'int' object is not iterable",
+    "experiments.fitting.adam_optimizer": "not fixed yet: ValueError: Invalid beta parameter at index 1: inf",
+    "experiments.gallery.GalleryConfig": "not fixed yet: bad resolution='3' was accepted and returned 4",
+    "experiments.gallery.lipschitz_ratios": "not fixed yet: ValueError: n must be an integer >= 0, got '3'",
+    "experiments.image_models.ConvNet": "not fixed yet: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the d",
+    "experiments.image_models.four_layer_mlp": "not fixed yet: bad smaller=0 was accepted and returned a tensor",
+    "experiments.image_models.predict": "not fixed yet: TypeError: 'float' object cannot be interpreted as an integer",
+    "experiments.model_kinds.register_model_kind": "not fixed yet: bad replace='True' was accepted and returned 'dense'",
+    "experiments.output_folder.write_bytes": "another engineer's file: TypeError: memoryview: a bytes-like object is required, not 'int'",
+    "experiments.output_folder.write_text": "another engineer's file: AttributeError: 'int' object has no attribute 'encode'",
+    "experiments.plot_cli.output_paths": "not fixed yet: bad y=3 was accepted and returned ['p.png', 'p.svg']",
+    "experiments.plots.axis_label": "not fixed yet: bad x=None was accepted and returned None",
+    "experiments.plots.panel_rows": "not fixed yet: bad fit=None was accepted and returned 60",
+    "experiments.presets.in_sample_regime": "not fixed yet: bad k=nan was accepted and returned an array",
+    "experiments.presets.lsh_label": "not fixed yet: bad n_tables=True was accepted and returned 'LSH euclidean s=True'",
+    "experiments.presets.subspace_widths": "not fixed yet: KeyError: 3",
+    "experiments.real_data.CifarConfig": "another engineer's file: bad epochs='3' was accepted and returned '3'",
+    "experiments.real_data.CometImagesConfig": "another engineer's file: bad lr=inf was accepted and returned 6",
+    "experiments.real_data.ContinualConfig": "another engineer's file: bad seed=None was accepted and returned (None,)",
+    "experiments.real_data.experiment_config": "another engineer's file: bad dataset=3 was accepted and returned 'quick'",
+    "experiments.real_data.paired_claim": "another engineer's file: bad better=3 was accepted and returned 'not tested'",
+    "experiments.real_data.settings_of": "another engineer's file: bad dataset=3 was accepted and returned '956b6ddf9287'",
+    "experiments.report.experiment_markdown": "not fixed yet: IndexError: list index out of range",
+    "experiments.report.mixed_size_labels": "not fixed yet: KeyError: ['nope']",
+    "experiments.report.summary_table": "not fixed yet: ValueError: could not convert string to float: ''",
+    "experiments.reproduce.run_reproduce": "another engineer's file: bad device='nope' was accepted and returned '[targets] running'",
+    "experiments.reproduce.steps": "another engineer's file: bad device='nope' was accepted and returned ['targets', 'sdm', 'checks', 'comet_similarity', 'comet_utilisatio",
+    "experiments.reproduce.write_report": "another engineer's file: bad preset='nope' was accepted and returned 'report.md'",
+    "experiments.scale_cli.environment": "not fixed yet: bad device='nope' was accepted and returned ['device', 'git_revision', 'python', 'versions']",
+    "experiments.scaling.LawFit": "not fixed yet: bad x=an array",
+    "experiments.scaling.PowerLaw": "not fixed yet: IndexError: index -1 is out of bounds for axis 0 with size 0",
+    "experiments.scaling.fit_power_law": "not fixed yet: ValueError: need at least two distinct positive N and positive MSE values",
+    "experiments.scaling.scaling_table": "not fixed yet: KeyError: 'nope'",
+    "experiments.sdm_cli.SdmCurvesConfig": "not fixed yet: bad weighting=3 was accepted and returned 3",
+    "experiments.sdm_cli.sdm_curves_tables": "not fixed yet: non-finite result [an array",
+    "experiments.specs.ExperimentConfig": "not fixed yet: bad seeds=3 was accepted and returned an array",
+    "experiments.subspace.exponent_verdict": "not fixed yet: bad alpha_low=inf was accepted and returned ('inconclusive', 0.0)",
+    "experiments.subspace.needed_n_train": "not fixed yet: TypeError: can't multiply sequence by non-int of type 'float'",
+    "experiments.subspace.subspace_claim": "not fixed yet: bad n_train=True was accepted and returned 'supported'",
+    "experiments.subspace.window_mask": "not fixed yet: TypeError: '<=' not supported between instances of 'float' and 'NoneType'",
+    "experiments.subspace.window_text": "not fixed yet: bad spread=-1.0 was accepted and returned 'n_train >= k*T*ln(T) (k = 3); spread_ratio <= -1; empty_fraction <=",
+    "experiments.sweep.normalised_errors": "another engineer's file: bad y=an array",
+    "experiments.sweep.prepare_out": "another engineer's file: bad force=None was accepted and returned 0",
+    "experiments.sweep.settings_of": "another engineer's file: bad as_dict='False' was accepted and returned 31.0",
+    "proofs_checks.final_verdict": "not fixed yet: ValueError: None is not a valid Verdict",
+    "experiments.comet_studies.run_similarity": "not fixed yet: bad progress=0 was accepted and returned an array",
+    "experiments.gallery.plot_slices": "not fixed yet: bad resolution=True was accepted and returned None",
+    "experiments.gallery.write_target_gallery": "not fixed yet: FileExistsError: [Errno 17] File exists: 'PATH",
+    "experiments.plots.experiment_figure": "not fixed yet: KeyError: ['nope']",
+    "experiments.plots.plot_experiment": "not fixed yet: KeyError: [3]",
+    "experiments.plots.plot_panel": "not fixed yet: TypeError: 'NoneType' object is not iterable",
+    "experiments.real_data.run_continual": "another engineer's file: non-finite result an array",
+    "experiments.report.write_experiment_outputs": "not fixed yet: ValueError: max() arg is an empty sequence",
+    "experiments.scale_cli.run_experiment": "not fixed yet: ValueError: max() arg is an empty sequence",
+    "experiments.scaling.experiment_fits": "not fixed yet: bad n_boot=0 was accepted and returned an array",
+    "proofs_checks.measure_power": "not fixed yet: ValueError: n must be an integer >= 0, got True",
+}
 
 
 # ---------------------------------------------------------------- introspection
@@ -293,12 +1024,7 @@ def public_callables() -> list[str]:
 
 def test_every_public_callable_is_fuzzed():
     names = public_callables()
-    pending = [n for n in names if n in PENDING or n.startswith(PENDING_PREFIXES)]
-    missing = [n for n in names
-               if n not in CASES and n not in ALIASES and n not in pending]
-    if pending:
-        print(f"\n{len(pending)} public callables still without a fuzz case:\n  "
-              + "\n  ".join(n for n in pending if n not in CASES))
+    missing = [n for n in names if n not in CASES and n not in ALIASES]
     assert not missing, ("public callables with no entry in tests/test_fuzz_api.py CASES: "
                          + ", ".join(missing))
     assert all(ALIASES[a] in CASES for a in ALIASES)
@@ -383,19 +1109,21 @@ def _fuzz(name: str, case: Case, data, tmp_path):
             if case.params[bad].array else drawn
     try:
         result = _call(case, values)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, *case.errors) as error:
         assert _names_a_parameter(case, str(error)), (
             f"{name}: error names no parameter of {tuple(case.params)}: {error!r}")
         return
     assert bad is None or (case.params[bad].array and values[bad].dtype.kind == "f"
-                           and np.isfinite(values[bad]).all() and values[bad].ndim == 2), (
+                           and np.isfinite(values[bad]).all()
+                           and values[bad].ndim == (1 if case.params[bad].valid[1] is None
+                                                    else 2)), (
         f"{name}: bad {bad}={values[bad]!r} was accepted and returned {result!r}")
     _assert_finite(case, result, values)
     if bad is not None:
         return
     for param in arrays:  # the equivalent inputs give the equivalent answer
         X = values[param]
-        wide = np.repeat(X, 2, axis=1)[:, ::2]  # a strided view of the same values
+        wide = np.repeat(X, 2, axis=-1)[..., ::2]  # a strided view of the same values
         variants = [(wide, 0.0), (torch.as_tensor(X), 0.0)]
         if case.float32:
             variants.append((X.astype(np.float32), 1e-4))
@@ -406,8 +1134,26 @@ def _fuzz(name: str, case: Case, data, tmp_path):
                 f"{getattr(variant, 'dtype', '')} gives {again!r}, not {result!r}")
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+def _params(heavy: bool):
+    """The case names, those of ``KNOWN_DEFECTS`` marked xfail with their reason."""
+    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_DEFECTS[n], strict=False))
+            if n in KNOWN_DEFECTS else n for n in sorted(CASES) if CASES[n].heavy == heavy]
+
+
+@pytest.mark.parametrize("name", _params(heavy=False))
 @FUZZ_SETTINGS
 @given(data=st.data())
 def test_fuzz_public_callable(name, data, tmp_path_factory):
     _fuzz(name, CASES[name], data, tmp_path_factory.mktemp("fuzz"))
+
+
+@pytest.mark.parametrize("name", _params(heavy=True))
+@HEAVY_SETTINGS
+@given(data=st.data())
+def test_fuzz_heavy_callable(name, data, tmp_path_factory):
+    """Whole studies, sweeps, check runs and plots at their tiny sizes: fewer examples."""
+    _fuzz(name, CASES[name], data, tmp_path_factory.mktemp("fuzz"))
+
+
+def test_known_defects_are_cases():
+    assert set(KNOWN_DEFECTS) <= set(CASES)
