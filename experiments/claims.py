@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.scaling import error_column
+from routing.validation import check_choice, check_real, check_points
 
 #: Baykal et al. 2022, Table 1: FLOPs → eval MSE (dense, DSM 50 % sparsity, DSM 25 % sparsity).
 PAPER_TABLE1 = pd.DataFrame(
@@ -128,6 +129,25 @@ class Claim:
 
 
 CLAIM_COLUMNS = [f.name for f in fields(Claim)]
+#: The experiments ``claims_for`` judges.
+CLAIM_EXPERIMENTS = ("fig2", "fig3", "fig4", "table1", "table2", "subspace", "routers")
+#: The regimes (``fit`` values) a diagnosis speaks of; "" for rows without one.
+REGIMES = ("exact", "sgd", "")
+
+
+def _check_column(frame: pd.DataFrame, column, name: str) -> str:
+    """``column`` (the parameter ``name``) as a column of ``frame``, else ValueError."""
+    if not isinstance(column, str) or column not in frame.columns:
+        raise ValueError(f"{name} must name a column of the frame "
+                         f"({', '.join(map(str, frame.columns))}), got {column!r}")
+    return column
+
+
+def _check_label(label, name: str) -> str:
+    """``label`` (the parameter ``name``) as a model label: a string, else TypeError."""
+    if not isinstance(label, str):
+        raise TypeError(f"{name} must be a model label (a string), got {label!r}")
+    return label
 
 
 # -- seeds and paired statistics ------------------------------------------------------------
@@ -136,8 +156,16 @@ def seed_log_errors(frame: pd.DataFrame, label: str, x: str,
                     y: str | None = None) -> pd.DataFrame:
     """ln of the eval error of ``label`` by ``x`` and seed: a (n_x, n_seeds) float table (mean
     of ln over duplicate rows; nan where a seed lacks that x). ``y`` defaults to
-    ``error_column(frame)``; rows without ``seed`` count as seed 0."""
-    y = error_column(frame) if y is None else y
+    ``error_column(frame)``; rows without ``seed`` count as seed 0. A label without rows
+    gives an empty table.
+
+    Raises:
+        TypeError: ``label`` is not a string.
+        ValueError: ``x`` or ``y`` is not a column of ``frame``.
+    """
+    _check_label(label, "label")
+    _check_column(frame, x, "x")
+    y = error_column(frame) if y is None else _check_column(frame, y, "y")
     rows = frame[frame["model_label"] == label].dropna(subset=[x])
     rows = rows[rows[y] > 0]
     seeds = rows["seed"] if "seed" in rows else pd.Series(0, index=rows.index)
@@ -159,11 +187,18 @@ def mean_mse(frame: pd.DataFrame, label: str, x: str) -> pd.Series:
 
 def t_interval(values, level: float = LEVEL) -> tuple[float, float, float]:
     """(mean, low, high) of ``values`` (1-D, finite) with a Student-t interval at ``level``;
-    low = high = nan with fewer than two values."""
+    low = high = nan with fewer than two values, all three nan with none.
+
+    Raises:
+        ValueError: ``values`` is not a 1-D real array or holds NaN/inf (a missing value is
+            dropped by the caller, never here: a NaN would silently shrink the sample);
+            ``level`` outside (0, 1).
+    """
     from scipy import stats
 
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
+    level = check_real(level, "level", 0.0, 1.0, low_open=True, high_open=True)
+    values = check_points(np.asarray(values)[:, None] if np.ndim(values) == 1
+                          else values, 1, "values")[:, 0]
     if len(values) == 0:
         return float("nan"), float("nan"), float("nan")
     mean = float(values.mean())
@@ -171,6 +206,9 @@ def t_interval(values, level: float = LEVEL) -> tuple[float, float, float]:
         return mean, float("nan"), float("nan")
     half = stats.t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(
         len(values))
+    if not (np.isfinite(mean) and np.isfinite(half)):
+        raise ValueError("values are too large: their mean or spread overflows float64 "
+                         f"(largest |value| {np.abs(values).max():.3g})")
     return mean, float(mean - half), float(mean + half)
 
 
@@ -189,18 +227,28 @@ def paired_difference(better: pd.DataFrame, worse: pd.DataFrame,
         {"mean", "low", "high": floats; "n_seeds": int; "per_x": DataFrame with x, ref, n,
         mean, low, high, significant (bool: the interval excludes 0)}.
     """
+    try:
+        pairs = [(x, ref) for x, ref in pairs]
+    except (TypeError, ValueError):
+        raise ValueError(f"pairs must be a list of (x, x of worse) pairs, got {pairs!r}") \
+            from None
+    missing = [p for p in pairs if p[0] not in better.index or p[1] not in worse.index]
+    if missing:
+        raise ValueError(f"pairs {missing} are not in the tables (better: "
+                         f"{list(better.index)}, worse: {list(worse.index)})")
     per_x, columns = [], []
     for x, ref in pairs:
         seeds = better.loc[x].dropna().index.intersection(worse.loc[ref].dropna().index)
         d = better.loc[x, seeds].to_numpy(float) - worse.loc[ref, seeds].to_numpy(float)
-        mean, low, high = t_interval(d)
+        mean, low, high = t_interval(d[np.isfinite(d)])
         per_x.append({"x": x, "ref": ref, "n": len(seeds), "mean": mean, "low": low,
                       "high": high, "significant": bool(np.isfinite(low)
                                                         and (high < 0 or low > 0))})
         columns.append(pd.Series(d, index=seeds))
     table = pd.concat(columns, axis=1) if columns else pd.DataFrame()
     complete = table.dropna()  # seeds present at every pair
-    mean, low, high = t_interval(complete.mean(axis=1)) if len(complete) else (np.nan,) * 3
+    mean, low, high = (t_interval(complete.mean(axis=1).to_numpy(float)) if len(complete)
+                       else (np.nan,) * 3)
     return {"mean": mean, "low": low, "high": high, "n_seeds": len(complete),
             "per_x": pd.DataFrame(per_x, columns=["x", "ref", "n", "mean", "low", "high",
                                                    "significant"])}
@@ -243,7 +291,14 @@ def comparison_diagnosis(frame: pd.DataFrame, better_label: str, worse_label: st
     """What carries a lost comparison, from the rows: where the claimed-better model loses and
     by how much, whether the gap narrows or widens along x, and at its worst x whether it is
     already worse on its training data (approximation or, under Adam, optimisation) or only on
-    the evaluation data (estimation: too many parameters for n_train); then the regime."""
+    the evaluation data (estimation: too many parameters for n_train); then the regime
+    (``regime``: one of ``REGIMES``).
+
+    Raises:
+        ValueError: ``regime`` is not one of ``REGIMES``; ``x`` not a column of ``frame``.
+    """
+    check_choice(regime, "regime", REGIMES)
+    _check_column(frame, x, "x")
     per_x = stats["per_x"].dropna(subset=["mean"])
     if per_x.empty:
         return ""
@@ -291,10 +346,16 @@ def comparison_diagnosis(frame: pd.DataFrame, better_label: str, worse_label: st
 
 def lsh_description(frame: pd.DataFrame, label: str) -> str:
     """The LSH model behind ``label`` in words, from its rows: family, tables, the piecewise-
-    constant form, its best nMSE and at how many buckets, and the share of buckets non-empty."""
-    rows = frame[frame["model_label"] == label]
+    constant form, its best nMSE and at how many buckets, and the share of buckets non-empty.
+
+    Raises:
+        TypeError: ``label`` is not a string.
+        ValueError: ``frame`` has no rows of ``label``.
+    """
+    rows = frame[frame["model_label"] == _check_label(label, "label")]
     if rows.empty:
-        return ""
+        raise ValueError(f"label {label!r} has no rows in the frame (labels: "
+                         f"{', '.join(map(str, pd.unique(frame['model_label'])))})")
     key = _key_fields(rows["model_key"].iloc[0]) if "model_key" in rows else {}
     family = key.get("family", "sign")
     names = {"sign": "sign hyperplanes through the origin (Charikar)",
@@ -335,7 +396,35 @@ def compare(name: str, text: str, frame: pd.DataFrame, better_label: str, worse_
     """The claim "``better_label`` has lower error than ``worse_label``" at every x of the
     better model (against ``worse_label`` at ``against(x)`` when given; ``worse_x``: the column
     of the worse model's x, default ``x``), with its paired significance and, when not
-    supported, ``comparison_diagnosis`` (after ``describe``, a text about the model)."""
+    supported, ``comparison_diagnosis`` (after ``describe``, a text about the model).
+
+    Returns:
+        a ``Claim``; *not tested* (effect and interval nan: nothing was measured) when the two
+        models share no comparable x.
+
+    Raises:
+        TypeError: a label is not a string.
+        ValueError: a label has no rows in ``frame`` (an unknown label is refused, never
+            reported as "not tested"); ``x``/``worse_x`` not a column; ``regime`` not one of
+            ``REGIMES``.
+    """
+    labels = set(pd.unique(frame["model_label"]))
+    for label, param in ((better_label, "better_label"), (worse_label, "worse_label")):
+        if _check_label(label, param) not in labels:
+            raise ValueError(f"{param} {label!r} has no rows in the frame (labels: "
+                             f"{', '.join(sorted(map(str, labels)))})")
+    _check_column(frame, x, "x")
+    if worse_x is not None:
+        _check_column(frame, worse_x, "worse_x")
+    check_choice(regime, "regime", REGIMES)
+    return _compare(name, text, frame, better_label, worse_label, x, against, worse_x, regime,
+                    source, sizes, n_train, describe)
+
+
+def _compare(name, text, frame, better_label, worse_label, x, against=None, worse_x=None,
+             regime="", source="", sizes="", n_train=None, describe="") -> Claim:
+    """``compare`` without its checks: a label without rows gives *not tested* (the claims of
+    an experiment whose run lacks one of the models)."""
     better = seed_log_errors(frame, better_label, x)
     worse = seed_log_errors(frame, worse_label, worse_x or x)
     extra = dict(regime=regime, source=source, sizes=sizes)
@@ -388,7 +477,8 @@ def comparison_verdict(wins: int, n_pairs: int, stats: dict) -> str:
     Raises:
         ValueError: counts out of range.
     """
-    if n_pairs < 1 or not 0 <= wins <= n_pairs:
+    if (isinstance(wins, bool) or isinstance(n_pairs, bool) or n_pairs < 1
+            or not 0 <= wins <= n_pairs):
         raise ValueError(f"need 0 <= wins <= n_pairs and n_pairs >= 1, got {wins}, {n_pairs}")
     if 0 < wins < n_pairs:
         return "mixed"
@@ -424,7 +514,21 @@ def sizes_text(name: str, configs) -> str:
 def table1_rule(dsm_at_smallest: dict, dense_at_largest: float) -> tuple[str, str]:
     """Table 1's sentence ("DSM uses only 18k FLOPs and gets smaller MSE than dense model with
     73k FLOPs") as a rule: *supported* when some DSM sparsity at the smallest FLOPs has a lower
-    error than dense at the largest. Returns (verdict, the winning label or "")."""
+    error than dense at the largest. Returns (verdict, the winning label or ""): *not tested*
+    without DSM values or with a NaN dense value (a missing measurement).
+
+    Raises:
+        ValueError: an error that is infinite, negative or not a real number.
+    """
+    if not isinstance(dsm_at_smallest, dict):
+        raise TypeError(f"dsm_at_smallest must be a dict label -> error, got "
+                        f"{dsm_at_smallest!r}")
+    for label, value in list(dsm_at_smallest.items()) + [("dense", dense_at_largest)]:
+        param = "dense_at_largest" if label == "dense" else f"dsm_at_smallest[{label!r}]"
+        if not (isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+                and (np.isnan(value) or 0 <= value < np.inf)):
+            raise ValueError(f"{param} must be an error >= 0 (nan: not measured), got "
+                             f"{value!r}")
     winners = [label for label, value in dsm_at_smallest.items()
                if np.isfinite(value) and value < dense_at_largest]
     if not dsm_at_smallest or not np.isfinite(dense_at_largest):
@@ -437,7 +541,19 @@ def table2_rule(pairs: list[tuple[float, float, float]],
     """Table 2's sentence ("at the same total width a sparser DSM model can perform as well as
     a dense model") as a rule over [(width, best DSM error with k < width, dense error)]:
     *supported* when at some width best ≤ ``tolerance`` × dense, *not supported* when at none,
-    *not tested* without pairs. Returns (verdict, the widths where it holds)."""
+    *not tested* without pairs. Returns (verdict, the widths where it holds).
+
+    Raises:
+        ValueError: a pair that is not (width, best, dense) with finite errors >= 0;
+            ``tolerance`` not a finite real >= 1.
+    """
+    tolerance = check_real(tolerance, "tolerance", 1.0)
+    for pair in pairs:
+        if (not isinstance(pair, (tuple, list)) or len(pair) != 3
+                or not all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+                           and 0 <= v < np.inf for v in pair)):
+            raise ValueError(f"pairs must hold (width, best DSM error, dense error) with "
+                             f"finite values >= 0, got {pair!r}")
     if not pairs:
         return "not tested", []
     holding = [w for w, best, dense in pairs if best <= tolerance * dense]
@@ -466,7 +582,12 @@ def anomaly_diagnoses(frame: pd.DataFrame, regime: str) -> list[str]:
     """Each DSM of a Table 2 run whose error rises with total width, explained from its rows:
     the paired Δ across seeds (is it beyond noise?), the training error's move (down: the wider
     model overfits; up: it fits worse, by its features or, under Adam, its optimisation) and
-    the active fraction k/width."""
+    the active fraction k/width.
+
+    Raises:
+        ValueError: ``regime`` is not one of ``REGIMES``.
+    """
+    check_choice(regime, "regime", REGIMES)
     y = error_column(frame)
     dsm = frame[frame["model"] == "dsm"] if "model" in frame else frame[:0]
     table = dsm.groupby(["model_label", "width"])[y].apply(
@@ -530,9 +651,13 @@ def claims_for(name: str, frame: pd.DataFrame, configs: list, fits: pd.DataFrame
 
     Returns:
         list of ``Claim``.
+
+    Raises:
+        ValueError: ``name`` is not one of ``CLAIM_EXPERIMENTS``.
     """
     from experiments.plots import with_size
 
+    check_choice(name, "name", CLAIM_EXPERIMENTS)
     frame = with_size(frame)
     sizes = sizes_text(name, configs)
     n_train = configs[0].n_train if configs else None
@@ -572,15 +697,15 @@ def _figure_claims(name: str, frame: pd.DataFrame, common: dict) -> list[Claim]:
         labels = sorted({l for l in frame["model_label"] if str(l).startswith("DSM width")},
                         key=lambda l: int(l.split()[-1]))
         for label in labels:
-            claims.append(compare(name, f"{label} beats dense at equal activated units "
+            claims.append(_compare(name, f"{label} beats dense at equal activated units "
                                   f"(Baykal et al. 2022, §5.2, {fig}a)", frame, label, "dense",
                                   "activated_units", source=f"Baykal et al. 2022, §5.2, {fig}a",
                                   **common))
     else:
-        claims.append(compare(name, "DSM beats dense at equal activated units (§5.2, Fig. 4)",
+        claims.append(_compare(name, "DSM beats dense at equal activated units (§5.2, Fig. 4)",
                               frame, "DSM", "dense", "activated_units",
                               source="Baykal et al. 2022, §5.2, Fig. 4", **common))
-        claims.append(compare(name, "random hash underperforms dense at equal activated units "
+        claims.append(_compare(name, "random hash underperforms dense at equal activated units "
                               "(§5.2, Fig. 4)", frame, "dense", "random hash",
                               "activated_units", source="Baykal et al. 2022, §5.2, Fig. 4",
                               **common))
@@ -599,11 +724,11 @@ def _figure_claims(name: str, frame: pd.DataFrame, common: dict) -> list[Claim]:
         rows = frame[(frame["model_label"] != label) | (frame["size"] >= threshold)]
         text = (f"{label} beats dense from 2048 buckets (§5.2, Fig. 2b)" if name == "fig2"
                 else f"{label} beats dense at equal size (§5.2, {fig}b)")
-        claims.append(compare(name, text, rows, label, "dense", "size", against=widest,
+        claims.append(_compare(name, text, rows, label, "dense", "size", against=widest,
                               source=f"Baykal et al. 2022, §5.2, {fig}b",
                               describe=lsh_description(frame, label), **common))
         for other in uniform:  # §1: LSH beats a uniform random hash at equal buckets
-            claims.append(compare(name, f"{label} beats {other} at equal buckets (§1, §5.3; "
+            claims.append(_compare(name, f"{label} beats {other} at equal buckets (§1, §5.3; "
                                   f"{other} with at most as many, ≥ 1/2 as many non-empty "
                                   "buckets)", frame, label, other, "size",
                                   against=matched_below(mean_mse(frame, other, "size").index),
@@ -627,13 +752,19 @@ def matched_below(sizes, factor: float = 2.0):
         A function float -> float | None.
 
     Raises:
-        ValueError: factor < 1.
+        ValueError: factor not a finite real >= 1, sizes not finite and positive; the
+            function: x not a finite real > 0.
     """
-    if factor < 1:
-        raise ValueError(f"factor must be >= 1, got {factor}")
-    sizes = np.sort(np.asarray(list(sizes), dtype=float))
+    factor = check_real(factor, "factor", 1.0)
+    try:
+        sizes = np.sort(np.asarray(list(sizes), dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError(f"sizes must be positive numbers, got {sizes!r}") from None
+    if sizes.ndim != 1 or not (np.isfinite(sizes) & (sizes > 0)).all():
+        raise ValueError(f"sizes must be finite positive numbers, got {sizes}")
 
     def pick(x):
+        x = check_real(x, "x", 0.0, low_open=True)
         below = sizes[(sizes <= x) & (sizes >= x / factor)]
         return float(below[-1]) if below.size else None
 
@@ -682,7 +813,7 @@ def _table1_claims(name: str, frame: pd.DataFrame, common: dict) -> list[Claim]:
             significance=significance_text(stats) if stats else "",
             diagnosis=diagnosis, sizes=sizes))
     for label in labels:
-        claims.append(compare(name, f"{label} beats dense at equal FLOPs (Table 1's layout; "
+        claims.append(_compare(name, f"{label} beats dense at equal FLOPs (Table 1's layout; "
                               "the paper states no sentence on it)", frame, label, "dense",
                               "flops_paper", source="Baykal et al. 2022, §5.2, Table 1",
                               **common))
@@ -765,7 +896,7 @@ def _router_claims(name: str, frame: pd.DataFrame, sizes: str,
                 continue
             source, says = ROUTER_SOURCES.get(label, ("", ""))
             describe = _router_usage(rows, label)
-            claim = compare(name, f"{label} beats the dense MLP trained alike at equal "
+            claim = _compare(name, f"{label} beats the dense MLP trained alike at equal "
                             f"activated units, {target} ({source})", rows, label,
                             TRAINED_DENSE_LABEL, "activated_units", regime=regime,
                             source=source, sizes=sizes, n_train=n_train, describe=describe)

@@ -26,13 +26,30 @@ PRESET_HELP = ("tiny: seconds (tests); quick: minutes on 2 CPU cores; paper: the
 
 
 def preset_option(default: str = "quick", help: str = PRESET_HELP):  # noqa: A002 - click's name
-    """The ``--preset tiny|quick|paper`` option of a command."""
+    """The ``--preset tiny|quick|paper`` option of a command.
+
+    Raises:
+        ValueError: ``default`` is not one of ``PRESET_NAMES``.
+    """
+    if default not in PRESET_NAMES:
+        raise ValueError(f"default must be one of {PRESET_NAMES}, got {default!r}")
     return click.option("--preset", type=click.Choice(PRESET_NAMES), default=default,
                         show_default=True, help=help)
 
 
 def default_out(preset: str, name: str) -> pathlib.Path:
-    """The default results folder of a command: ``runs/<preset>/<name>``."""
+    """The default results folder of a command: ``runs/<preset>/<name>``.
+
+    Raises:
+        ValueError: ``preset`` is not one of ``PRESET_NAMES``; ``name`` is not a non-empty
+            folder name (a string without a path separator).
+    """
+    if preset not in PRESET_NAMES:
+        raise ValueError(f"preset must be one of {PRESET_NAMES}, got {preset!r}")
+    if not isinstance(name, str) or not name or "/" in name or os.sep in name \
+            or name in (".", ".."):
+        raise ValueError(f"name must be a folder name (a non-empty string without '/'), "
+                         f"got {name!r}")
     return pathlib.Path("runs") / preset / name
 
 

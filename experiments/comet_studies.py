@@ -55,7 +55,8 @@ from scipy.stats import spearmanr  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 from lipschitz import UniformCube, UniformSubspace  # noqa: E402
-from routing.validation import check_int, check_real, check_seed  # noqa: E402
+from experiments.output_folder import make_folder  # noqa: E402
+from routing.validation import check_bool, check_int, check_real, check_seed, check_tensor  # noqa: E402,E501
 from routing.layers.comet import ACTIVATIONS, COMET, COMETConfig  # noqa: E402
 
 __all__ = ["SimilarityConfig", "preset_similarity", "make_pairs", "pair_similarities",
@@ -153,9 +154,13 @@ def make_pairs(config: SimilarityConfig) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    """Row-wise cosine of (P, D) arrays; 1 where both rows are zero (the same, silent
+    activation), 0 where exactly one is (nothing shared): never NaN."""
+    na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
+    norms = na * nb
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(norms > 0, (a * b).sum(1) / norms, np.nan)
+        cosine = np.where(norms > 0, (a * b).sum(1) / np.where(norms > 0, norms, 1.0), 0.0)
+    return np.where((na == 0) & (nb == 0), 1.0, np.clip(cosine, -1.0, 1.0))
 
 
 @torch.no_grad()
@@ -169,8 +174,17 @@ def pair_similarities(layer: COMET, x_a: torch.Tensor,
 
     Returns:
         {"mask_overlap": (P,), "activation_cosine": (P,)} float64: Σ_ℓ|m_ℓ ∩ m'_ℓ| / Σ_ℓ k_ℓ
-        and the cosine of the concatenated masked activations (NaN where one is all zero).
+        and the cosine of the concatenated masked activations: 1 where both pairs' activations
+        are all zero (the same), 0 where exactly one is (nothing shared).
+
+    Raises:
+        ValueError: ``x_a`` or ``x_b`` not a finite real (P, d_in) tensor, or the two of
+            different lengths.
     """
+    d_in = layer.config.d_in
+    dtype = next(layer.parameters()).dtype
+    x_a = check_tensor(x_a, "x_a", (None, d_in), dtype=dtype)
+    x_b = check_tensor(x_b, "x_b", (len(x_a), d_in), dtype=dtype)
     both = torch.cat([x_a, x_b])
     n = len(x_a)
     shared = sum((m[:n] & m[n:]).sum(1) for m in layer.masks(both)).double().numpy()
@@ -184,7 +198,11 @@ def run_similarity(config: SimilarityConfig, progress: bool = True) -> pd.DataFr
 
     Columns: pair, mu_a, mu_b, network, network_seed, p_k, k, input_cosine, mask_overlap,
     activation_cosine (definitions in the module docstring).
+
+    Raises:
+        ValueError: ``progress`` is not a bool.
     """
+    check_bool(progress, "progress")
     x_a, x_b, mu = make_pairs(config)
     input_cosine = _cosine(x_a, x_b)
     ta, tb = torch.from_numpy(x_a).float(), torch.from_numpy(x_b).float()
@@ -246,8 +264,7 @@ def plot_similarity(df: pd.DataFrame, out_dir) -> list[pathlib.Path]:
     """Fig. 2: (a) mask overlap and (b) activation cosine against input cosine, one colour
     per p_k, each point a pair averaged over networks. Writes ``comet_similarity.png`` and
     ``.svg`` into ``out_dir`` (created) and returns their paths."""
-    out_dir = pathlib.Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = make_folder(out_dir, "out_dir")
     pairs = df.groupby(["p_k", "pair"], as_index=False)[
         ["input_cosine", "mask_overlap", "activation_cosine"]].mean()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
@@ -273,8 +290,8 @@ def plot_similarity(df: pd.DataFrame, out_dir) -> list[pathlib.Path]:
 def _write_study(out_dir, name: str, config, run, summarise, plot,
                  progress: bool) -> list[pathlib.Path]:
     """Run a study; write <name>_config.json, <name>.csv, <name>_summary.csv and its plots."""
-    out_dir = pathlib.Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_bool(progress, "progress")
+    out_dir = make_folder(out_dir, "out_dir")
     df = run(config, progress=progress)
     paths = [out_dir / f"{name}_config.json", out_dir / f"{name}.csv",
              out_dir / f"{name}_summary.csv"]
@@ -401,7 +418,11 @@ def run_utilisation(config: UtilisationConfig, progress: bool = True) -> pd.Data
     Columns: input, network, network_seed, p_k, layer (1-based), width, k, n_inputs, n_dead,
     dead_fraction (n_dead / width: neurons whose mask bit was 0 for every one of the first
     n_inputs inputs).
+
+    Raises:
+        ValueError: ``progress`` is not a bool.
     """
+    check_bool(progress, "progress")
     rng = np.random.default_rng(_seed(config.seed, 5))
     low, high = config.width_range
     networks = []  # (seed, widths, p_ks) drawn once, shared by every input distribution
@@ -468,8 +489,7 @@ def plot_utilisation(df: pd.DataFrame, out_dir) -> list[pathlib.Path]:
     """Dead fraction against p_k: top row one point per network (all layers pooled), one
     colour per n_inputs; bottom row per layer at the largest n_inputs (mean over networks).
     One column per input distribution. Writes ``comet_utilisation.png`` and ``.svg``."""
-    out_dir = pathlib.Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = make_folder(out_dir, "out_dir")
     inputs = list(dict.fromkeys(df["input"]))
     fig, axes = plt.subplots(2, len(inputs), figsize=(5 * len(inputs), 7), squeeze=False,
                              constrained_layout=True)

@@ -239,8 +239,26 @@ def write_toml(experiment: str, preset: str, configs, claims: str | None = None)
 
     Returns:
         str, the file's text.
+
+    Raises:
+        ValueError: ``experiment`` not a name (letters, digits, _), ``preset`` not a string,
+            ``claims`` not an experiment of ``presets.EXPERIMENTS``, "none" or None (the rules
+            of ``config_file_from_mapping``, so that the text reads back); no configs.
     """
     import tomli_w
+
+    from experiments.presets import EXPERIMENTS
+
+    if not isinstance(experiment, str) or not experiment.isidentifier():
+        raise ValueError(f"experiment must be a name (letters, digits, _), got {experiment!r}")
+    if not isinstance(preset, str):
+        raise ValueError(f"preset must be a string, got {preset!r}")
+    claim_sets = tuple(sorted(EXPERIMENTS)) + ("none",)
+    if claims is not None and claims not in claim_sets:
+        raise ValueError(f"claims must be one of {claim_sets} or None, got {claims!r}")
+    configs = list(configs)
+    if not configs:
+        raise ValueError("configs must hold at least one ExperimentConfig")
 
     dicts = [_tomlable(config.to_dict()) for config in configs]
     shared = {key: value for key, value in dicts[0].items()

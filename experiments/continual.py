@@ -11,6 +11,7 @@ task i the test accuracy on each task j gives the accuracy matrix R[i, j]; from 
   accuracy", Tables 1, 3, 7);
 * average accuracy: mean_j R[T−1, j];
 * forgetting: mean over j < T−1 of max_{i < T−1} R[i, j] − R[T−1, j] (Chaudhry et al. 2018);
+  0 for the joint oracle, trained once on every task (no task is learnt after another);
 * dead neurons per task: after each task, the share of hidden units active for no test input
   (Bricken et al. App. C.1 Fig. 14b, App. B.3 Fig. 10c: "not active for any of the
   validation inputs").
@@ -49,7 +50,8 @@ from experiments.image_models import (SDMLPMask, TopKMLP, TrainSettings, accurac
 from routing.layers import (COMET, PKM, SDMLP, SMEAR, COMETConfig, DenseMLP, DenseMLPConfig,
                             PKMConfig, SDMLPConfig, SigmaMoE, SigmaMoEConfig, SMEARConfig,
                             TopKMoE, TopKMoEConfig)
-from routing.validation import check_choice, check_int, check_real, check_seed
+from routing.validation import (check_bool, check_choice, check_int, check_points, check_real,
+                                 check_seed)
 
 __all__ = ["ContinualSettings", "ModelKind", "MODELS", "ORACLE", "REFERENCE", "class_split",
            "task_masks", "average_accuracy", "forgetting", "unit_activity", "EWC",
@@ -184,9 +186,25 @@ def task_masks(y: np.ndarray, tasks: list[tuple[int, ...]]) -> list[np.ndarray]:
 
 # -- metrics ---------------------------------------------------------------------------------
 
+def _check_accuracies(R) -> np.ndarray:
+    """R as a finite (T, T) float64 array of accuracies, T >= 1, else ValueError."""
+    R = check_points(R, None, "R")
+    if R.shape[0] != R.shape[1] or R.shape[0] == 0:
+        raise ValueError(f"R must be a square (T, T) accuracy matrix with T >= 1, got shape "
+                         f"{R.shape}")
+    if R.size and np.abs(R).max() > 1e300:  # accuracies are O(1): their mean would overflow
+        raise ValueError(f"R must hold accuracies (of order 1), got |entry| up to "
+                         f"{np.abs(R).max():.3g}")
+    return R
+
+
 def average_accuracy(R: np.ndarray) -> float:
-    """mean_j R[T−1, j] of the (T, T) accuracy matrix R (R[i, j]: task j after task i)."""
-    R = np.asarray(R, dtype=float)
+    """mean_j R[T−1, j] of the (T, T) accuracy matrix R (R[i, j]: task j after task i).
+
+    Raises:
+        ValueError: R is not a square finite real matrix (T, T), T >= 1.
+    """
+    R = _check_accuracies(R)
     return float(R[-1].mean())
 
 
@@ -194,8 +212,11 @@ def forgetting(R: np.ndarray) -> float:
     """Average forgetting (Chaudhry et al. 2018): mean over j < T−1 of
     max_{i < T−1} R[i, j] − R[T−1, j], taking only i >= j (a task is not forgotten before it
     is learnt); 0 for one task. In accuracy units (0..1); negative when later tasks help.
+
+    Raises:
+        ValueError: R is not a square finite real matrix (T, T), T >= 1.
     """
-    R = np.asarray(R, dtype=float)
+    R = _check_accuracies(R)
     T = len(R)
     if T < 2:
         return 0.0
@@ -213,12 +234,22 @@ def unit_activity(model: nn.Module, X: torch.Tensor, batch_size: int = 4096) -> 
     gets no gradient: Bricken et al.'s dead neuron (§4, App. B.3). For the MoE layers (σ-MoE,
     top-k MoE, PKM, SMEAR) a unit is an expert (PKM: a value slot) and active means routed to
     (``RouterLayer``'s usage counters); SMEAR merges every expert with a softmax weight > 0,
-    so none of its experts is ever dead by this measure.
+    so none of its experts is ever dead by this measure. An X without rows activates no unit.
+
+    Raises:
+        ValueError: ``X`` not a finite (n, d_in) tensor of the model's dtype (its
+            ``check_input``), ``batch_size`` not an integer >= 1.
     """
+    batch_size = check_int(batch_size, "batch_size", 1)
+    if hasattr(model, "check_input"):
+        try:
+            model.check_input(X)
+        except ValueError as error:
+            raise ValueError(f"X: {error}") from None
     for kind, read in _ACTIVITY.items():
         if isinstance(model, kind):
             parts = [read(model, X[i:i + batch_size]).any(dim=0)
-                     for i in range(0, len(X), batch_size)]
+                     for i in range(0, max(len(X), 1), batch_size)]
             return torch.stack(parts).any(dim=0)
     layer = model
     tracking = layer.track_usage
@@ -342,6 +373,17 @@ class ModelKind:
     knob: str = ""
     families: Callable | None = None
     size_rule: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.label, str) or not self.label:
+            raise ValueError(f"label must be a non-empty string, got {self.label!r}")
+        for name in ("build", "training"):
+            if not callable(getattr(self, name)):
+                raise TypeError(f"{name} must be callable, got {getattr(self, name)!r}")
+        check_bool(self.ewc, "ewc")
+        check_bool(self.joint, "joint")
+        if self.grad_clip is not None:
+            check_real(self.grad_clip, "grad_clip", 0.0, low_open=True)
 
     def make(self, d_in: int, n_classes: int, settings: ContinualSettings, seed: int,
              size: dict | None = None) -> nn.Module:
@@ -542,7 +584,13 @@ MODELS: dict[str, ModelKind] = {}
 
 
 def register(kind: ModelKind) -> ModelKind:
-    """Add ``kind`` to ``MODELS`` under its label (a user's model joins the same way)."""
+    """Add ``kind`` to ``MODELS`` under its label (a user's model joins the same way).
+
+    Raises:
+        TypeError: ``kind`` is not a ``ModelKind``.
+    """
+    if not isinstance(kind, ModelKind):
+        raise TypeError(f"kind must be a ModelKind, got {kind!r}")
     MODELS[kind.label] = kind
     return kind
 
@@ -702,8 +750,11 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
             "curve": json.dumps([[round(a, 4), round(b, 6)] for a, b in curve]),
             "dead_per_task": json.dumps([round(d, 6) for d in dead]),
             "final_accuracy": accuracy(model, Xte, yte),
-            "average_accuracy": average_accuracy(R),
-            "forgetting": forgetting(R) if not kind.joint else float("nan"),
+            # the oracle is measured once, after its one joint task (rows i < T-1 of R are
+            # nan): its average accuracy is its last row's mean, and it forgets nothing (0, as
+            # for a single task: no later task is learnt after any other)
+            "average_accuracy": float(R[-1].mean()) if kind.joint else average_accuracy(R),
+            "forgetting": 0.0 if kind.joint else forgetting(R),
             "dead_fraction": dead[-1],
             "n_units": int(info["n_units"]), "activated_units": int(info["activated_units"]),
             "total_units": int(info["total_units"]), "params": int(info["params"]),

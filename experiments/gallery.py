@@ -42,6 +42,23 @@ class GalleryConfig:
     slice_seeds: tuple[int, ...] = (0, 1, 2)
     resolution: int = 161
 
+    def __post_init__(self):
+        """Raises ValueError naming the field out of range."""
+        from routing.validation import check_int, check_seed
+
+        check_int(self.n_inputs, "n_inputs", 2)
+        check_int(self.degree, "degree", 0)
+        if not isinstance(self.hidden, (tuple, list)) or not self.hidden:
+            raise ValueError(f"hidden must be a non-empty tuple of widths, got {self.hidden!r}")
+        object.__setattr__(self, "hidden", tuple(check_int(h, "hidden", 1) for h in self.hidden))
+        check_int(self.n_seeds, "n_seeds", 1)
+        check_int(self.n_points, "n_points", 2)
+        if not isinstance(self.slice_seeds, (tuple, list)):
+            raise ValueError(f"slice_seeds must be a tuple of seeds, got {self.slice_seeds!r}")
+        object.__setattr__(self, "slice_seeds",
+                           tuple(check_seed(s, "slice_seeds") for s in self.slice_seeds))
+        check_int(self.resolution, "resolution", 2)
+
     @classmethod
     def preset(cls, name: str, **changes) -> "GalleryConfig":
         """The gallery of a preset (``PRESET_SEEDS``), with ``changes`` to its fields.
@@ -169,10 +186,14 @@ def write_target_gallery(out: pathlib.Path, config: GalleryConfig | None = None,
     Raises:
         RuntimeError: if an empirical estimate exceeds its certified bound (a broken
             certificate must never go unnoticed in a plot).
+        ValueError: ``out`` cannot be created (``OutputError``), ``progress`` not a bool.
     """
+    from experiments.output_folder import make_folder
+    from routing.validation import check_bool
+
     config = config or GalleryConfig()
-    out = pathlib.Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    progress = check_bool(progress, "progress")
+    out = make_folder(out, "out")
     paths = [out / "config.json", out / "target_slices.png", out / "lipschitz_ratios.csv",
              out / "lipschitz_ratios.png"]
     paths[0].write_text(json.dumps(asdict(config), indent=2))

@@ -35,7 +35,8 @@ from routing.layers import COMET, COMETConfig, RouterLayer, SDMLP
 from routing.layers._base import OPTIMIZERS, uniform_fan_in_
 from routing.layers.comet import k_winners
 from routing.torch_twins import topk_mask
-from routing.validation import check_choice, check_int, check_real, check_seed
+from routing.validation import (check_bool, check_choice, check_int, check_real, check_seed,
+                                 check_tensor)
 
 __all__ = ["TopKMLP", "SDMLPMask", "ConvNet", "four_layer_mlp", "TrainSettings",
            "fit_classifier", "accuracy", "predict", "router_layers"]
@@ -154,13 +155,17 @@ class ConvNet(nn.Module):
     ``forward(x)``: x (B, H, W, C) float → (logits (B, n_classes), {}).
 
     Raises:
-        ValueError: sizes out of range.
+        ValueError: sizes out of range; ``forward``: x not a finite (B, H, W, C) tensor of the
+            parameters' dtype.
     """
 
     def __init__(self, image_shape: tuple[int, int, int], channels: tuple[int, int, int],
                  width: int, k: int, n_classes: int = 10, seed: int = 0):
         super().__init__()
+        if not isinstance(image_shape, (tuple, list)) or len(image_shape) != 3:
+            raise ValueError(f"image_shape must be (H, W, C), got {image_shape!r}")
         h, w, c = (check_int(v, f"image_shape[{i}]", 1) for i, v in enumerate(image_shape))
+        self.image_shape = (h, w, c)
         if len(channels) != 3:
             raise ValueError(f"channels must be 3 integers >= 1, got {channels!r}")
         channels = tuple(check_int(v, f"channels[{i}]", 1) for i, v in enumerate(channels))
@@ -183,6 +188,10 @@ class ConvNet(nn.Module):
                             seed=seed + 1)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        dtype = self.head.hidden.weight.dtype
+        x = check_tensor(x, "x", (None,) + self.image_shape, dtype=None)
+        if x.dtype != dtype:
+            raise ValueError(f"x must have dtype {dtype} (the parameters'), got {x.dtype}")
         z = self.features(x.permute(0, 3, 1, 2))  # (B, C, H, W) -> (B, channels[-1], h, w)
         return self.head(z.flatten(1))
 
@@ -210,7 +219,7 @@ def four_layer_mlp(d_in: int, width: int, p_k: float, n_classes: int = 10, seed:
     """
     p_k = check_real(p_k, "p_k", 0.0, 1.0, low_open=True)
     width = check_int(width, "width", 1)
-    if smaller:
+    if check_bool(smaller, "smaller"):
         width, p_k = k_winners(p_k, width), 1.0
     return COMET(COMETConfig(d_in=d_in, widths=(width,) * 3, d_out=n_classes, p_k=p_k,
                              optimizer=optimizer, lr=lr, seed=seed))
@@ -326,7 +335,12 @@ def fit_classifier(model: nn.Module, X: torch.Tensor, y: torch.Tensor,
 
 @torch.no_grad()
 def predict(model: nn.Module, X: torch.Tensor, batch_size: int = 4096) -> torch.Tensor:
-    """Predicted classes (N,) int64 of ``model`` in eval mode; usage counting off."""
+    """Predicted classes (N,) int64 of ``model`` in eval mode; usage counting off.
+
+    Raises:
+        ValueError: ``batch_size`` not an integer >= 1; X as the model's ``forward``.
+    """
+    batch_size = check_int(batch_size, "batch_size", 1)
     was_training = model.training
     model.eval()
     layers = router_layers(model)

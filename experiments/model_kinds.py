@@ -164,10 +164,14 @@ def register_model_kind(kind: ModelKind, replace: bool = False) -> ModelKind:
     Raises:
         TypeError: ``kind`` is not a ``ModelKind``.
         ValueError: an empty name, regimes outside ("exact", "sgd"), fields outside
-            ``SPEC_FIELDS``, or a name already registered without ``replace``.
+            ``SPEC_FIELDS``, or a name already registered without ``replace``; ``replace``
+            not a bool.
     """
     if not isinstance(kind, ModelKind):
         raise TypeError(f"kind must be a ModelKind instance, got {type(kind).__name__}")
+    from routing.validation import check_bool
+
+    replace = check_bool(replace, "replace")  # "False" must not mean True
     if not isinstance(kind.name, str) or not kind.name.isidentifier():
         raise ValueError(f"kind.name must be a non-empty identifier, got {kind.name!r}")
     if not kind.regimes or not set(kind.regimes) <= set(FIT_REGIMES):

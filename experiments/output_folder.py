@@ -238,7 +238,10 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> pathlib.Path:
     Raises:
         OutputError: disk full, permission refused or any other ``OSError``: one line naming
             ``path``.
+        TypeError: ``data`` is not bytes-like.
     """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
     path = pathlib.Path(path)
     tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
     try:
@@ -264,8 +267,30 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> pathlib.Path:
 
 
 def write_text(path: str | os.PathLike, text: str) -> pathlib.Path:
-    """``write_bytes(path, text.encode("utf-8"))``."""
+    """``write_bytes(path, text.encode("utf-8"))``.
+
+    Raises:
+        TypeError: ``text`` is not a str; else as ``write_bytes``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
     return write_bytes(path, text.encode("utf-8"))
+
+
+def make_folder(out: str | os.PathLike, name: str = "out") -> pathlib.Path:
+    """Create folder ``out`` with its parents (nothing if it exists) and return it.
+
+    Raises:
+        OutputError: (a ValueError) the folder cannot be created — a parent is a file, ``out``
+            is a file, no permission — in one line naming the parameter ``name`` and the path.
+    """
+    out = pathlib.Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"{name} {out}: cannot create the folder "
+                          f"({error.strerror or error})") from None
+    return out
 
 
 def write_frame(frame, path: str | os.PathLike) -> pathlib.Path:

@@ -73,7 +73,13 @@ def output_paths(run_dir: pathlib.Path, x: str, y: str, by: str | None,
 
     Raises:
         ValueError: ``out`` with a suffix other than ``OUT_SUFFIXES``, or in a missing folder.
+        TypeError: ``x``, ``y`` not strings, ``by`` neither None nor a string.
     """
+    for value, name in ((x, "x"), (y, "y")):
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"{name} must be a column name (a non-empty string), got {value!r}")
+    if by is not None and (not isinstance(by, str) or not by):
+        raise TypeError(f"by must be None or a column name, got {by!r}")
     if out is None:
         name = f"plot_{y}_vs_{x}" + (f"_by_{by}" if by else "")
         name = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)

@@ -16,6 +16,21 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
 from experiments.scaling import error_column, fit_power_law  # noqa: E402
+from routing.validation import check_real  # noqa: E402
+
+
+def _check_column(frame: pd.DataFrame, column, name: str) -> str:
+    """``column`` (the parameter ``name``) as a column of ``frame``, else ValueError."""
+    if not isinstance(column, str) or column not in frame.columns:
+        raise ValueError(f"{name} must name a column of the frame, got {column!r}")
+    return column
+
+
+def _check_labels(labels, name: str = "labels") -> list[str]:
+    """``labels`` as a list of model labels (strings), else TypeError naming ``name``."""
+    if not isinstance(labels, (list, tuple)) or not all(isinstance(l, str) for l in labels):
+        raise TypeError(f"{name} must be a list of model labels (strings), got {labels!r}")
+    return list(labels)
 
 X_LABELS = {"activated_units": "activated units", "size": "total width / non-empty buckets",
             "buckets": "non-empty buckets", "width": "total width",
@@ -63,7 +78,14 @@ def with_size(frame: pd.DataFrame) -> pd.DataFrame:
 def axis_label(frame: pd.DataFrame, x: str, labels: list[str]) -> str:
     """The x-axis label of a panel plotting ``labels`` against ``x``: for ``size`` it names
     which models are plotted by non-empty buckets (the bucket kinds, ``with_size``) and which
-    by total width (DSM and the routers at their total width, dense at its width)."""
+    by total width (DSM and the routers at their total width, dense at its width).
+
+    Raises:
+        ValueError: ``x`` is not a column of ``frame``; TypeError: ``labels`` not a list of
+            strings.
+    """
+    _check_column(frame, x, "x")
+    labels = _check_labels(labels)
     if x != "size":
         return X_LABELS.get(x, x)
     rows = frame[frame["model_label"].isin(labels)]
@@ -103,7 +125,15 @@ def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = 
     hollow. ``colors`` maps labels to colours (so that a model keeps its colour across
     panels). The legend goes into ``legend_ax`` (an empty axes below the panel) or, without
     one, to the right of the panel: never over data.
+
+    Raises:
+        ValueError: ``x`` not a column of ``frame``; ``theory_alpha`` not None or a finite
+            real; TypeError: ``labels`` not a list of strings.
     """
+    _check_column(frame, x, "x")
+    labels = _check_labels(labels)
+    if theory_alpha is not None:
+        theory_alpha = check_real(theory_alpha, "theory_alpha")
     xs = []
     y = error_column(frame)
     for label in labels:
@@ -144,7 +174,13 @@ def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = 
 def panel_rows(spec: dict, rows: pd.DataFrame) -> pd.DataFrame:
     """The rows a panel plots: those of its training regime when the panel names one
     (``spec["fit"]``, "exact" or "sgd": ``experiments.presets.REGIMES``) and the rows carry a
-    ``fit`` column; all of ``rows`` otherwise."""
+    ``fit`` column; all of ``rows`` otherwise.
+
+    Raises:
+        ValueError: ``spec["fit"]`` is neither None, "exact" nor "sgd".
+    """
+    if spec.get("fit") not in (None, "exact", "sgd"):
+        raise ValueError(f"spec['fit'] must be None, 'exact' or 'sgd', got {spec.get('fit')!r}")
     if spec.get("fit") is None or "fit" not in rows:
         return rows
     return rows[rows["fit"] == spec["fit"]]
@@ -154,7 +190,20 @@ def experiment_figure(panels: list[tuple[str, dict, pd.DataFrame]], suptitle: st
                       fit_mask=None) -> plt.Figure:
     """One figure with a panel per (name, spec, rows), at most ``PANELS_PER_ROW`` in a row,
     each panel's legend in an axes of its own below it; a panel plots the rows of its regime
-    (``panel_rows``). Returns the figure (the caller saves and closes it)."""
+    (``panel_rows``). Returns the figure (the caller saves and closes it).
+
+    Raises:
+        ValueError: no panels, a spec without "x" and "models" (naming ``spec``), or as
+            ``plot_panel`` and ``panel_rows``.
+    """
+    if not panels:
+        raise ValueError("panels must hold at least one (title, spec, rows) entry")
+    for _, spec, rows in panels:
+        if not isinstance(spec, dict) or "x" not in spec or "models" not in spec:
+            raise ValueError(f"spec must be a dict with 'x' and 'models', got {spec!r}")
+        _check_labels(spec["models"], "spec['models']")
+        _check_column(with_size(rows), spec["x"], "spec['x']")
+        panel_rows(spec, rows)
     entries = max(len(spec["models"]) + ("theory_alpha" in spec) for _, spec, _ in panels)
     legend_height = LEGEND_ROW_INCHES * np.ceil(entries / 2) + 0.1
     n_cols = min(len(panels), PANELS_PER_ROW)

@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from experiments.kinds.linear import LSH_FAMILIES
 from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+from routing.validation import as_numpy, check_choice, check_int
 
 PRESETS = ("tiny", "quick", "paper")
 #: The training regimes of the frozen-feature experiments: ``ExperimentConfig.fit`` values.
@@ -149,7 +151,13 @@ def _regimes(preset: str, make) -> list[ExperimentConfig]:
 
 
 def lsh_label(family: str, n_tables: int) -> str:
-    """Legend label of an LSH model of Figures 2–4, e.g. "LSH euclidean s=4"."""
+    """Legend label of an LSH model of Figures 2–4, e.g. "LSH euclidean s=4".
+
+    Raises:
+        ValueError: ``family`` not one of ``LSH_FAMILIES``; ``n_tables`` not an integer >= 1.
+    """
+    check_choice(family, "family", LSH_FAMILIES)
+    check_int(n_tables, "n_tables", 1)
     return f"LSH {family} s={n_tables}"
 
 
@@ -359,8 +367,16 @@ def in_sample_regime(buckets, k: int, n_train: int):
 
     Returns:
         bool array of buckets' shape.
+
+    Raises:
+        ValueError: ``buckets`` not real-valued; ``k`` or ``n_train`` not an integer >= 1.
     """
-    buckets = np.asarray(buckets, dtype=float)
+    k = check_int(k, "k", 1)
+    n_train = check_int(n_train, "n_train", 1)
+    buckets = as_numpy(buckets)
+    if buckets.dtype == object or buckets.dtype.kind not in "fiub":
+        raise ValueError(f"buckets must be real numbers, got dtype {buckets.dtype}")
+    buckets = buckets.astype(float)
     with np.errstate(invalid="ignore"):
         return k * buckets * np.log(np.maximum(buckets, 2.0)) <= n_train
 
@@ -369,7 +385,14 @@ def subspace_widths(k: int, preset: str) -> list[float]:
     """The bucket widths of the subspace experiment at dimension ``k``: tiny, 32, 32/√10 and
     3.2 (a smoke test); otherwise SUBSPACE_MAX_WIDTH · 10^(−j/(k·p)) for j = 0, 1, … down to
     SUBSPACE_MIN_WIDTH[k] · (n_train / 100 000)^(−1/k), p = SUBSPACE_WIDTHS_PER_DECADE, rounded
-    to 4 significant digits. Units of the inputs (Euclidean LSH width w)."""
+    to 4 significant digits. Units of the inputs (Euclidean LSH width w).
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS``; ``k`` not an integer in
+            ``SUBSPACE_MIN_WIDTH`` (2 … 6).
+    """
+    check_choice(preset, "preset", PRESETS)
+    check_int(k, "k", min(SUBSPACE_MIN_WIDTH), max(SUBSPACE_MIN_WIDTH))
     if preset == "tiny":
         return [32.0, 10.12, 3.2]
     p = SUBSPACE_WIDTHS_PER_DECADE[preset]

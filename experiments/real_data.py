@@ -41,8 +41,9 @@ import torch
 from tqdm.auto import tqdm
 
 from experiments.claims import CLAIM_COLUMNS, Claim, comparison_verdict, paired_difference
-from experiments.datasets import as_float, find_dataset, load_dataset
-from routing.validation import check_choice, check_seed
+from experiments.datasets import DATASETS, as_float, find_dataset, load_dataset
+from experiments.specs import check_seeds
+from routing.validation import check_choice, check_int, check_real, check_seed
 
 __all__ = ["PRESETS", "run_cifar", "run_continual", "run_comet_images", "EXPERIMENTS",
            "CifarConfig", "ContinualConfig", "CometImagesConfig", "paired_claim",
@@ -69,6 +70,31 @@ PAPER_BRICKEN = pd.DataFrame([
 
 # -- configs ---------------------------------------------------------------------------------
 
+def _check_common(config) -> None:
+    """The checks every real-data config shares (preset, dataset, seeds, budget); seeds
+    become a tuple of ints."""
+    check_choice(config.preset, "preset", PRESETS)
+    check_choice(config.dataset, "dataset", DATASETS)
+    object.__setattr__(config, "seeds", check_seeds(config.seeds))
+    if not isinstance(config.budget, str):
+        raise ValueError(f"budget must be a string, got {config.budget!r}")
+
+
+def _check_sizes(values, name: str, low: int = 1) -> tuple:
+    """``values`` as a non-empty tuple of integers >= ``low``, else ValueError naming it."""
+    if not isinstance(values, (tuple, list)) or not values:
+        raise ValueError(f"{name} must be a non-empty tuple of integers >= {low}, got "
+                         f"{values!r}")
+    return tuple(check_int(v, name, low) for v in values)
+
+
+def _check_fractions(values, name: str) -> tuple:
+    """``values`` as a non-empty tuple of reals in (0, 1], else ValueError naming it."""
+    if not isinstance(values, (tuple, list)) or not values:
+        raise ValueError(f"{name} must be a non-empty tuple of reals in (0, 1], got "
+                         f"{values!r}")
+    return tuple(check_real(v, name, 0.0, 1.0, low_open=True) for v in values)
+
 @dataclass(frozen=True)
 class CifarConfig:
     """Baykal et al. 2022 §5 CIFAR-10 sweep.
@@ -94,6 +120,18 @@ class CifarConfig:
     seeds: tuple = (0, 1, 2, 3)
     budget: str = ""
 
+    def __post_init__(self):
+        """Raises ValueError naming the field out of range (any field, as documented)."""
+        _check_common(self)
+        if len(_check_sizes(self.channels, "channels")) != 3:
+            raise ValueError(f"channels must hold 3 integers >= 1, got {self.channels!r}")
+        object.__setattr__(self, "channels", tuple(self.channels))
+        object.__setattr__(self, "activated", _check_sizes(self.activated, "activated"))
+        object.__setattr__(self, "fractions", _check_fractions(self.fractions, "fractions"))
+        check_int(self.epochs, "epochs", 1)
+        check_int(self.batch_size, "batch_size", 1)
+        check_real(self.lr, "lr", 0.0, low_open=True)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -117,6 +155,17 @@ class ContinualConfig:
     matched: dict | None = None
     parameter_matching: str = ""
 
+    def __post_init__(self):
+        """Raises ValueError naming the field out of range."""
+        _check_common(self)
+        if not isinstance(self.models, (tuple, list)) or not all(
+                isinstance(m, str) for m in self.models):
+            raise ValueError(f"models must be a tuple of model labels, got {self.models!r}")
+        if not isinstance(self.continual, dict):
+            raise ValueError(f"continual must be a dict of ContinualSettings fields, got "
+                             f"{self.continual!r}")
+        check_int(self.d_in, "d_in", 0)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -137,6 +186,18 @@ class CometImagesConfig:
     seeds: tuple = (0, 1, 2)
     budget: str = ""
 
+    def __post_init__(self):
+        """Raises ValueError naming the field out of range."""
+        from experiments.image_models import OPTIMIZERS
+
+        _check_common(self)
+        object.__setattr__(self, "widths", _check_sizes(self.widths, "widths"))
+        object.__setattr__(self, "p_ks", _check_fractions(self.p_ks, "p_ks"))
+        check_int(self.epochs, "epochs", 1)
+        check_int(self.batch_size, "batch_size", 1)
+        check_choice(self.optimizer, "optimizer", OPTIMIZERS)
+        check_real(self.lr, "lr", 0.0, low_open=True)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -146,11 +207,12 @@ def experiment_config(name: str, preset: str, dataset: str):
     ``preset`` on ``dataset``.
 
     Raises:
-        ValueError: unknown name or preset; "paper" on the digits (the papers' sizes need
+        ValueError: unknown name, preset or dataset; "paper" on the digits (the papers' sizes need
             their data sets).
     """
-    check_choice(name, "experiment", EXPERIMENTS)
+    check_choice(name, "experiment name", EXPERIMENTS)
     check_choice(preset, "preset", PRESETS)
+    check_choice(dataset, "dataset", DATASETS)
     if preset == "paper" and dataset == "digits":
         raise ValueError(f"preset 'paper' of {name!r} follows the papers on "
                          f"{'MNIST or CIFAR-10' if name == 'continual' else 'CIFAR-10'}: give "
@@ -413,8 +475,20 @@ def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: 
         describe: text put first in the diagnosis.
 
     Returns:
-        a ``Claim`` (effect: mean paired difference, < 0 where ``better`` is better).
+        a ``Claim`` (effect: mean paired difference, < 0 where ``better`` is better; *not
+        tested* with effect nan where the two share no x, e.g. a model the run lacks).
+
+    Raises:
+        TypeError: ``better`` or ``worse`` is not a string.
+        ValueError: ``x`` or ``value`` is not a column of ``frame``.
     """
+    from experiments.claims import _check_column, _check_label
+
+    _check_label(better, "better")
+    _check_label(worse, "worse")
+    _check_column(frame, x, "x")
+    _check_column(frame, value, "value")
+
     def table(label):
         rows = frame[frame["model_label"] == label].dropna(subset=[value])
         if rows.empty:

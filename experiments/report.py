@@ -42,7 +42,14 @@ def _fmt(value: float) -> str:
 def mixed_size_labels(frame: pd.DataFrame, x: str) -> list[str]:
     """Model labels of ``frame`` (with column ``size``, see ``with_size``) that have rows of
     different sizes at one value of ``x`` in one target: a pivot by ``x`` would average
-    different models together (the LSH models: one activated bucket at every bucket count)."""
+    different models together (the LSH models: one activated bucket at every bucket count).
+
+    Raises:
+        ValueError: ``x`` is not a column of ``frame``.
+    """
+    from experiments.plots import _check_column
+
+    _check_column(frame, x, "x")
     if "size" not in frame:
         return []
     keys = ["target", "model_label", x] if "target" in frame else ["model_label", x]
@@ -58,8 +65,15 @@ def summary_table(frame: pd.DataFrame, index: str, columns: str,
 
     Raises:
         ValueError: a cell would average models of different sizes (``mixed_size_labels``
-            names them; leave them out or pivot them by ``size``).
+            names them; leave them out or pivot them by ``size``); ``index``, ``columns`` or
+            ``value`` not a column of ``frame``.
     """
+    from experiments.plots import _check_column
+
+    _check_column(frame, index, "index")
+    _check_column(frame, columns, "columns")
+    if value is not None:
+        _check_column(frame, value, "value")
     x = columns if index == "model_label" else index
     mixed = mixed_size_labels(frame, x) if {"model_label", x} <= {index, columns} else []
     if mixed:
@@ -140,7 +154,16 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
     anomalies of its Table 2), the fitted scaling exponents, the offset-law fits of ``fits``
     (``experiments.scaling.experiment_fits``) when given, and the claims with their verdict,
     evidence, significance and, when not supported, diagnosis. A subspace frame needs the
-    ``experiments.subspace.GEOMETRY_COLUMNS`` (``with_geometry``)."""
+    ``experiments.subspace.GEOMETRY_COLUMNS`` (``with_geometry``).
+
+    Raises:
+        ValueError: ``name`` not a non-empty string; ``configs`` empty (the run's sizes come
+            from its configs).
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be the experiment's name, got {name!r}")
+    if not configs:
+        raise ValueError("configs must hold the run's ExperimentConfigs (at least one)")
     frame = with_size(frame)
     if any("window_rule" in s for c in configs for s in c.panels.values()) \
             and "spread_ratio" not in frame:
@@ -296,12 +319,16 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
 
     ``claims`` names the experiment whose claims are judged (``claims_for``; an experiment
     from a config file may judge fig2's claims under its own name), "none" for none; None:
-    ``name``'s own.
+    ``name``'s own (none for a name outside ``claims.CLAIM_EXPERIMENTS``). A config without
+    panels draws no figure.
 
     Raises:
         ValueError: a subspace row's bucket count differs from the recomputed one
-            (``experiments.subspace.with_geometry``).
+            (``experiments.subspace.with_geometry``); ``name`` not a non-empty string.
     """
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ValueError(f"name must be the experiment's name (a non-empty string without "
+                         f"'/'), got {name!r}")
     out = pathlib.Path(out)
     paths = []
     n_boot = None
@@ -316,7 +343,12 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
         frame = with_geometry(frame, configs, geometry)
         n_boot = SUBSPACE_BOOT
     fits = experiment_fits(name, configs, frame, n_boot=n_boot)
-    claim_set = name if claims is None else claims
+    from experiments.claims import CLAIM_EXPERIMENTS
+
+    # None: the experiment's own claims; a name without claims of its own (a config file's
+    # experiment) judges none
+    claim_set = claims if claims is not None else (
+        name if name in CLAIM_EXPERIMENTS else "none")
     claims = [] if claim_set == "none" else claims_for(claim_set, frame, configs, fits=fits)
     fits_path = out / "fits.csv"
     fits.to_csv(fits_path, index=False)
@@ -329,8 +361,9 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
         if "window_rule" in spec or "sample_regime_k" in spec:  # filled: the fit window
             mask = lambda r, c=config, s=spec: r.index.isin(  # noqa: E731
                 panel_window(c, s, r)[0].index)
-        paths += plot_experiment(panels, stem, f"{name}: {config.target.label()}",
-                                 fit_mask=mask)
+        if panels:  # a config without panels (a hand-written one) draws no figure
+            paths += plot_experiment(panels, stem, f"{name}: {config.target.label()}",
+                                     fit_mask=mask)
     table = out / "table.md"
     table.write_text(experiment_markdown(name, frame, configs, claims, fits=fits))
     claims_path = out / "claims.csv"

@@ -29,7 +29,22 @@ from experiments.engine import engine_options
 
 
 def environment(device) -> dict:
-    """Package versions, device, Python and the git revision (None outside a checkout)."""
+    """Package versions, device, Python and the git revision (None outside a checkout).
+
+    Arguments:
+        device: the device the run used: a ``torch.device`` or a name torch parses ("cpu",
+            "cuda", "cuda:1").
+
+    Raises:
+        ValueError: ``device`` is no device torch knows.
+    """
+    import torch
+
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must be a torch.device or a device name such as 'cpu' or "
+                         f"'cuda:0', got {device!r}") from None
     versions = {}
     for package in ("sparselab", "numpy", "scipy", "numba", "torch", "pandas"):
         try:

@@ -41,11 +41,17 @@ def fit_log_log(n: np.ndarray, mse: np.ndarray) -> tuple[float, float]:
     """Least squares of ln(mse) on ln(n): returns (α, ln C) for mse ≈ C · n^(−α).
 
     Raises:
-        ValueError: fewer than two distinct positive ``n`` or a non-positive ``mse``.
+        ValueError: ``n`` and ``mse`` not finite real 1-D arrays of one length; fewer than two
+            distinct positive ``n`` or a non-positive ``mse``.
     """
-    n, mse = np.asarray(n, dtype=float), np.asarray(mse, dtype=float)
+    from routing.validation import check_points
+
+    n = check_points(np.asarray(n)[:, None] if np.ndim(n) == 1 else n, 1, "n")[:, 0]
+    mse = check_points(np.asarray(mse)[:, None] if np.ndim(mse) == 1 else mse, 1, "mse")[:, 0]
+    if len(n) != len(mse):
+        raise ValueError(f"n and mse must have one length, got {len(n)} and {len(mse)}")
     if len(np.unique(n)) < 2 or np.any(n <= 0) or np.any(mse <= 0):
-        raise ValueError("need at least two distinct positive N and positive MSE values")
+        raise ValueError("need at least two distinct positive n and positive mse values")
     slope, intercept = np.polyfit(np.log(n), np.log(mse), 1)
     return float(-slope), float(intercept)
 
@@ -60,14 +66,25 @@ def fit_power_law(frame: pd.DataFrame, x: str, y: str = "eval_mse", n_boot: int 
     Arguments:
         frame: rows with columns ``x``, ``y`` and ``seed``.
         x, y: column names.
-        n_boot: bootstrap resamples.
+        n_boot: bootstrap resamples (>= 1).
         seed: seed of the bootstrap.
 
     Raises:
-        ValueError: fewer than two distinct x values.
+        ValueError: ``x``/``y`` not columns of ``frame``; fewer than two distinct x values
+            with a positive y (naming x); ``n_boot`` not an integer >= 1; a bad ``seed``.
     """
+    from experiments.plots import _check_column
+    from routing.validation import check_seed
+
+    _check_column(frame, x, "x")
+    _check_column(frame, y, "y")
+    n_boot = check_int(n_boot, "n_boot", low=1)
+    seed = check_seed(seed)
     frame = frame[[x, y, "seed"]].dropna()
     frame = frame[(frame[x] > 0) & (frame[y] > 0)]
+    if frame[x].nunique() < 2:
+        raise ValueError(f"x: column {x!r} has fewer than two distinct positive values with a "
+                         f"positive {y}: no power law can be fitted")
 
     def fit(rows):
         means = rows.assign(log_y=np.log(rows[y])).groupby(x)["log_y"].mean()
@@ -78,7 +95,8 @@ def fit_power_law(frame: pd.DataFrame, x: str, y: str = "eval_mse", n_boot: int 
     low = high = float("nan")
     if len(seeds) > 1:
         alphas = _bootstrap_alphas(frame, x, y, seeds, n_boot, seed)
-        low, high = np.percentile(alphas, [2.5, 97.5])
+        if len(alphas):
+            low, high = np.percentile(alphas, [2.5, 97.5])
     return PowerLaw(alpha, log_c, float(low), float(high), int(frame[x].nunique()))
 
 
@@ -117,7 +135,19 @@ def scaling_table(frame: pd.DataFrame, x: str, labels: list[str] | None = None,
                   n_boot: int = 1000, y: str = "eval_mse") -> pd.DataFrame:
     """One fitted pure power law of ``y`` per model label (``fit_power_law``): columns
     model_label, x, alpha, alpha_low, alpha_high, log_c, n_points (labels with fewer than two
-    x values are skipped)."""
+    x values are skipped).
+
+    Raises:
+        ValueError: ``x`` or ``y`` not a column of ``frame``; ``labels`` neither None nor a
+            list of labels; ``n_boot`` not an integer >= 1.
+    """
+    from experiments.plots import _check_column, _check_labels
+
+    _check_column(frame, x, "x")
+    _check_column(frame, y, "y")
+    if labels is not None:
+        labels = _check_labels(labels)
+    n_boot = check_int(n_boot, "n_boot", low=1)
     rows = []
     for label, group in frame.groupby("model_label", sort=False):
         if labels is not None and label not in labels:
@@ -332,8 +362,20 @@ class LawFit:
     samples: np.ndarray = field(repr=False, compare=False)
 
     def predict(self, n) -> np.ndarray:
-        """E + A · n^(−α) at sizes ``n`` (array-like, positive); float64 array of n's shape."""
-        return self.E + self.A * np.asarray(n, dtype=float) ** -self.alpha
+        """E + A · n^(−α) at sizes ``n`` (array-like, positive); float64 array of n's shape.
+
+        Raises:
+            ValueError: ``n`` not real, not finite or not positive.
+        """
+        from routing.validation import as_numpy
+
+        n = as_numpy(n)
+        if n.dtype == object or n.dtype.kind not in "fiu":
+            raise ValueError(f"n must be real sizes, got dtype {n.dtype}")
+        n = n.astype(float)
+        if not (np.isfinite(n) & (n > 0)).all():
+            raise ValueError("n must be finite positive sizes")
+        return self.E + self.A * n ** -self.alpha
 
     def row(self) -> dict:
         """The fit as a dict of ``FIT_COLUMNS`` fields (without the panel's identity)."""
@@ -531,7 +573,11 @@ def experiment_fits(name: str, configs, frame: pd.DataFrame, n_boot: int | None 
     """
     from experiments.plots import panel_rows as regime_rows
     from experiments.plots import with_size
+    from routing.validation import check_seed
 
+    if n_boot is not None:
+        n_boot = check_int(n_boot, "n_boot", low=0)
+    seed = check_seed(seed)
     if n_boot is None:
         n_boot = FIT_BOOT.get(configs[0].preset, 1000) if configs else 0
     if "size" not in frame and {"buckets", "width"} <= set(frame.columns):

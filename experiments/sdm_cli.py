@@ -52,23 +52,45 @@ class SdmCurvesConfig:
     beta: float = DEFAULT_BETA
     source: str = "Bricken et al. 2023, App. A.7, Eqs. 7-9, Fig. 7"
 
+    def __post_init__(self):
+        """Check every field; radii and weightings become tuples, weightings canonical names.
+
+        Raises:
+            ValueError: n not an integer >= 2; radii not a non-empty sequence of integers in
+                [1, n]; weightings not a non-empty sequence of known weightings; beta not a
+                finite real >= 0 (each naming the field).
+        """
+        from routing.sdm._checks import check_weighting
+        from routing.validation import check_int, check_real
+
+        n = check_int(self.n, "n", 2, None)
+        if not isinstance(self.radii, (tuple, list)) or not self.radii:
+            raise ValueError(f"radii must hold at least one radius d in [1, n], got "
+                             f"{self.radii!r}")
+        radii = tuple(check_int(d, "radii", 1, n) for d in self.radii)
+        beta = check_real(self.beta, "beta", 0.0, None)
+        if not isinstance(self.weightings, (tuple, list)) or not self.weightings:
+            raise ValueError("weightings must hold at least one of 'binary', 'linear', "
+                             f"'exponential', got {self.weightings!r}")
+        names = []
+        for w in self.weightings:
+            if not isinstance(w, str):
+                raise ValueError(f"weightings must be names ('binary', 'linear', "
+                                 f"'exponential'), got {w!r}")
+            name, _ = check_weighting(w, beta if w in ("exp", "exponential") else None)
+            names.append(name)
+        if not isinstance(self.source, str):
+            raise ValueError(f"source must be a string, got {self.source!r}")
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "radii", radii)
+        object.__setattr__(self, "weightings", tuple(dict.fromkeys(names)))
+        object.__setattr__(self, "beta", beta)
+
 
 def _config(n, radii, weightings, beta) -> SdmCurvesConfig:
-    from routing.sdm._checks import check_weighting
-    from routing.validation import check_int, check_real
-
-    n = check_int(n, "n", 2, None)
-    radii = tuple(check_int(d, "d", 1, n) for d in radii)
-    if not radii:
-        raise ValueError("radii must hold at least one radius d in [1, n]")
-    beta = check_real(beta, "beta", 0.0, None)
-    names = []
-    for w in weightings:
-        name, _ = check_weighting(w, beta if w in ("exp", "exponential") else None)
-        names.append(name)
-    if not names:
-        raise ValueError("weightings must hold at least one of 'binary', 'linear', 'exponential'")
-    return SdmCurvesConfig(n=n, radii=radii, weightings=tuple(dict.fromkeys(names)), beta=beta)
+    return SdmCurvesConfig(n=n, radii=tuple(radii) if isinstance(radii, list) else radii,
+                           weightings=tuple(weightings) if isinstance(weightings, list)
+                           else weightings, beta=beta)
 
 
 def sdm_curves_tables(config: SdmCurvesConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -156,8 +178,9 @@ def write_sdm_curves(out_dir, n=64, radii=(5, 11, 15), weightings=("binary", "li
         ValueError: for n < 2, a radius outside [1, n], an unknown weighting or β < 0.
     """
     config = _config(n, radii, weightings, beta)
-    out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    from experiments.output_folder import make_folder
+
+    out = make_folder(out_dir, "out_dir")
     curves, fits = sdm_curves_tables(config)
     paths = [out / "sdm_curves.csv", out / "sdm_softmax_fits.csv", out / "sdm_curves.png",
              out / "sdm_curves_config.json"]

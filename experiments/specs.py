@@ -205,6 +205,22 @@ class ModelSpec:
         return self.label or self.kind
 
 
+def check_seeds(seeds, name: str = "seeds") -> tuple[int, ...]:
+    """``seeds`` (a non-empty list, tuple or range of distinct seeds, each an integer in
+    [0, 2**63 - 1]) as a tuple of ints.
+
+    Raises:
+        ValueError: naming ``name`` otherwise (a bare int, a string, a repeated seed, ...).
+    """
+    if not isinstance(seeds, (list, tuple, range, np.ndarray)) or len(seeds) == 0:
+        raise ValueError(f"{name} must be a non-empty sequence of distinct integer seeds, "
+                         f"got {seeds!r}")
+    values = tuple(check_seed(s, name) for s in seeds)
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name} must be distinct, got {values}")
+    return values
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     """A sweep: a target, a list of models, seeds, data sizes and the fitting method.
@@ -251,6 +267,12 @@ class ExperimentConfig:
             raise ValueError(f"fit must be one of {FITS}, got {self.fit!r}")
         check_int(self.n_train, "n_train", low=1)
         check_int(self.n_eval, "n_eval", low=1)
+        object.__setattr__(self, "seeds", check_seeds(self.seeds))
+        check_int(self.sgd_steps, "sgd_steps", low=1)
+        check_real(self.sgd_lr, "sgd_lr", 0.0, low_open=True)
+        check_int(self.sgd_batch, "sgd_batch", low=1)
+        check_real(self.ridge, "ridge", 0.0)
+        check_real(self.noise_std, "noise_std", 0.0)
         if self.fit_window is not None:
             object.__setattr__(self, "fit_window", _check_fit_window(self.fit_window))
 

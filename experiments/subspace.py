@@ -235,8 +235,7 @@ def window_mask(rows: pd.DataFrame, rule: dict, k: int, n_train: int) -> np.ndar
     if missing:
         raise ValueError(f"the subspace window needs columns {missing}: add them with "
                          f"experiments.subspace.with_geometry")
-    bounds = {c: check_real(rule.get(f"{c}_max"), f"window_rule[{c}_max]")
-              for c in GEOMETRY_COLUMNS}
+    bounds = _rule_bounds(rule)
     keep = np.asarray(in_sample_regime(rows["buckets"].fillna(np.inf), k, n_train))
     for column, bound in bounds.items():
         values = rows[column].to_numpy(dtype=float)
@@ -244,8 +243,23 @@ def window_mask(rows: pd.DataFrame, rule: dict, k: int, n_train: int) -> np.ndar
     return keep
 
 
+def _rule_bounds(rule: dict) -> dict[str, float]:
+    """The bounds of a window rule, by geometry column: each a finite real >= 0."""
+    if not isinstance(rule, dict):
+        raise ValueError(f"rule must be a dict like WINDOW_RULE, got {rule!r}")
+    return {c: check_real(rule.get(f"{c}_max"), f"window_rule[{c}_max]", 0.0)
+            for c in GEOMETRY_COLUMNS}
+
+
 def window_text(rule: dict, k: int) -> str:
-    """The window rule in words, as fits.csv and the report write it."""
+    """The window rule in words, as fits.csv and the report write it.
+
+    Raises:
+        ValueError: a bound of ``rule`` missing or not a finite real >= 0; ``k`` not an
+            integer >= 1.
+    """
+    check_int(k, "k", low=1)
+    _rule_bounds(rule)
     return (f"n_train >= k*T*ln(T) (k = {k}); spread_ratio <= {rule['spread_ratio_max']:g}; "
             f"empty_fraction <= {rule['empty_fraction_max']:g}; "
             f"empty_share <= {rule['empty_share_max']:g}")
@@ -276,8 +290,17 @@ def exponent_verdict(alpha_low: float, alpha_high: float, k: int) -> tuple[str, 
         (verdict, margin): margin > 0 is the distance from the interval to the band when
         disjoint, < 0 the least distance from the interval's ends to the band's ends when
         inside, 0 otherwise.
+
+    Raises:
+        ValueError: a bound that is not a real number or is infinite (nan is allowed: an
+            interval that could not be measured); ``k`` not an integer >= 1.
     """
     k = check_int(k, "k", low=1)
+    for value, name in ((alpha_low, "alpha_low"), (alpha_high, "alpha_high")):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+                or np.isinf(value):
+            raise ValueError(f"{name} must be a finite real number (or nan: no interval), "
+                             f"got {value!r}")
     theory, delta = 2.0 / k, tolerance(k)
     low_band, high_band = theory - delta, theory + delta
     if not (np.isfinite(alpha_low) and np.isfinite(alpha_high)):
@@ -349,9 +372,18 @@ def shape_diagnosis(window: pd.DataFrame) -> str:
 
 def needed_n_train(k: int, t_low: float) -> float:
     """n_train the sample condition k·T·ln T needs for T to reach 10^MIN_DECADES · t_low
-    (a decade above the window's lower end). Float."""
-    t = (10.0 ** MIN_DECADES) * float(t_low)
-    return float(k * t * math.log(t))
+    (a decade above the window's lower end). Float.
+
+    Raises:
+        ValueError: ``k`` not an integer >= 1; ``t_low`` not a finite real >= 1 (a bucket
+            count), or so large that the answer overflows.
+    """
+    k = check_int(k, "k", low=1)
+    t = (10.0 ** MIN_DECADES) * check_real(t_low, "t_low", 1.0)
+    needed = k * t * math.log(t)
+    if not math.isfinite(needed):
+        raise ValueError(f"t_low = {t_low:g} is too large: the n_train it needs overflows")
+    return float(needed)
 
 
 def subspace_claim(k: int, n_train: int, rows: pd.DataFrame, window: pd.DataFrame, fit=None,
@@ -372,9 +404,17 @@ def subspace_claim(k: int, n_train: int, rows: pd.DataFrame, window: pd.DataFram
         dict with verdict ("supported", "not supported", "inconclusive" or "out of reach"),
         evidence, diagnosis (empty when supported), effect (α − 2/k, nan when out of reach),
         effect_low, effect_high (its interval).
+
+    Raises:
+        ValueError: ``k`` or ``n_train`` not an integer >= 1; ``power_alpha`` neither None nor
+            a finite real.
     """
     from experiments.presets import in_sample_regime
 
+    k = check_int(k, "k", low=1)
+    n_train = check_int(n_train, "n_train", low=1)
+    if power_alpha is not None:
+        power_alpha = check_real(power_alpha, "power_alpha")
     theory, delta = 2.0 / k, tolerance(k)
     where = reach(window)
     small = rows[rows["spread_ratio"] <= SPREAD_RATIO_MAX]

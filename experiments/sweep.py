@@ -36,6 +36,7 @@ from experiments import output_folder
 from experiments.model_kinds import model_kind
 from experiments.specs import ExperimentConfig, ModelSpec, fit_of
 from experiments.threads import single_threaded
+from routing.validation import as_numpy, check_bool, check_points, check_real
 
 COLUMNS = ["experiment", "target", "model", "model_label", "model_key", "width", "k", "buckets",
            "nonempty_buckets", "activated_units", "params", "flops_paper", "flops_true",
@@ -83,12 +84,18 @@ def normalised_errors(train_mse: float, eval_mse: float, y_train, y_eval) -> dic
         constant (Var = 0: the ratio is undefined).
 
     Raises:
-        ValueError: empty labels.
+        ValueError: empty labels; labels not a finite real (N,) vector; an MSE not a finite
+            real >= 0.
     """
     result = {}
-    for name, mse, labels in (("train_nmse", train_mse, y_train), ("eval_nmse", eval_mse,
-                                                                    y_eval)):
-        labels = np.asarray(labels, dtype=np.float64).ravel()
+    for name, mse, labels, label_name in (
+            ("train_nmse", train_mse, y_train, "y_train"),
+            ("eval_nmse", eval_mse, y_eval, "y_eval")):
+        mse = check_real(mse, name.replace("nmse", "mse"), 0.0)
+        labels = as_numpy(labels)
+        if labels.ndim != 1:
+            raise ValueError(f"{label_name} must be a vector (N,), got shape {labels.shape}")
+        labels = check_points(labels[:, None], 1, label_name)[:, 0]
         if labels.size == 0:
             raise ValueError(f"{name} needs at least one label, got an empty array")
         variance = float(np.var(labels))
@@ -115,7 +122,14 @@ def run_model(spec: ModelSpec, config: ExperimentConfig, data, seed: int,
 
 def settings_of(config: ExperimentConfig | dict) -> dict:
     """The settings of a config (an ``ExperimentConfig`` or its ``to_dict()``, e.g. read back
-    from ``config.json``): every field but ``NOT_SETTINGS``, as plain JSON values."""
+    from ``config.json``): every field but ``NOT_SETTINGS``, as plain JSON values.
+
+    Raises:
+        TypeError: ``config`` is neither an ``ExperimentConfig`` nor a dict.
+    """
+    if not isinstance(config, (ExperimentConfig, dict)):
+        raise TypeError(f"config must be an ExperimentConfig or its to_dict(), got "
+                        f"{type(config).__name__}")
     data = config.to_dict() if isinstance(config, ExperimentConfig) else dict(config)
     settings = {name: value for name, value in data.items() if name not in NOT_SETTINGS}
     if isinstance(settings.get("target"), dict):
@@ -281,8 +295,10 @@ def prepare_out(configs: list[ExperimentConfig], out: pathlib.Path,
     Raises:
         ValueError: unwritable ``out``; ``output_folder.FolderBusy`` (a ValueError) when
             another process writes ``out``, naming its PID and host; rows of another
-            experiment or made under other settings (see ``check_results``).
+            experiment or made under other settings (see ``check_results``); ``force`` not a
+            bool.
     """
+    force = check_bool(force, "force")
     out = pathlib.Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is not writable: it is a file, not a folder")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import abc
 import enum
 import math
+import numbers
 import pathlib
 import time
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
@@ -40,7 +41,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from scipy import stats
 
-from routing.validation import check_int, check_real, check_seed
+from routing.validation import check_bool, check_int, check_real, check_seed
 
 __all__ = [
     "Verdict", "ProbabilityDecision", "decide_probability", "decide_probability_bounds",
@@ -387,14 +388,19 @@ def final_verdict(raw: Verdict, power: float | None, identity: bool = False) -> 
       claim (true by algebra).
 
     Raises:
-        ValueError: an unknown verdict or a power outside [0, 1].
+        ValueError: an unknown verdict, a power outside [0, 1], ``identity`` not a bool.
     """
-    raw = Verdict(raw)
+    try:
+        raw = Verdict(raw)
+    except ValueError:
+        raise ValueError(f"raw must be a Verdict (or its value), got {raw!r}") from None
+    identity = check_bool(identity, "identity")
+    if power is not None:
+        power = check_real(power, "power", 0.0, 1.0)
     if raw == Verdict.OUT_OF_REACH:
         return raw
     if power is None:
         return Verdict.UNDERPOWERED
-    power = check_real(power, "power", 0.0, 1.0)
     if power < POWER_WANTED:
         return Verdict.UNDERPOWERED
     if identity and raw in (Verdict.HOLDS, Verdict.EXACT_IDENTITY):
@@ -543,6 +549,27 @@ class CheckParams:
         return "; ".join(f"{f.name}={fmt(getattr(self, f.name))}" for f in fields(self))
 
 
+def _check_param_types(params) -> None:
+    """Check each field of a ``CheckParams`` dataclass annotated ``int``, ``float`` or
+    ``bool`` holds one (a bool is no int, an int is a float), so that ``trials=True`` or
+    ``trials=2.5`` is refused at the boundary, naming the field, instead of deep inside.
+
+    Raises:
+        ValueError: naming ``params.<field>`` and its value.
+    """
+    for f in fields(params):
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        value = getattr(params, f.name)
+        if kind == "int":
+            check_int(value, f"params.{f.name}")
+        elif kind == "bool":
+            check_bool(value, f"params.{f.name}")
+        elif kind == "float" and (isinstance(value, bool)
+                                  or not isinstance(value, numbers.Real)
+                                  or math.isnan(value)):
+            raise ValueError(f"params.{f.name} must be a real number, got {value!r}")
+
+
 class Check(abc.ABC):
     """A claim of a paper as an executable measurement with a verdict that could have failed.
 
@@ -557,7 +584,8 @@ class Check(abc.ABC):
         params: an instance of ``Params`` (default: ``Params()``, the quick preset).
 
     Raises:
-        ValueError: ``params`` of the wrong type.
+        ValueError: ``params`` of the wrong type, or a field annotated int, float or bool
+            holding another type (naming it).
     """
 
     name: ClassVar[str]
@@ -571,6 +599,7 @@ class Check(abc.ABC):
         params = self.Params() if params is None else params
         if not isinstance(params, self.Params):
             raise ValueError(f"params must be a {self.Params.__name__}, got {type(params).__name__}")
+        _check_param_types(params)
         self.params = params
 
     @classmethod

@@ -198,7 +198,7 @@ def test_every_model_runs_matched_and_deterministically():
         assert r["params_matched"] or "not matched:" in r["sizing"], label
         assert json.loads(r["size"]) == MODELS[label].match(16, 10, settings)["size"]
         if label == ORACLE:
-            assert math.isnan(r["forgetting"]) and np.isnan(R[:-1]).all()
+            assert r["forgetting"] == 0.0 and np.isnan(R[:-1]).all()  # issue 29: defined, not NaN
         else:
             assert np.isfinite(R).all()
             assert r["average_accuracy"] == pytest.approx(R[-1].mean())

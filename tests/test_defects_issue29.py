@@ -344,3 +344,178 @@ def test_custom_target_with_few_probe_points_is_accepted():
     assert f.probe.value == pytest.approx(0.5)
     with pytest.raises(ValueError, match="lipschitz_bound"):  # the probe still decides
         CustomTarget(lambda X: 3.0 * X.sum(1), 1, 1.0, n_probe=2)
+
+
+# ---------------------------------------------------------------- follow-up: the fuzz suite's KNOWN_DEFECTS
+# Silent wrong answers and NaN from finite input first, then unchecked configs, then errors
+# that named no parameter. Each test fails on the code before its fix.
+import pathlib as _pathlib
+
+import pandas as pd
+
+_GOLDEN = _pathlib.Path(__file__).parent / "data" / "tiny_sweep_all_kinds.csv"
+
+
+def _golden():
+    return pd.read_csv(_GOLDEN, dtype={"settings": str})
+
+
+def test_compare_refuses_an_unknown_label_instead_of_a_nan_effect():
+    from experiments.claims import compare
+    frame = _golden()
+    with pytest.raises(ValueError, match="worse_label 'dense_MLP' has no rows"):
+        compare("e", "t", frame, "dsm", "dense_MLP", "activated_units")
+    with pytest.raises(TypeError, match="better_label must be a model label"):
+        compare("e", "t", frame, 3, "dense", "activated_units")
+    # known labels give a measured, finite effect, or "not tested" where they share no x
+    assert math.isfinite(compare("e", "t", frame, "comet", "dense", "width").effect)
+    assert compare("e", "t", frame, "dsm", "dense", "width").verdict == "not tested"
+
+
+def test_lsh_description_refuses_a_label_without_rows_instead_of_an_empty_text():
+    from experiments.claims import lsh_description
+    assert lsh_description(_golden(), "lsh").startswith("LSH model lsh")
+    with pytest.raises(ValueError, match="label 'LSH' has no rows"):
+        lsh_description(_golden(), "LSH")
+
+
+def test_pair_similarities_cosine_of_silent_activations_is_defined():
+    from experiments.comet_studies import _cosine, pair_similarities
+    from routing.layers import COMET, COMETConfig
+    a = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    b = np.array([[0.0, 0.0], [1.0, 2.0], [2.0, 0.0]])
+    np.testing.assert_array_equal(_cosine(a, b), [1.0, 0.0, 1.0])  # both silent, one, same
+    layer = COMET(COMETConfig(d_in=3, widths=(8, 8), d_out=2, p_k=0.25, seed=0))
+    x = torch.full((4, 3), -50.0)  # far below every bias: few or no units active
+    sims = pair_similarities(layer, x, torch.randn(4, 3, generator=torch.Generator().manual_seed(0)))
+    assert np.isfinite(sims["activation_cosine"]).all()
+    with pytest.raises(ValueError, match="x_b must have shape"):
+        pair_similarities(layer, x, x[:3])
+
+
+def test_forgetting_refuses_a_matrix_it_would_turn_into_nan():
+    """(The joint oracle's forgetting is now 0, not nan: tests/test_continual.py.)"""
+    from experiments.continual import forgetting
+    # the oracle's matrix: only its last row is measured; forgetting returned nan for it
+    R = np.full((3, 3), np.nan)
+    R[-1] = [0.9, 0.8, 0.7]
+    with pytest.raises(ValueError, match="R must be finite"):
+        forgetting(R)  # a public metric never reads a nan silently
+    with pytest.raises(ValueError, match="R must have shape"):
+        forgetting(np.ones(3))  # was IndexError
+    with pytest.raises(ValueError, match="R must be a square"):
+        forgetting(np.ones((2, 3)))
+
+
+def test_table_rules_refuse_infinite_errors():
+    from experiments.claims import table1_rule, table2_rule
+    assert table1_rule({"DSM": 0.5}, 1.0) == ("supported", "DSM")
+    with pytest.raises(ValueError, match="dsm_at_smallest"):
+        table1_rule({"DSM": float("inf")}, 1.0)  # was "not supported": an inf is no error
+    assert table2_rule([(64.0, 1.4, 1.0)]) == ("supported", [64.0])
+    with pytest.raises(ValueError, match="pairs"):
+        table2_rule([(64.0, float("nan"), 1.0)])  # was "not supported"
+    with pytest.raises(ValueError, match="values"):
+        from experiments.claims import t_interval
+        t_interval([1.0, float("nan"), 2.0])  # was dropped silently
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: __import__("experiments.sdm_cli", fromlist=["x"]).SdmCurvesConfig(weightings=(3,)), "weightings"),
+    (lambda: __import__("experiments.sdm_cli", fromlist=["x"]).SdmCurvesConfig(radii=(99,)), "radii"),
+    (lambda: __import__("experiments.gallery", fromlist=["x"]).GalleryConfig(resolution="3"), "resolution"),
+    (lambda: __import__("experiments.gallery", fromlist=["x"]).GalleryConfig(n_points=True), "n_points"),
+], ids=["sdm-weighting", "sdm-radius", "gallery-resolution", "gallery-n_points"])
+def test_configs_check_their_fields(make, field):
+    with pytest.raises(ValueError, match=field):
+        make()
+
+
+def test_experiment_config_checks_seeds_and_training_settings():
+    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    base = dict(name="e", preset="tiny", target=TargetSpec(n_inputs=2, degree=1),
+                models=(ModelSpec("dense", width=4),))
+    assert ExperimentConfig(**base, seeds=[0, 1]).seeds == (0, 1)
+    for bad in (3, (0, 0), ("0",), (-1,)):
+        with pytest.raises(ValueError, match="seeds"):
+            ExperimentConfig(**base, seeds=bad)
+    with pytest.raises(ValueError, match="sgd_lr"):
+        ExperimentConfig(**base, sgd_lr=float("inf"))
+
+
+def test_real_data_configs_check_their_fields():
+    from experiments.real_data import experiment_config
+    import dataclasses
+    config = experiment_config("cifar", "tiny", "digits")
+    with pytest.raises(ValueError, match="epochs"):
+        dataclasses.replace(config, epochs="3")
+    with pytest.raises(ValueError, match="lr"):
+        dataclasses.replace(experiment_config("comet_images", "tiny", "digits"), lr=math.inf)
+    with pytest.raises(ValueError, match="seeds"):
+        dataclasses.replace(experiment_config("continual", "tiny", "digits"), seeds=(None,))
+    with pytest.raises(ValueError, match="dataset"):
+        experiment_config("cifar", "tiny", 3)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: __import__("experiments.claims", fromlist=["x"]).matched_below([1.0, 2.0])(None), "x must be a real number"),
+    (lambda: __import__("experiments.subspace", fromlist=["x"]).needed_n_train([2], 10.0), "k must be an integer"),
+    (lambda: __import__("experiments.subspace", fromlist=["x"]).window_mask(
+        pd.DataFrame({"buckets": [4.0], "spread_ratio": [0.1], "empty_fraction": [0.0],
+                      "empty_share": [0.0]}), __import__("experiments.subspace", fromlist=["x"])
+        .WINDOW_RULE, None, 100), "k must be an integer"),
+    (lambda: __import__("proofs_checks", fromlist=["x"]).final_verdict(None, 0.9), "raw must be a Verdict"),
+    (lambda: __import__("experiments.fitting", fromlist=["x"]).adam_optimizer(
+        [torch.nn.Parameter(torch.zeros(2))], 1e-3, (0.9, math.inf)), r"betas\[1\] must be"),
+    (lambda: __import__("experiments.image_models", fromlist=["x"]).predict(
+        __import__("experiments.image_models", fromlist=["x"]).TopKMLP(3, 4, 2, 2),
+        torch.zeros(2, 3), 2.5), "batch_size must be an integer"),
+    (lambda: __import__("experiments.scaling", fromlist=["x"]).fit_power_law(
+        _golden(), "nope"), "x must name a column"),
+    (lambda: __import__("experiments.presets", fromlist=["x"]).subspace_widths(3, "nope"), "preset must be one of"),
+    (lambda: __import__("experiments.continual", fromlist=["x"]).unit_activity(
+        __import__("experiments.image_models", fromlist=["x"]).TopKMLP(3, 4, 2, 2),
+        torch.zeros(2, 4)), r"X: x must have shape \(B, 3\)"),
+], ids=["matched_below", "needed_n_train", "window_mask", "final_verdict", "adam_betas",
+        "predict", "fit_power_law", "subspace_widths", "unit_activity"])
+def test_errors_name_the_parameter(call, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        call()
+
+
+@pytest.mark.parametrize("call", [
+    lambda flag: __import__("experiments.image_models", fromlist=["x"]).four_layer_mlp(3, 4, 0.5, smaller=flag),
+    lambda flag: __import__("experiments.sweep", fromlist=["x"]).prepare_out([], _pathlib.Path("/nonexistent/x"), flag),
+    lambda flag: __import__("proofs_checks", fromlist=["x"]).final_verdict("holds", 0.9, flag),
+], ids=["four_layer_mlp", "prepare_out", "final_verdict"])
+def test_more_flags_are_refused_not_read_by_truthiness(call):
+    with pytest.raises(ValueError, match="must be True or False, got 'False'"):
+        call("False")
+
+
+def test_empty_activity_is_no_unit_active():
+    from experiments.continual import unit_activity
+    from experiments.image_models import TopKMLP
+    active = unit_activity(TopKMLP(3, 4, 2, 2), torch.zeros(0, 3))
+    assert active.shape == (4,) and not active.any()  # was: RuntimeError from torch.stack
+
+
+def test_check_params_refuse_a_bool_count():
+    import dataclasses
+    import proofs_checks as PC
+    cls = PC.get_check("collisions")
+    with pytest.raises(ValueError, match="params.trials must be an integer"):
+        cls(dataclasses.replace(cls.Params(), trials=True))
+
+
+def test_experiment_outputs_without_panels_or_claims(tmp_path):
+    """A hand-written config without panels under a name without claims: files, no crash."""
+    from experiments.report import write_experiment_outputs
+    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.sweep import run_sweep
+    config = ExperimentConfig(name="mine", preset="tiny", target=TargetSpec(n_inputs=2, degree=1),
+                              models=(ModelSpec("dense", width=4),), seeds=(0,), n_train=32,
+                              n_eval=16)
+    frame = run_sweep([config], tmp_path / "run", "cpu", progress=False)
+    paths, claims = write_experiment_outputs("mine", [config], frame, tmp_path)
+    assert claims == [] and (tmp_path / "claims.csv").exists()
