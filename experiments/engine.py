@@ -25,10 +25,11 @@ that does not fit in memory) stops the sweep with that error; finished rows are 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 import uuid
-from typing import Iterator
+from typing import Callable, Iterator
 
 import click
 
@@ -38,6 +39,9 @@ __all__ = ["engine_options", "check_engine_options", "Engine", "open_engine",
            "local_cluster", "run_task", "worker_gpus"]
 
 DEVICES = ("auto", "cpu", "cuda")
+#: The priority of the rows ``Engine.rows`` submits in this context (``Engine.prioritised``).
+_row_priority: contextvars.ContextVar[int] = contextvars.ContextVar("sparselab_row_priority",
+                                                                    default=0)
 
 
 def engine_options(command):
@@ -165,6 +169,7 @@ class Engine:
                              "existing cluster)")
         self.workers, self.scheduler, self.device = workers, scheduler, device
         self.client = self.cluster = None
+        self._submitted = 0
 
     def start(self) -> "Engine":
         """Start the cluster (or connect) and install the thread policy on every worker.
@@ -200,8 +205,53 @@ class Engine:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @staticmethod
+    @contextlib.contextmanager
+    def prioritised(priority: int) -> Iterator[None]:
+        """Rows submitted by ``rows`` in this block (in this thread) get Dask priority
+        ``priority`` (higher runs first; default 0): ``sparselab reproduce`` runs several
+        sweeps at once, each from its own thread, and orders them this way.
+
+        Raises:
+            ValueError: ``priority`` not an integer.
+        """
+        from routing.validation import check_int
+
+        check_int(priority, "priority")
+        token = _row_priority.set(priority)
+        try:
+            yield
+        finally:
+            _row_priority.reset(token)
+
+    def submit(self, function: Callable, *args, priority: int = 0, name: str = "task"):
+        """Run ``function(*args)`` on a worker, once (``pure=False``): a step of
+        ``sparselab reproduce`` that is not a sweep's row.
+
+        Arguments:
+            function, args: the task (pickled with cloudpickle; the function must be
+                importable on the workers, or defined by value).
+            priority: Dask priority, higher runs first.
+            name: the task key's prefix (``sparselab-<name>-<token>-<n>``); tasks of one
+                prefix form one task group, which Dask's scheduler queues and hands to
+                workers in priority order as they free up.
+
+        Returns:
+            a ``distributed.Future``.
+
+        Raises:
+            RuntimeError: the engine is not started.
+        """
+        if self.client is None:
+            raise RuntimeError("the engine is not started (use it as a context manager)")
+        self._submitted += 1
+        return self.client.submit(function, *args, priority=priority, pure=False,
+                                  key=f"sparselab-{name}-{uuid.uuid4().hex[:8]}-"
+                                      f"{self._submitted}")
+
     def rows(self, tasks: list[tuple]) -> Iterator[dict]:
         """Compute rows on the workers; yield each as it completes (any order, each once).
+        They run at the priority of ``prioritised`` (0 outside it).
 
         Arguments:
             tasks: (config, spec, seed) triples.
@@ -221,9 +271,10 @@ class Engine:
             return
         token = uuid.uuid4().hex[:8]
         kinds = {spec.kind: model_kind(spec.kind) for _, spec, _ in tasks}
+        priority = _row_priority.get()
         futures = [self.client.submit(run_task, config, spec, seed, kinds[spec.kind],
                                       self.device, key=f"sparselab-row-{token}-{i}",
-                                      pure=False)
+                                      pure=False, priority=priority)
                    for i, (config, spec, seed) in enumerate(tasks)]
         try:
             for future in as_completed(futures, loop=self.client.loop):

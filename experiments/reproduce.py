@@ -9,6 +9,10 @@ changed) is redone from scratch; one whose marker differs only in its fit window
 (``fit_windows``: the configs' ``fit_window`` and window rules, which change no row) keeps its
 rows and redoes its fits, plots and claims. The scaling experiments also resume
 inside a step: their ``results.csv`` keeps every finished row.
+
+With ``--workers N`` (or ``--scheduler ADDRESS``) the steps run at once on Dask workers —
+each scaling experiment's rows, each check and each other step a task — with the same
+markers and the same results (``experiments.reproduce_parallel``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import pandas as pd
 from experiments.engine import engine_options
 from experiments.gallery import GalleryConfig, write_target_gallery
 from experiments.presets import EXPERIMENTS, PRESETS
+from experiments.reproduce_steps import ChecksStep, ScalingStep
 
 REPRODUCE_PRESETS = PRESETS
 
@@ -34,15 +39,16 @@ def steps(preset: str, device: str = "auto", workers: int | None = None,
           scheduler: str | None = None):
     """The steps of a preset: (name, configuration, function writing into a folder).
 
-    ``workers`` / ``scheduler`` send the scaling experiments' rows to Dask workers
-    (``experiments.engine``); the other steps run in this process."""
+    The function takes the step's folder and returns the files it wrote. The scaling
+    experiments' functions are ``ScalingStep`` objects and the checks' a ``ChecksStep``, so
+    that the parallel run (``experiments.reproduce_parallel``) can send their rows and their
+    checks to Dask workers one by one; ``workers`` / ``scheduler`` send the scaling
+    experiments' rows to Dask workers (``experiments.engine``) when a step runs whole."""
     from experiments.comet_studies import (preset_similarity, preset_utilisation,
                                            write_similarity, write_utilisation)
     from experiments.presets import experiment_configs
-    from experiments.scale_cli import run_experiment
     from experiments.sweep import settings_fingerprint
     from experiments.sdm_cli import SdmCurvesConfig, write_sdm_curves
-    from proofs_checks.cli import write_checks
 
     gallery = GalleryConfig.preset(preset)
     sdm = SdmCurvesConfig()
@@ -53,8 +59,7 @@ def steps(preset: str, device: str = "auto", workers: int | None = None,
                                                           beta=sdm.beta)),
     ]
     check_preset = "paper" if preset == "paper" else "quick"
-    result.append(("checks", {"preset": check_preset},
-                   lambda out: write_checks(out, check_preset)))
+    result.append(("checks", {"preset": check_preset}, ChecksStep(check_preset)))
     similarity, utilisation = preset_similarity(preset), preset_utilisation(preset)
     result += [
         ("comet_similarity", asdict(similarity),
@@ -62,17 +67,13 @@ def steps(preset: str, device: str = "auto", workers: int | None = None,
         ("comet_utilisation", asdict(utilisation),
          lambda out: write_utilisation(out, utilisation, progress=True)),
     ]
-    # only when asked: the serial path calls run_experiment exactly as before
-    engine = {} if workers is None and scheduler is None else dict(workers=workers,
-                                                                     scheduler=scheduler)
     for name in EXPERIMENTS:
         configs = experiment_configs(name, preset)
         # the settings fingerprints: a preset changed in the code makes the step stale
         settings = [settings_fingerprint(c) for c in configs]
         result.append((name, {"experiment": name, "preset": preset, "settings": settings,
                               WINDOWS_KEY: fit_windows(configs)},
-                       lambda out, name=name: run_experiment(name, preset, out, device=device,
-                                                             progress=True, **engine)[0]))
+                       ScalingStep(name, preset, device, workers, scheduler)))
     result += real_data_steps(preset, device)
     return result
 
@@ -120,9 +121,11 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
     Arguments:
         preset, out, force, device: as ``sparselab reproduce``.
         echo: prints a step's progress line.
-        workers, scheduler: compute the scaling experiments' rows on a local Dask cluster of
-            ``workers`` single-threaded processes, started once for every step, or on the
-            cluster at ``scheduler`` (``experiments.engine``); both None: in this process.
+        workers, scheduler: run every step at once on a local Dask cluster of ``workers``
+            single-threaded processes, started once for every step, or on the cluster at
+            ``scheduler`` (``experiments.engine``): the scaling experiments' rows, each check
+            and each other step are tasks (``experiments.reproduce_parallel``; the results
+            are those of the serial run). Both None: one step after another in this process.
 
     Returns:
         step name -> list of files it wrote (relative to ``out``).
@@ -142,48 +145,136 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
     if use_engine:
         check_engine_options(workers, scheduler, device)
     out = pathlib.Path(out)
-    with output_folder.writer(out), \
-            (open_engine(workers, scheduler, device) if use_engine
-             else contextlib.nullcontext()):
-        return _run_steps(preset, out, force, device, echo, workers, scheduler)
+    with output_folder.writer(out):
+        if preset == "paper":  # days on a laptop: say so before starting
+            try:
+                echo(estimate_reproduce(preset, out, force, device, workers, scheduler).text())
+            except ValueError as error:  # e.g. a driver without the workers' GPU
+                echo(f"no estimate of the run's time on this machine: {error}")
+        with open_engine(workers, scheduler, device) if use_engine \
+                else contextlib.nullcontext():
+            return _run_steps(preset, out, force, device, echo, workers, scheduler)
+
+
+def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
+                       device: str = "auto", workers: int | None = None,
+                       scheduler: str | None = None, progress: bool = True):
+    """Estimate how long ``run_reproduce`` will take on this device: its scaling steps still
+    to run (not done in ``out``, or all with ``force``), timed by a short calibration
+    (``experiments.estimate.estimate_sweeps``); the other steps to run are named as not
+    included.
+
+    Arguments:
+        preset, out, force, device, workers, scheduler: as ``run_reproduce`` (the time is
+            divided by ``workers``; with ``scheduler`` the workers are not known here).
+        progress: show the calibration's progress bar.
+
+    Returns:
+        an ``experiments.estimate.Estimate`` (``.text()`` prints it).
+
+    Raises:
+        ValueError: an unknown preset or device, bad workers.
+    """
+    from experiments.estimate import estimate_sweeps
+
+    if preset not in REPRODUCE_PRESETS:
+        raise ValueError(f"preset must be one of {REPRODUCE_PRESETS}, got {preset!r}")
+    sweeps, others = {}, []
+    for name, config, run in steps(preset, device):
+        if not force and _is_done(pathlib.Path(out) / name, config):
+            continue
+        if isinstance(run, ScalingStep):
+            sweeps[name] = run.configs()
+        else:
+            others.append(name)
+    return estimate_sweeps(sweeps, device=device,
+                           workers=(workers or 1) if scheduler is None else None,
+                           progress=progress, excluded=others)
+
+
+def _is_done(folder: pathlib.Path, config: dict) -> bool:
+    """Whether ``folder/done.json`` records ``config`` (``_prepare_step`` would skip it)."""
+    try:
+        previous = json.loads((folder / "done.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return previous.get("config") == json.loads(json.dumps(config))
 
 
 def _run_steps(preset, out, force, device, echo, workers, scheduler):
-    """The loop of ``run_reproduce``, with ``out`` claimed and the engine (if any) open."""
+    """The loop of ``run_reproduce``, with ``out`` claimed and the engine (if any) open: one
+    step after another here, or — with ``workers`` or ``scheduler`` — every step at once on
+    the engine's workers (``experiments.reproduce_parallel``)."""
     from experiments import output_folder
 
     written: dict[str, list[str]] = {}
-    engine = {} if workers is None and scheduler is None else dict(workers=workers,
-                                                                     scheduler=scheduler)
-    for name, config, run in steps(preset, device, **engine):
-        folder = out / name
-        marker = folder / "done.json"
-        record = {"config": json.loads(json.dumps(config))}
-        stale = windows_only = False
-        if not force and marker.exists():
-            previous = json.loads(marker.read_text())
-            if previous.get("config") == record["config"]:
-                echo(f"[{name}] already done, skipping (use --force to redo)")
-                written[name] = previous["files"]
+    if workers is not None or scheduler is not None:
+        from experiments.engine import open_engine
+        from experiments.reproduce_parallel import run_steps_parallel
+
+        todo = []
+        for name, config, run in steps(preset, device, workers=workers, scheduler=scheduler):
+            record, files = _prepare_step(name, config, out, force, echo)
+            written[name] = files
+            if files is None:
+                todo.append((name, record, run))
+        with open_engine(workers, scheduler, device) as engine:  # run_reproduce's
+            written.update(run_steps_parallel(todo, out, echo, engine))
+    else:
+        for name, config, run in steps(preset, device):
+            record, files = _prepare_step(name, config, out, force, echo)
+            if files is not None:
+                written[name] = files
                 continue
-            stale = True
-            windows_only = _without_windows(previous.get("config")) == \
-                _without_windows(record["config"])
-        echo(f"[{name}] running" + (
-            " (its fit windows changed: rows kept, fits, plots and claims redone)"
-            if windows_only else " (done under another configuration: redone)" if stale
-            else ""))
-        start = time.perf_counter()
-        if (force or (stale and not windows_only)) and (folder / "results.csv").exists():
-            (folder / "results.csv").unlink()
-        files = [str(pathlib.Path(p).relative_to(out)) for p in run(folder)]
-        record.update(files=files, seconds=round(time.perf_counter() - start, 2))
-        output_folder.write_text(marker, json.dumps(record, indent=2))
-        written[name] = files
+            folder = out / name
+            start = time.perf_counter()
+            files = [str(pathlib.Path(p).relative_to(out)) for p in run(folder)]
+            record.update(files=files, seconds=round(time.perf_counter() - start, 2))
+            output_folder.write_text(folder / "done.json", json.dumps(record, indent=2))
+            written[name] = files
     output_folder.write_text(out / "index.json",
                              json.dumps({"preset": preset, "steps": written}, indent=2))
     write_report(out, preset, written)
     return written
+
+
+def _prepare_step(name: str, config: dict, out: pathlib.Path, force: bool,
+                 echo: Callable[[str], None]) -> tuple[dict, list[str] | None]:
+    """Decide whether step ``name`` of ``run_reproduce`` runs, say so with ``echo``, and make
+    its folder ready: a step whose ``done.json`` holds ``config`` is done (unless ``force``);
+    one done under another configuration is redone from scratch (its ``results.csv``
+    removed), unless only its fit windows changed (rows kept: fits, plots and claims redone).
+
+    Arguments:
+        name, config: the step (``steps``).
+        out: the reproduce folder (the step's folder is ``out/name``).
+        force: redo the step whatever its marker says (its ``results.csv`` removed).
+        echo: prints the step's line.
+
+    Returns:
+        (record, files): the marker record to complete with ``files`` and ``seconds`` and
+        write to ``out/name/done.json`` once the step ran; ``files`` is the finished step's
+        list of files (relative to ``out``) when it is done, else None (it must run).
+    """
+    folder = out / name
+    marker = folder / "done.json"
+    record = {"config": json.loads(json.dumps(config))}
+    stale = windows_only = False
+    if not force and marker.exists():
+        previous = json.loads(marker.read_text())
+        if previous.get("config") == record["config"]:
+            echo(f"[{name}] already done, skipping (use --force to redo)")
+            return record, previous["files"]
+        stale = True
+        windows_only = _without_windows(previous.get("config")) == \
+            _without_windows(record["config"])
+    echo(f"[{name}] running" + (
+        " (its fit windows changed: rows kept, fits, plots and claims redone)"
+        if windows_only else " (done under another configuration: redone)" if stale
+        else ""))
+    if (force or (stale and not windows_only)) and (folder / "results.csv").exists():
+        (folder / "results.csv").unlink()
+    return record, None
 
 
 def _without_windows(config):
@@ -326,12 +417,23 @@ def _read_claims(path: pathlib.Path) -> pd.DataFrame:
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
               show_default=True)
 @click.option("--force", is_flag=True, help="Redo steps that are already done.")
+@click.option("--estimate", is_flag=True,
+              help="Print how long the run would take on this device (a short calibration) "
+                   "and exit; --preset paper prints it before starting anyway.")
 @engine_options
 def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force: bool,
-                      workers: int | None, scheduler: str | None) -> None:
+                      estimate: bool, workers: int | None, scheduler: str | None) -> None:
     """Reproduce the papers' figures and tables into one folder with report.md (resumable)."""
     out = out or pathlib.Path("runs") / preset
     try:
+        if estimate:
+            from experiments.engine import check_engine_options
+
+            if workers is not None or scheduler is not None:
+                check_engine_options(workers, scheduler, device)
+            click.echo(estimate_reproduce(preset, out, force=force, device=device,
+                                          workers=workers or 1, scheduler=scheduler).text())
+            return
         written = run_reproduce(preset, out, force=force, device=device, echo=click.echo,
                                 workers=workers, scheduler=scheduler)
     except ValueError as error:

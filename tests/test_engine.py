@@ -214,3 +214,32 @@ def test_each_local_worker_gets_one_gpu(tmp_path):
         visible = engine.client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
     n = torch.cuda.device_count()
     assert sorted(visible.values()) == sorted(str(i % n) for i in range(2))
+
+
+def test_rows_and_tasks_carry_their_priority(cluster, slow_kind):
+    from experiments.engine import Engine
+
+    address, client = cluster
+    with Engine(scheduler=address) as engine:
+        with pytest.raises(ValueError, match="priority must be an integer"):
+            with engine.prioritised(1.5):
+                pass
+        seen = {}
+
+        def priorities(dask_scheduler):
+            return {key: ts.priority[0] for key, ts in dask_scheduler.tasks.items()
+                    if str(key).startswith("sparselab-")}
+
+        config = _slow_config(0.5, seeds=(0, 1))
+        with engine.prioritised(7):
+            rows = engine.rows([(config, spec, seed) for seed in config.seeds
+                                for spec in config.models])
+            next(rows)  # the first of 4 rows of 0.5 s on 2 workers: the others still held
+            seen.update(client.run_on_scheduler(priorities))
+            rows.close()
+        task = engine.submit(sum, [1, 2], priority=3, name="step")
+        assert task.result() == 3
+        seen.update(client.run_on_scheduler(priorities))
+    # Dask orders by -priority: a higher priority runs first
+    assert {-p for key, p in seen.items() if key.startswith("sparselab-row-")} == {7}
+    assert {-p for key, p in seen.items() if key.startswith("sparselab-step-")} == {3}

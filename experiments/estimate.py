@@ -1,0 +1,266 @@
+"""How long a reproduction will take on this device, measured before it starts (issue 27).
+
+``sparselab reproduce --preset paper`` runs thousands of rows at sizes no laptop finishes in a
+day; it says first how long it expects to take, from a short calibration on the device it
+will run on:
+
+1. Sample. From each sweep (``ExperimentConfig``) of each scaling experiment, ``per_kind``
+   models of each model kind are drawn at random (seeded; kinds differ most in cost: a
+   trained router can take 30× a bucket table), each with the sweep's first seed.
+2. Time at two reduced sizes. Each sampled row is computed (``experiments.sweep.compute_row``,
+   one thread: the thread policy every worker runs) with its training size, evaluation size
+   and SGD steps all multiplied by a factor s — once at s₁ and once at s₂ = 2·s₁ (CPU time
+   of the thread on a CPU, so that a busy machine does not inflate it; wall time on a GPU)
+   (s₁ the
+   smallest factor that keeps at least ``MIN_N_TRAIN`` training points, ``MIN_N_EVAL``
+   evaluation points and ``MIN_STEPS`` steps, and at least ``MIN_SCALE``). A row's cost is
+   the sum of parts linear in those three (drawing data, the Gram matrix of an exact fit,
+   SGD steps, evaluation) and of parts that do not depend on them (building the model, the
+   w³ solve of an exact fit), so t(s) = a + b·s, and the full row takes
+   t(1) = t(s₁) + (t(s₂) − t(s₁))·(1 − s₁)/(s₂ − s₁). (The first row of each model kind is
+   computed once untimed first: Numba compiles on first use.)
+3. Scale up. A sweep's time is its number of rows (models × seeds) times the mean t(1) of
+   its samples; the range printed takes every row of a sweep as fast as its fastest sample,
+   or as slow as its slowest. N workers divide the time by N (rows are independent).
+
+What it does not see: steps other than the scaling experiments (the checks at their paper
+parameters, the target gallery, the SDM curves, the COMET studies) are listed as not
+included; memory limits (a row that does not fit fails; it is not timed here); a busy
+machine (the estimate is for the cores free: a neighbour slows the run, not the estimate).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from experiments.threads import single_threaded
+
+__all__ = ["Estimate", "estimate_sweeps", "MIN_N_TRAIN", "MIN_N_EVAL", "MIN_STEPS",
+           "MIN_SCALE"]
+
+#: The smallest sizes a calibration row is computed at (below these a row is mostly
+#: overhead, and an SGD batch could exceed the training set).
+MIN_N_TRAIN, MIN_N_EVAL, MIN_STEPS = 2_000, 200, 50
+#: The smallest factor s of a calibration row.
+MIN_SCALE = 0.01
+
+
+@dataclass
+class Estimate:
+    """An estimate of the compute time of sweeps (``estimate_sweeps``).
+
+    Attributes:
+        seconds: the estimated time of every row, one after another on one worker (s).
+        low, high: the range: every row of a sweep as fast as its fastest sample, or as
+            slow as its slowest (s).
+        rows: rows estimated.
+        per_experiment: experiment -> (rows, seconds).
+        sampled: rows timed (each at two sizes).
+        calibration_seconds: wall time the calibration took (s).
+        device: the device the rows were timed on.
+        workers: the workers the time is divided by (None: not known, e.g. a cluster).
+        excluded: steps whose time is not included.
+    """
+
+    seconds: float
+    low: float
+    high: float
+    rows: int
+    per_experiment: dict[str, tuple[int, float]]
+    sampled: int
+    calibration_seconds: float
+    device: str
+    workers: int | None = 1
+    excluded: list[str] = field(default_factory=list)
+
+    @property
+    def clock(self) -> str:
+        """What the rows were timed by (``_time_row``)."""
+        return "wall time" if self.device.startswith("cuda") else \
+            "CPU time of one thread: the cores free"
+
+    def text(self) -> str:
+        """The estimate in a few lines: total, per experiment, what it is based on, what it
+        leaves out."""
+        workers = self.workers or 1
+        lines = [f"Estimated time of this run on {self.device}: {_duration(self.seconds / workers)}"
+                 f" (range {_duration(self.low / workers)} – {_duration(self.high / workers)})"
+                 + (f" with {workers} workers" if workers > 1 else
+                    " on one worker" if self.workers else
+                    " on one worker; divide by the number of workers of the cluster"),
+                 f"  {self.rows} rows of the scaling experiments: " + ", ".join(
+                     f"{name} {rows} rows {_duration(seconds / workers)}"
+                     for name, (rows, seconds) in self.per_experiment.items()),
+                 f"  based on: {self.sampled} rows sampled at random from the sweeps' model "
+                 f"kinds, each timed here ({self.clock}) at two reduced sizes (training and "
+                 f"evaluation sizes and SGD steps × s and × 2s, s ≥ {MIN_SCALE:g}) and "
+                 f"extrapolated linearly to the full size; calibration took "
+                 f"{_duration(self.calibration_seconds)}"]
+        if self.excluded:
+            lines.append(f"  not included: {', '.join(self.excluded)}")
+        return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _extrapolate(t1: float, t2: float, s1: float, s2: float) -> float:
+    """t(1) of t(s) = a + b·s through (s1, t1) and (s2, t2), b ≥ 0 (noise can make the
+    smaller size look slower); t1 itself when s1 is already the full size."""
+    if s1 >= 1.0:
+        return t1
+    return t1 + max(0.0, t2 - t1) * (1 - s1) / (s2 - s1)
+
+
+def _calibration_scale(config) -> float:
+    """The factor s₁ of a sweep's calibration rows: the smallest factor ≥ ``MIN_SCALE`` that
+    keeps ``MIN_N_TRAIN`` training points, ``MIN_N_EVAL`` evaluation points and
+    ``MIN_STEPS`` SGD steps (each capped at the sweep's own), at most 1."""
+    return min(1.0, max(MIN_SCALE, MIN_N_TRAIN / config.n_train, MIN_N_EVAL / config.n_eval,
+                        MIN_STEPS / config.sgd_steps))
+
+
+def _scaled(config, scale: float):
+    """``config`` with its training and evaluation sizes and SGD steps multiplied by
+    ``scale`` (rounded, at least 1).
+
+    Raises:
+        ValueError: ``scale`` outside (0, 1].
+    """
+    from routing.validation import check_real
+
+    check_real(scale, "scale", low=0.0, high=1.0, low_open=True)
+    return config.with_(n_train=max(1, round(config.n_train * scale)),
+                        n_eval=max(1, round(config.n_eval * scale)),
+                        sgd_steps=max(1, round(config.sgd_steps * scale)))
+
+
+def _time_row(config, spec, seed: int, device) -> tuple[float, float]:
+    """Seconds to draw a row's data and to compute the row on them
+    (``experiments.sweep.compute_row``), with one thread (the thread policy of the sweeps,
+    ``experiments.threads``). They are apart because a sweep draws a seed's data once for
+    all its models (``experiments.sweep._data_of`` keeps them). On a CPU the time is the
+    thread's CPU time — the row's cost with a core to itself, whatever else the machine runs
+    meanwhile; on a GPU it is the wall time, the GPU's work waited for.
+
+    Returns:
+        (data seconds, row seconds).
+    """
+    import torch
+
+    from experiments.sweep import _data_of, compute_row
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        def clock():
+            torch.cuda.synchronize(device)
+            return time.perf_counter()
+    else:
+        clock = time.thread_time
+    with single_threaded():
+        start = clock()
+        _data_of(config, seed)
+        middle = clock()
+        compute_row(config, spec, seed, device)  # on the data above, kept
+        return middle - start, clock() - middle
+
+
+def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind: int = 2,
+                    seed: int = 0, workers: int | None = 1,
+                    timer: Callable[..., float] = _time_row, progress: bool = True,
+                    excluded: list[str] | None = None) -> Estimate:
+    """Estimate the compute time of the sweeps of ``experiments`` on ``device`` (the module's
+    docstring says how).
+
+    Arguments:
+        experiments: experiment name -> its ``ExperimentConfig`` list.
+        device: "auto", "cpu" or "cuda": where the rows are timed (and will run).
+        per_kind: models sampled per model kind of each sweep (all of them where it has
+            fewer), ≥ 1.
+        seed: seed of the sampling.
+        workers: workers the time is divided by (None: unknown).
+        timer: ``(config, spec, seed, device) -> (data seconds, row seconds)``
+            (``_time_row``; tests give a model of time).
+        progress: show a progress bar over the sampled rows.
+        excluded: steps whose time is not included, named in the text.
+
+    Returns:
+        an ``Estimate``.
+
+    Raises:
+        ValueError: per_kind < 1, a bad device or workers; what computing a row raises.
+    """
+    from tqdm.auto import tqdm
+
+    from experiments.sweep import resolve_device
+    from routing.validation import check_int
+
+    check_int(per_kind, "per_kind", low=1)
+    if workers is not None:
+        check_int(workers, "workers", low=1)
+    torch_device = resolve_device(device)
+    rng = np.random.default_rng(seed)
+    plan = []  # (experiment, config, {kind: (models of the kind, sampled specs)})
+    for name, configs in experiments.items():
+        for config in configs:
+            kinds: dict[str, list] = {}
+            for spec in config.models:
+                kinds.setdefault(spec.kind, []).append(spec)
+            plan.append((name, config, {
+                kind: (len(specs), [specs[i] for i in sorted(rng.choice(
+                    len(specs), size=min(per_kind, len(specs)), replace=False))])
+                for kind, specs in kinds.items()}))
+    start = time.perf_counter()
+    warmed: set[str] = set()
+    totals = {name: [0, 0.0, 0.0, 0.0] for name in experiments}  # rows, mid, low, high
+    bar = tqdm(total=sum(len(picked) for _, _, kinds in plan for _, picked in kinds.values()),
+               desc="calibration", disable=not progress)
+    sampled = 0
+    for name, config, kinds in plan:
+        if not kinds or not config.seeds:
+            continue
+        s1 = _calibration_scale(config)
+        s2 = min(1.0, 2 * s1)
+        small, large = _scaled(config, s1), _scaled(config, s2)
+        first, seeds = config.seeds[0], len(config.seeds)
+        data = []
+        for kind, (n_models, specs) in kinds.items():
+            full = []
+            if kind not in warmed:  # Numba compiles, torch allocates, on first use: the
+                # kind's narrowest model of the sweep, at the small size, once untimed
+                timer(small, min((m for m in config.models if m.kind == kind),
+                                 key=lambda m: m.width or 0), first, torch_device)
+                warmed.add(kind)
+            for spec in specs:
+                t1 = timer(small, spec, first, torch_device)
+                t2 = t1 if s1 >= 1.0 else timer(large, spec, first, torch_device)
+                # t(1) = t(s1) + slope·(1 - s1), for the data and for the row
+                data.append(_extrapolate(t1[0], t2[0], s1, s2))
+                full.append(_extrapolate(t1[1], t2[1], s1, s2))
+                sampled += 1
+                bar.update(1)
+            totals[name][0] += n_models * seeds
+            totals[name][1] += n_models * seeds * float(np.mean(full))
+            totals[name][2] += n_models * seeds * min(full)
+            totals[name][3] += n_models * seeds * max(full)
+        for i, value in ((1, float(np.mean(data))), (2, min(data)), (3, max(data))):
+            totals[name][i] += seeds * value  # a seed's data, drawn once for all models
+    bar.close()
+    mid, low, high = (math.fsum(t[i] for t in totals.values()) for i in (1, 2, 3))
+    return Estimate(seconds=mid, low=low, high=high,
+                    rows=sum(t[0] for t in totals.values()),
+                    per_experiment={n: (t[0], t[1]) for n, t in totals.items()},
+                    sampled=sampled, calibration_seconds=time.perf_counter() - start,
+                    device=str(torch_device), workers=workers, excluded=list(excluded or []))

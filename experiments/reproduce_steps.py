@@ -1,0 +1,217 @@
+"""The steps of ``sparselab reproduce`` that can be cut into tasks: a scaling experiment (its
+rows, then its outputs) and the theorem checks (one check at a time, then their merged
+``results.json`` and ``table.txt``). Called whole, each is the step the serial reproduce
+runs; ``experiments.reproduce_parallel`` runs their parts on Dask workers.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ScalingStep", "ChecksStep"]
+
+
+class ScalingStep:
+    """A scaling experiment as a step of ``sparselab reproduce``: ``step(out)`` runs (or
+    resumes) it whole into ``out`` (``experiments.scale_cli.run_experiment``) and returns its
+    files; ``rows`` and ``outputs`` are its two halves, for the parallel run.
+
+    Arguments:
+        name, preset: the experiment (``experiments.presets.EXPERIMENTS``) and its preset.
+        device: "auto", "cpu" or "cuda".
+        workers, scheduler: where its rows are computed (``experiments.engine``); both
+            None: in this process.
+
+    Raises:
+        ValueError: an unknown experiment, preset or device.
+    """
+
+    def __init__(self, name: str, preset: str, device: str = "auto",
+                 workers: int | None = None, scheduler: str | None = None):
+        from experiments.presets import EXPERIMENTS, PRESETS
+        from routing.validation import check_choice
+
+        check_choice(name, "name", tuple(EXPERIMENTS))
+        check_choice(preset, "preset", PRESETS)
+        check_choice(device, "device", ("auto", "cpu", "cuda"))
+        self.name, self.preset, self.device = name, preset, device
+        self.workers, self.scheduler = workers, scheduler
+
+    def _engine(self) -> dict:
+        # only when asked: the serial path calls run_experiment exactly as before
+        return {} if self.workers is None and self.scheduler is None else dict(
+            workers=self.workers, scheduler=self.scheduler)
+
+    def __call__(self, out: pathlib.Path) -> list[pathlib.Path]:
+        from experiments.scale_cli import run_experiment
+
+        return run_experiment(self.name, self.preset, out, device=self.device, progress=True,
+                              **self._engine())[0]
+
+    def configs(self) -> list:
+        """The experiment's sweeps at the preset (``experiments.presets.experiment_configs``)."""
+        from experiments.presets import experiment_configs
+
+        return experiment_configs(self.name, self.preset)
+
+    def rows(self, out: pathlib.Path, progress: bool = True, on_row=None) -> None:
+        """Compute (or resume) the rows of ``out/results.csv`` alone
+        (``experiments.sweep.run_sweep``), then put them in the order of the sweep — the
+        order the serial run computes them in, whatever order the workers finished them
+        in, so that the tables listing models as they come are the serial run's: the first
+        half of ``step(out)``.
+
+        Raises:
+            ValueError: as ``run_sweep``.
+        """
+        from experiments import output_folder
+        from experiments.sweep import run_sweep
+
+        configs = self.configs()
+        with output_folder.writer(out):
+            run_sweep(configs, out, device=self.device, progress=progress, on_row=on_row,
+                      **self._engine())
+            _in_sweep_order(configs, out / "results.csv")
+
+    def outputs(self, out: pathlib.Path) -> list[pathlib.Path]:
+        """``step(out)`` once ``rows`` is done: ``config.json``, fits, plots, tables and claims
+        (no row is left to compute); returns every file of the step.
+
+        Raises:
+            ValueError: as ``run_experiment``.
+        """
+        from experiments.scale_cli import run_experiment
+
+        return run_experiment(self.name, self.preset, out, device=self.device, progress=False,
+                              **self._engine())[0]
+
+
+def _in_sweep_order(configs: list, path: pathlib.Path) -> None:
+    """Reorder the rows of the ``results.csv`` at ``path`` as the serial sweep of ``configs``
+    computes them (config, then seed, then model); rows of no config of the sweep go last,
+    in their order. The file's text is kept field for field (read and written as strings).
+
+    Raises:
+        OutputError: a full disk or a refused write (``experiments.output_folder``).
+    """
+    from experiments import output_folder
+    from experiments.specs import fit_of
+    from experiments.sweep import ROW_KEY, settings_fingerprint
+
+    path = pathlib.Path(path)
+    if not path.exists():
+        return
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    order = {}
+    for config in configs:
+        settings = settings_fingerprint(config)
+        for seed in config.seeds:
+            for spec in config.models:
+                key = tuple(map(str, (config.name, config.target.label(), spec.key(),
+                                      fit_of(spec, config), seed, settings)))
+                order.setdefault(key, len(order))
+    rank = [order.get(tuple(row), len(order)) for row in table[ROW_KEY].itertuples(index=False)]
+    ordered = table.iloc[np.argsort(rank, kind="stable")]
+    if not ordered.index.equals(table.index):
+        output_folder.write_frame(ordered, path)
+
+
+class ChecksStep:
+    """The theorem checks as a step of ``sparselab reproduce``: ``step(out)`` runs them all
+    into ``out`` (``proofs_checks.cli.write_checks``); ``names``, ``run_one`` and ``merge``
+    split the same work into one task per check, for the parallel run, and write the same
+    ``results.json`` and ``table.txt``.
+
+    Arguments:
+        preset: the checks' preset ("quick" or "paper", as ``sparselab check``).
+        only: names of the checks to run (default: every registered check, in registry
+            order).
+        seed: the seed of every check.
+
+    Raises:
+        ValueError: an unknown preset, a negative seed, ``only`` not a sequence of names
+            (an unknown name is refused by ``names``).
+    """
+
+    def __init__(self, preset: str, only: tuple[str, ...] | None = None, seed: int = 0):
+        from proofs_checks.cli import PARAMS_OF_PRESET
+        from routing.validation import check_choice, check_int
+
+        check_choice(preset, "preset", tuple(PARAMS_OF_PRESET))
+        check_int(seed, "seed", low=0)
+        if only is not None and (isinstance(only, str) or not all(
+                isinstance(n, str) for n in only)):
+            raise ValueError(f"only must be a tuple of check names, got {only!r}")
+        self.preset, self.seed = preset, seed
+        self.only = None if only is None else tuple(only)
+
+    def __call__(self, out: pathlib.Path) -> list[pathlib.Path]:
+        from proofs_checks.cli import write_checks
+
+        if self.only is None:  # the call the serial reproduce has always made
+            return write_checks(out, self.preset)
+        return write_checks(out, self.preset, seed=self.seed, only=self.only)
+
+    def names(self) -> list[str]:
+        """The checks to run, in registry order (that of ``results.json`` and ``table.txt``).
+
+        Raises:
+            ValueError: an unknown check name in ``only``.
+        """
+        from proofs_checks.registry import all_checks
+
+        checks = all_checks()
+        unknown = [n for n in (self.only or ()) if n not in checks]
+        if unknown:
+            raise ValueError(f"unknown check(s) {', '.join(map(repr, unknown))}; known "
+                             f"checks: {', '.join(checks)}")
+        return list(checks) if not self.only else list(dict.fromkeys(self.only))
+
+    def run_one(self, name: str, out: pathlib.Path):
+        """Run check ``name`` with its power into ``out/name`` (its plots), as
+        ``proofs_checks.cli.run_checks`` runs each check; returns its ``CheckResult``.
+
+        Raises:
+            ValueError: an unknown check name.
+        """
+        from proofs_checks.cli import PARAMS_OF_PRESET
+        from proofs_checks.registry import get_check
+
+        params = PARAMS_OF_PRESET[self.preset]
+        return get_check(name).preset(params).run(self.seed, pathlib.Path(out) / name,
+                                                  power=True)
+
+    def merge(self, out: pathlib.Path, results: list) -> list[pathlib.Path]:
+        """Write ``out/results.json`` and ``out/table.txt`` from the checks' results, as
+        ``write_checks`` would (``seconds``: the sum of the checks' times, which ran apart),
+        and return the files of the step in ``write_checks``'s order.
+
+        Arguments:
+            out: the step's folder.
+            results: one ``CheckResult`` per name of ``names()``, in that order.
+
+        Raises:
+            ValueError: results that are not those of ``names()``, in order; a full disk or a
+                refused write (``experiments.output_folder.OutputError``).
+        """
+        from experiments import output_folder
+        from proofs_checks.cli import PARAMS_OF_PRESET, format_table
+
+        got = [r.name for r in results]
+        if got != self.names():
+            raise ValueError(f"results must be those of the checks {self.names()}, in order; "
+                             f"got {got}")
+        out = pathlib.Path(out)
+        payload = {"preset": self.preset, "params": PARAMS_OF_PRESET[self.preset],
+                   "seed": self.seed, "seconds": round(sum(r.seconds for r in results), 2),
+                   "results": [r.to_dict() for r in results]}
+        with output_folder.writer(out):
+            output_folder.write_text(out / "results.json",
+                                     json.dumps(payload, indent=1, ensure_ascii=False))
+            output_folder.write_text(out / "table.txt", format_table(results) + "\n")
+        return [out / "results.json", out / "table.txt"] + [
+            pathlib.Path(p) for r in results for p in r.plots]

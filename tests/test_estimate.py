@@ -1,0 +1,147 @@
+"""``reproduce --preset paper`` says first how long it will take (issue 27, item 5): the
+estimate extrapolates timed rows at reduced sizes, scales with the work, and is printed."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from experiments import estimate, reproduce
+from experiments.estimate import _calibration_scale, _scaled, estimate_sweeps
+from experiments.reproduce import reproduce_command, run_reproduce
+from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+
+
+def _config(seeds=(0, 1), n_train=200_000, steps=20_000, name="fig2"):
+    models = (ModelSpec("dense", width=8, label="dense"),
+              ModelSpec("dense", width=16, label="dense 16"),
+              ModelSpec("dsm", width=16, k=4, label="DSM"),
+              ModelSpec("lsh", n_bits=4, n_tables=1, family="sign", label="LSH"))
+    return ExperimentConfig(name=name, preset="tiny", target=TargetSpec("polynomial"),
+                            models=models, seeds=seeds, n_train=n_train, n_eval=n_train // 10,
+                            sgd_steps=steps, sgd_batch=64)
+
+
+def _linear_timer(calls):
+    """A row's time as the module's model of it: drawing the data (linear in the sizes), and
+    the row: a fixed part (one per model kind, the dense one ∝ its width) and parts linear in
+    the sizes and steps."""
+    fixed = {"dense": 3.0 / 8, "dsm": 1.0, "lsh": 0.5}
+
+    def timer(config, spec, seed, device):
+        calls.append((config.n_train, spec.kind, seed))
+        return 2e-5 * (config.n_train + config.n_eval), \
+            fixed[spec.kind] * (spec.width if spec.kind == "dense" else 1) + 1e-5 * (config.n_train + config.n_eval) + \
+            1e-3 * config.sgd_steps
+    return timer
+
+
+def test_the_extrapolation_recovers_a_row_linear_in_the_sizes():
+    calls = []
+    config = _config()
+    result = estimate_sweeps({"fig2": [config]}, device="cpu", per_kind=2,
+                             timer=_linear_timer(calls), progress=False)
+    full = 1e-5 * (200_000 + 20_000) + 1e-3 * 20_000
+    data = 2 * 2e-5 * (200_000 + 20_000)  # drawn once per seed, for all models
+    # 2 seeds × 4 models
+    expected = 2 * sum(fixed + full for fixed in (3.0, 6.0, 1.0, 0.5)) + data
+    assert result.seconds == pytest.approx(expected, rel=1e-3)
+    # the range: both dense rows as fast as the faster one, or as slow as the slower
+    assert result.low == pytest.approx(expected - 2 * 3.0, rel=1e-3)
+    assert result.high == pytest.approx(expected + 2 * 3.0, rel=1e-3)
+    assert result.rows == 8 and result.sampled == 4
+    one = estimate_sweeps({"fig2": [config]}, device="cpu", per_kind=1,
+                          timer=_linear_timer([]), progress=False)
+    assert one.sampled == 3 and one.low == one.seconds == one.high  # a kind, a sample
+    # timed small: at the calibration sizes only, never at the full one
+    assert max(n for n, _, _ in calls) <= 2 * _calibration_scale(config) * 200_000 < 200_000
+
+
+def test_the_estimate_scales_with_the_work():
+    base = estimate_sweeps({"fig2": [_config()]}, device="cpu", timer=_linear_timer([]),
+                           progress=False)
+    seeds = estimate_sweeps({"fig2": [_config(seeds=(0, 1, 2, 3))]}, device="cpu",
+                            timer=_linear_timer([]), progress=False)
+    assert seeds.seconds == pytest.approx(2 * base.seconds, rel=1e-9)
+    steps = estimate_sweeps({"fig2": [_config(steps=40_000)]}, device="cpu",
+                            timer=_linear_timer([]), progress=False)
+    assert steps.seconds > 1.5 * base.seconds  # 20 s of ~25 s per row are SGD steps
+    two = estimate_sweeps({"fig2": [_config()]}, device="cpu", timer=_linear_timer([]),
+                          progress=False, workers=2)
+    assert "with 2 workers" in two.text() and two.seconds == base.seconds
+
+
+def test_a_small_sweep_is_timed_whole():
+    config = _config(n_train=1_000, steps=40)
+    assert _calibration_scale(config) == 1.0
+    calls = []
+    estimate_sweeps({"x": [config]}, device="cpu", per_kind=1, timer=_linear_timer(calls),
+                    progress=False)
+    assert {n for n, _, _ in calls} == {1_000}  # warm-up and the timing, both full size
+    assert _scaled(_config(), 0.01).sgd_steps == 200
+    with pytest.raises(ValueError, match="scale"):
+        _scaled(config, 0.0)
+    with pytest.raises(ValueError, match="per_kind"):
+        estimate_sweeps({"x": [config]}, per_kind=0)
+
+
+def test_a_real_calibration_comes_close_to_the_real_time():
+    from experiments.sweep import run_sweep
+    import tempfile
+    import time
+
+    config = _config(seeds=(0, 1), n_train=20_000, steps=400).with_(fit="sgd")
+    assert _calibration_scale(config) == 0.125  # timed at 1/8 and 1/4 of the sizes and steps
+    result = estimate_sweeps({"fig2": [config]}, device="cpu", per_kind=1, progress=False)
+    with tempfile.TemporaryDirectory() as out:
+        # CPU time, as the estimate on a CPU: a busy machine slows both clocks' wall alike
+        start = time.thread_time()
+        run_sweep([config], out, device="cpu", progress=False)
+        actual = time.thread_time() - start
+    assert 0.25 < result.seconds / actual < 4, (result.seconds, actual)
+
+
+def test_reproduce_paper_prints_the_estimate_first(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_estimate(experiments, device="auto", workers=1, progress=True, excluded=()):
+        seen.update(experiments=experiments, excluded=excluded, workers=workers)
+        return estimate.Estimate(seconds=7200.0, low=3600.0, high=14400.0, rows=12,
+                                 per_experiment={"fig2": (12, 7200.0)}, sampled=2,
+                                 calibration_seconds=1.0, device="cpu", workers=workers,
+                                 excluded=list(excluded))
+
+    def run(out):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "x.txt").write_text("x")
+        return [out / "x.txt"]
+
+    def fake_steps(preset, device="auto", workers=None, scheduler=None):
+        return [("checks", {"preset": preset}, run),
+                ("fig2", {"settings": ["a"]}, reproduce.ScalingStep("fig2", "tiny"))]
+
+    monkeypatch.setattr(estimate, "estimate_sweeps", fake_estimate)
+    monkeypatch.setattr(reproduce, "steps", fake_steps)
+    monkeypatch.setattr(reproduce, "_run_steps", lambda *args: {})
+    lines = []
+    run_reproduce("paper", tmp_path, echo=lines.append)
+    assert lines[0].startswith("Estimated time of this run on cpu: 2.0 h (range 1.0 h – 4.0 h)")
+    assert "not included: checks" in lines[0] and list(seen["experiments"]) == ["fig2"]
+    # a step already done is not estimated
+    (tmp_path / "fig2").mkdir()
+    (tmp_path / "fig2" / "done.json").write_text(json.dumps({"config": {"settings": ["a"]}}))
+    run_reproduce("paper", tmp_path, echo=lines.append)
+    assert seen["experiments"] == {}
+    lines.clear()
+    run_reproduce("quick", tmp_path, echo=lines.append)  # other presets: no estimate
+    assert lines == []
+
+
+def test_the_estimate_option_prints_and_runs_nothing(tmp_path):
+    result = CliRunner().invoke(reproduce_command, ["--preset", "tiny", "--out",
+                                                    str(tmp_path), "--estimate", "--device",
+                                                    "cpu"])
+    assert result.exit_code == 0, result.output
+    assert "Estimated time of this run on cpu" in result.output
+    assert "not included: targets, sdm, checks" in result.output
+    assert not any((tmp_path / name).exists() for name in ("fig2", "index.json"))
