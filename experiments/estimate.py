@@ -205,9 +205,11 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
     from tqdm.auto import tqdm
 
     from experiments.sweep import resolve_device
-    from routing.validation import check_int
+    from routing.validation import check_bool, check_int, check_seed
 
     check_int(per_kind, "per_kind", low=1)
+    seed = check_seed(seed)
+    progress = check_bool(progress, "progress")
     if workers is not None:
         check_int(workers, "workers", low=1)
     torch_device = resolve_device(device)

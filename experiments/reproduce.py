@@ -83,8 +83,16 @@ def real_data_steps(preset: str, device: str = "auto"):
     al. 2023 continual learning, COMET Fig. 4) as steps, on scikit-learn's bundled digits
     (the paper preset needs CIFAR-10 or MNIST files: run those with ``sparselab scale
     --experiment NAME --data-dir DIR``, so reproduce runs them only at tiny and quick).
-    Their marker holds the settings fingerprint of the experiment's config."""
+    Their marker holds the settings fingerprint of the experiment's config.
+
+    Raises:
+        ValueError: an unknown preset or device (naming it).
+    """
     from experiments import real_data
+    from routing.validation import check_choice
+
+    check_choice(preset, "preset", REPRODUCE_PRESETS)
+    check_choice(device, "device", ("auto", "cpu", "cuda"))
 
     if preset == "paper":
         return []
@@ -173,10 +181,13 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
         an ``experiments.estimate.Estimate`` (``.text()`` prints it).
 
     Raises:
-        ValueError: an unknown preset or device, bad workers.
+        ValueError: an unknown preset or device, bad workers, force or progress not a bool.
     """
     from experiments.estimate import estimate_sweeps
+    from routing.validation import check_bool
 
+    force = check_bool(force, "force")
+    progress = check_bool(progress, "progress")
     if preset not in REPRODUCE_PRESETS:
         raise ValueError(f"preset must be one of {REPRODUCE_PRESETS}, got {preset!r}")
     sweeps, others = {}, []
