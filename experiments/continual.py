@@ -23,9 +23,9 @@ with EWC (Kirkpatrick et al. 2017) and the joint-training "oracle".
 
 Matched parameters (issue 28, item 3). The reference is the ReLU MLP of the preset (one
 hidden layer of N = ``n_neurons`` units, biases included). Every other kind keeps its k
-active units and searches one size argument (``ModelKind.knob``: SDMLP's neurons, the MoEs'
+active units and searches one size argument (``ContinualModel.knob``: SDMLP's neurons, the MoEs'
 and SMEAR's expert count, PKM's n_keys, …) for the trainable-parameter count closest to the
-reference's (``ModelKind.match``), within ``param_tolerance`` (±5 % by default) or, where the
+reference's (``ContinualModel.match``), within ``param_tolerance`` (±5 % by default) or, where the
 steps of that argument cannot reach it, the closest achievable with the reason recorded. The
 choice is a function of the preset and the data's shape alone, made before any training.
 Bricken et al. compare their models at equal neuron counts, "approximately the same number of
@@ -53,7 +53,7 @@ from routing.layers import (COMET, PKM, SDMLP, SMEAR, COMETConfig, DenseMLP, Den
 from routing.validation import (check_bool, check_choice, check_int, check_points, check_real,
                                  check_seed)
 
-__all__ = ["ContinualSettings", "ModelKind", "MODELS", "ORACLE", "REFERENCE", "class_split",
+__all__ = ["ContinualSettings", "ContinualModel", "MODELS", "ORACLE", "REFERENCE", "class_split",
            "task_masks", "average_accuracy", "forgetting", "unit_activity", "EWC",
            "run_continual_model"]
 
@@ -340,7 +340,7 @@ REFERENCE = "ReLU MLP"
 
 
 @dataclass(frozen=True)
-class ModelKind:
+class ContinualModel:
     """A model of the continual-learning harness.
 
     Attributes:
@@ -580,68 +580,68 @@ def _expert_sizes(s):
             for g in sizes]
 
 
-MODELS: dict[str, ModelKind] = {}
+MODELS: dict[str, ContinualModel] = {}
 
 
-def register(kind: ModelKind) -> ModelKind:
+def register(kind: ContinualModel) -> ContinualModel:
     """Add ``kind`` to ``MODELS`` under its label (a user's model joins the same way).
 
     Raises:
-        TypeError: ``kind`` is not a ``ModelKind``.
+        TypeError: ``kind`` is not a ``ContinualModel``.
     """
-    if not isinstance(kind, ModelKind):
-        raise TypeError(f"kind must be a ModelKind, got {kind!r}")
+    if not isinstance(kind, ContinualModel):
+        raise TypeError(f"kind must be a ContinualModel, got {kind!r}")
     MODELS[kind.label] = kind
     return kind
 
 
 _WIDTH = "hidden width chosen for the parameter count closest to the ReLU MLP's"
-register(ModelKind("SDMLP", _sdmlp(SDMLP), lambda s: ("sgd", s.sdm_lr),
+register(ContinualModel("SDMLP", _sdmlp(SDMLP), lambda s: ("sgd", s.sdm_lr),
                    source="Bricken et al. 2023, §4 Eq. 4, App. A.1", knob="n_neurons",
                    families=_any_width, size_rule="neurons chosen for the parameter count "
                    "(no biases: N·(d_in + classes)) closest to the ReLU MLP's; k_target = k"))
-register(ModelKind("SDMLP (mask)", _sdmlp(SDMLPMask), lambda s: ("sgd", s.sdm_lr),
+register(ContinualModel("SDMLP (mask)", _sdmlp(SDMLPMask), lambda s: ("sgd", s.sdm_lr),
                    source="Bricken et al. 2023, Table 2 'Linear Mask', App. B.3, Fig. 10",
                    knob="n_neurons", families=_any_width,
                    size_rule="as SDMLP (the same parameters)"))
-register(ModelKind("Top-K", _topk, lambda s: ("sgd", s.sgd_lr),
+register(ContinualModel("Top-K", _topk, lambda s: ("sgd", s.sgd_lr),
                    source="Bricken et al. 2023, §5 Top-K baseline", knob="width",
                    families=_any_width,
                    size_rule=f"{_WIDTH} (its network is the ReLU MLP's, so N); k kept"))
-register(ModelKind(REFERENCE, _relu, lambda s: ("sgd", s.sgd_lr),
+register(ContinualModel(REFERENCE, _relu, lambda s: ("sgd", s.sgd_lr),
                    source="Bricken et al. 2023, §5 ReLU baseline", knob="width",
                    families=_as_reference, size_rule="the reference, N = n_neurons of the preset"))
 # clipped at 1 as SDMLP: plain SGD on the stiff EWC penalty (step lr·λ·F) diverges otherwise
-register(ModelKind("EWC (ReLU MLP)", _relu, lambda s: ("sgd", s.sgd_lr), ewc=True,
+register(ContinualModel("EWC (ReLU MLP)", _relu, lambda s: ("sgd", s.sgd_lr), ewc=True,
                    grad_clip=1.0, source="Kirkpatrick et al. 2017; Bricken et al. 2023, §5",
                    knob="width", families=_as_reference,
                    size_rule="the ReLU MLP's network (EWC's Fisher and anchors are buffers)"))
-register(ModelKind("COMET", _comet, _own(("adam", 1e-3)), source="COMET §4 (one hidden layer)",
+register(ContinualModel("COMET", _comet, _own(("adam", 1e-3)), source="COMET §4 (one hidden layer)",
                    knob="width", families=_any_width,
                    size_rule=f"{_WIDTH} (its routing is fixed, not trained, so N); p_k = k / "
                    f"width keeps k winners"))
-register(ModelKind("σ-MoE", _moe(SigmaMoE, SigmaMoEConfig), _own(("adam", 1e-3)),
+register(ContinualModel("σ-MoE", _moe(SigmaMoE, SigmaMoEConfig), _own(("adam", 1e-3)),
                    source="Csordás et al. 2023, §5", knob="n_experts", families=_expert_sizes,
                    size_rule="expert count chosen for the parameter count closest to the "
                    "ReLU MLP's (router included)"))
-register(ModelKind("top-k MoE", _moe(TopKMoE, TopKMoEConfig), _own(("adam", 1e-3)),
+register(ContinualModel("top-k MoE", _moe(TopKMoE, TopKMoEConfig), _own(("adam", 1e-3)),
                    source="Csordás et al. 2023, §4 (Switch)", knob="n_experts",
                    families=_expert_sizes, size_rule="expert count chosen for the parameter "
                    "count closest to the ReLU MLP's (router included)"))
-register(ModelKind("PKM", _pkm, _own(("adam", 1e-3)), source="Csordás et al. 2023, §3.2",
+register(ContinualModel("PKM", _pkm, _own(("adam", 1e-3)), source="Csordás et al. 2023, §3.2",
                    knob="n_keys", families=lambda s: [
                        ({"k": s.k}, math.isqrt(s.k) + 1, None,
                         f"{s.k} of n_keys² value slots active")],
                    size_rule="sub-keys per half chosen for the parameter count closest to the "
                    "ReLU MLP's (n_keys·d_in sub-key and n_keys²·classes value entries)"))
 # SMEAR merges its experts into one expert of k units per example
-register(ModelKind("SMEAR", _smear, _own(("adam", 1e-3)), source="Muqeeth et al. 2024, §3",
+register(ContinualModel("SMEAR", _smear, _own(("adam", 1e-3)), source="Muqeeth et al. 2024, §3",
                    knob="n_experts", families=lambda s: [
                        ({"expert_size": s.k}, 2, None,
                         f"experts of k = {s.k} units, merged into one per example")],
                    size_rule="expert count chosen for the parameter count closest to the "
                    "ReLU MLP's (router included)"))
-register(ModelKind(ORACLE, _relu, lambda s: ("sgd", s.sgd_lr), joint=True,
+register(ContinualModel(ORACLE, _relu, lambda s: ("sgd", s.sgd_lr), joint=True,
                    source="Bricken et al. 2023, Table 7 'Oracle' (all tasks at once)",
                    knob="width", families=_as_reference, size_rule="the ReLU MLP's network"))
 
@@ -696,7 +696,7 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
     if not isinstance(matched, dict) or not {"size", "params", "reference_params",
                                              "relative_difference", "matched",
                                              "rule"} <= set(matched):
-        raise ValueError(f"matched must be ModelKind.match's record (a dict with size, params, "
+        raise ValueError(f"matched must be ContinualModel.match's record (a dict with size, params, "
                          f"reference_params, relative_difference, matched, rule), got "
                          f"{matched!r}")
     torch.manual_seed(seed)

@@ -141,7 +141,7 @@ class ContinualConfig:
     """Bricken et al. 2023 §5 continual-learning run: the data set, the models of
     ``experiments.continual.MODELS`` and their ``ContinualSettings`` (as a dict).
 
-    ``d_in`` (inputs a pixel vector has) and ``matched`` (label -> ``ModelKind.match``'s
+    ``d_in`` (inputs a pixel vector has) and ``matched`` (label -> ``ContinualModel.match``'s
     record: the size chosen to match the ReLU MLP's trainable parameters, the counts and how)
     fix every model's size before training; ``parameter_matching`` says so in words."""
 
@@ -282,7 +282,7 @@ _CONTINUAL_D_IN = {"digits": 8 * 8, "mnist": 28 * 28, "cifar10": 32 * 32 * 3}
 
 def _with_matched(config: ContinualConfig, d_in: int) -> ContinualConfig:
     """``config`` with every model's size matched to the ReLU MLP's trainable parameters on
-    ``d_in`` inputs (``ModelKind.match``, from the settings alone: before any training)."""
+    ``d_in`` inputs (``ContinualModel.match``, from the settings alone: before any training)."""
     from experiments.continual import MODELS, REFERENCE, ContinualSettings
 
     s = ContinualSettings(**config.continual)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from experiments.continual import (EWC, MODELS, ORACLE, REFERENCE, ContinualSettings,
-                                   ModelKind, average_accuracy, class_split, forgetting,
+                                   ContinualModel, average_accuracy, class_split, forgetting,
                                    run_continual_model, task_masks, unit_activity)
 from experiments.image_models import (ConvNet, SDMLPMask, TopKMLP, TrainSettings, accuracy,
                                       fit_classifier, four_layer_mlp)
@@ -287,12 +287,12 @@ def test_a_kind_without_a_size_rule_and_a_wrong_record():
     X, y = tiny_data()
     s = ContinualSettings(n_neurons=16, k=4, n_experts=4, epochs_per_task=1,
                           evals_per_task=1)
-    mine = ModelKind("mine", lambda d, c, s, seed: MODELS[REFERENCE].build(d, c, s, seed),
+    mine = ContinualModel("mine", lambda d, c, s, seed: MODELS[REFERENCE].build(d, c, s, seed),
                      lambda s: ("sgd", 0.1))
     m = mine.match(16, 10, s)
     assert m["size"] == {} and m["matched"] and m["relative_difference"] == 0.0
     with pytest.raises(ValueError, match="families must be given with knob 'width'"):
-        ModelKind("no range", MODELS[REFERENCE].build, lambda s: ("sgd", 0.1),
+        ContinualModel("no range", MODELS[REFERENCE].build, lambda s: ("sgd", 0.1),
                   knob="width").match(16, 10, s)
     state = torch.get_rng_state()
     MODELS["PKM"].match(16, 10, s)
@@ -300,5 +300,5 @@ def test_a_kind_without_a_size_rule_and_a_wrong_record():
     quick = MODELS["SDMLP"].match(64, 10, s)  # matched for 64 inputs, run on 16
     with pytest.raises(ValueError, match="matched for other data or settings"):
         run_continual_model("SDMLP", (X, y, X, y), s, seed=0, matched=quick)
-    with pytest.raises(ValueError, match="matched must be ModelKind.match's record"):
+    with pytest.raises(ValueError, match="matched must be ContinualModel.match's record"):
         run_continual_model("SDMLP", (X, y, X, y), s, seed=0, matched={"size": {}})

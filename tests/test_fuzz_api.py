@@ -720,7 +720,7 @@ EXPERIMENT_CASES |= {
     "experiments.continual.average_accuracy": Case(lambda R: x_continual.average_accuracy(R), {"R": POINTS(3, 0, 1, 3, 3)}),
     "experiments.continual.class_split": Case(lambda n_tasks, classes_per_task, order, seed: x_continual.class_split(n_tasks, classes_per_task, order, seed), {"n_tasks": INT(1, 5), "classes_per_task": INT(1, 2), "order": CHOICE("naive", "random"), "seed": INT(0)}),
     "experiments.continual.forgetting": Case(lambda R: x_continual.forgetting(R), {"R": POINTS(3, 0, 1, 3, 3)}),
-    "experiments.continual.register": Case(lambda label, ewc: (lambda kind: (x_continual.register(kind), x_continual.MODELS.pop(label))[1].ewc)(x_continual.ModelKind(label, x_continual.MODELS["ReLU MLP"].build, x_continual.MODELS["ReLU MLP"].training, ewc=ewc)), {"label": Kind(st.just("fuzz kind"), st.sampled_from([None, 3, ""])), "ewc": BOOL}, names=("kind",)),
+    "experiments.continual.register": Case(lambda label, ewc: (lambda kind: (x_continual.register(kind), x_continual.MODELS.pop(label))[1].ewc)(x_continual.ContinualModel(label, x_continual.MODELS["ReLU MLP"].build, x_continual.MODELS["ReLU MLP"].training, ewc=ewc)), {"label": Kind(st.just("fuzz kind"), st.sampled_from([None, 3, ""])), "ewc": BOOL}, names=("kind",)),
     "experiments.continual.run_continual_model": Case(lambda label, seed, k: x_continual.run_continual_model(label, _digits(), x_continual.ContinualSettings(n_tasks=2, classes_per_task=2, n_neurons=16, k=k, n_experts=4, epochs_per_task=1, fisher_samples=8, evals_per_task=1), seed)["final_accuracy"], {"label": CHOICE("SDMLP", "Top-K", "ReLU MLP", "EWC (ReLU MLP)", "COMET", "σ-MoE", "PKM"), "seed": INT(0), "k": CHOICE(4, 8)}, heavy=True),
     "experiments.continual.task_masks": Case(lambda y, c: [m.sum() for m in x_continual.task_masks(y, [(0, c), (2,)])], {"y": Kind(st.lists(st.integers(0, 3), max_size=6).map(lambda v: np.array(v, dtype=np.int64)), st.sampled_from([np.array([0.5, 1.0]), np.array(["a"]), np.zeros((2, 2), np.int64)])), "c": H_INT(1, 1)}, names=("tasks", "task")),
     "experiments.continual.unit_activity": Case(lambda X, batch_size: x_continual.unit_activity(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), batch_size), {"X": POINTS(3), "batch_size": INT(1, 5)}),
@@ -945,7 +945,7 @@ ALIASES |= {
     "experiments.estimate.Estimate": "experiments.estimate.estimate_sweeps",  # its result
     "experiments.claims.Claim": "experiments.claims.claims_for",  # the record claims_for returns
     "experiments.config_file.ExperimentFile": "experiments.config_file.config_file_from_mapping",
-    "experiments.continual.ModelKind": "experiments.continual.register",  # a record register files
+    "experiments.continual.ContinualModel": "experiments.continual.register",  # a record register files
     "experiments.fitting.FitReport": "experiments.fitting.fit_model",
     "experiments.router_training.RouterFitReport": "experiments.router_training.train_router",
     "experiments.output_folder.FolderBusy": "experiments.output_folder.claim",  # its error
