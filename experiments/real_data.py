@@ -351,7 +351,11 @@ def _holding_out(run):
     @functools.wraps(run)
     def wrapped(preset, out, *args, **kwargs):
         from experiments.output_folder import writer
+        from routing.validation import check_bool
 
+        for flag in ("force", "progress"):
+            if flag in kwargs:
+                kwargs[flag] = check_bool(kwargs[flag], flag)
         with writer(out):
             return run(preset, out, *args, **kwargs)
     return wrapped

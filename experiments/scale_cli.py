@@ -95,6 +95,9 @@ def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "aut
     """
     from experiments import output_folder, presets, sweep
     from experiments.report import write_experiment_outputs
+    from routing.validation import check_bool
+
+    progress, force = check_bool(progress, "progress"), check_bool(force, "force")
 
     configs = list(configs) if configs is not None else presets.experiment_configs(name, preset)
     # on a cluster the GPUs are the workers'; the driver may have none

@@ -188,6 +188,7 @@ class ModelSpec:
                 (str(name), value) for name, value in self.options)))
         if self.lr is not None:
             check_real(self.lr, "lr", low=0.0, low_open=True)
+        check_int(self.n_tables, "n_tables", low=1)  # every kind's default is 1
         model_kind(self.kind).check_spec(self)
 
     def option(self, name: str, default: Any = None) -> Any:

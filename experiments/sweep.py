@@ -397,6 +397,8 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
             (``output_folder.OutputError``, one line naming the file).
         OSError: the Dask scheduler at ``scheduler`` cannot be reached.
     """
+    progress = check_bool(progress, "progress")
+    force = check_bool(force, "force")
     use_engine = workers is not None or scheduler is not None
     if use_engine:
         from experiments.engine import check_engine_options

@@ -519,3 +519,26 @@ def test_experiment_outputs_without_panels_or_claims(tmp_path):
     frame = run_sweep([config], tmp_path / "run", "cpu", progress=False)
     paths, claims = write_experiment_outputs("mine", [config], frame, tmp_path)
     assert claims == [] and (tmp_path / "claims.csv").exists()
+
+
+def test_long_profile_flags_and_table_count_are_checked(tmp_path):
+    """Found by the long fuzz profile: string flags read by truthiness in the sweep, the
+    scale command's runner and the image experiments, and n_tables=True accepted."""
+    from experiments import real_data
+    from experiments.scale_cli import run_experiment
+    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.sweep import run_sweep
+
+    config = ExperimentConfig(name="flags", preset="test", target=TargetSpec(n_inputs=2),
+                              models=(ModelSpec("dense", width=4),), seeds=(0,), n_train=20,
+                              n_eval=10)
+    for flag in ("progress", "force"):
+        with pytest.raises(ValueError, match=flag):
+            run_sweep([config], tmp_path / "a", device="cpu", **{flag: "False"})
+        with pytest.raises(ValueError, match=flag):
+            run_experiment("flags", "test", tmp_path / "b", device="cpu", configs=[config],
+                           **{flag: "False"})
+        with pytest.raises(ValueError, match=flag):
+            real_data.run_cifar("tiny", tmp_path / "c", device="cpu", **{flag: "False"})
+    with pytest.raises(ValueError, match="n_tables"):
+        ModelSpec("dense", width=4, n_tables=True)
