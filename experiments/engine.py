@@ -94,7 +94,12 @@ def check_engine_options(workers: int | None, scheduler: str | None,
 def worker_gpus(device: str) -> list[str]:
     """The GPUs local workers share round robin: the driver's ``CUDA_VISIBLE_DEVICES`` list
     where set, else 0 … n-1 of ``torch.cuda.device_count()``; [] for "cpu" or without CUDA.
+
+    Raises:
+        ValueError: ``device`` not one of "auto", "cpu", "cuda".
     """
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
     if device == "cpu":
         return []
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -138,10 +143,15 @@ def run_task(config, spec, seed: int, kind, device: str) -> dict:
 
     Returns:
         the row (a dict of ``experiments.sweep.COLUMNS`` and more).
+
+    Raises:
+        ValueError: a seed that is not an integer >= 0 (naming it); the row's own errors.
     """
     from experiments.model_kinds import model_kind_names, register_model_kind
     from experiments.sweep import compute_row
+    from routing.validation import check_seed
 
+    seed = check_seed(seed)
     if spec.kind not in model_kind_names():
         register_model_kind(kind, replace=True)
     return compute_row(config, spec, seed, device)

@@ -14,6 +14,13 @@ from experiments.threads import limit_process_threads
 __all__ = ["ThreadPolicy"]
 
 
+def _iterable(value, name: str):
+    try:
+        return list(value)
+    except TypeError:
+        raise ValueError(f"{name} must be a list, got {value!r}") from None
+
+
 class ThreadPolicy(WorkerPlugin):
     """Worker plugin: on joining, a worker takes its GPU (``gpus[name % len(gpus)]`` for a
     local worker, whose name is its index; none for a worker of an existing cluster, whose
@@ -24,6 +31,9 @@ class ThreadPolicy(WorkerPlugin):
     Arguments:
         gpus: GPU ids (strings, as in ``CUDA_VISIBLE_DEVICES``) to share round robin, or [].
 
+    Raises:
+        ValueError: ``gpus`` not a list of non-empty strings.
+
     Raises (in the worker's setup):
         RuntimeError: CUDA already started in the worker before its GPU could be chosen.
     """
@@ -32,6 +42,10 @@ class ThreadPolicy(WorkerPlugin):
     name = "sparselab-thread-policy"
 
     def __init__(self, gpus: list[str] | None = None):
+        if gpus is not None and (isinstance(gpus, (str, bytes)) or not all(
+                isinstance(g, str) and g.strip() for g in _iterable(gpus, "gpus"))):
+            raise ValueError(f"gpus must be a list of GPU ids (strings such as '0'), got "
+                             f"{gpus!r}")
         self.gpus = list(gpus or [])
 
     def setup(self, worker) -> None:

@@ -298,7 +298,14 @@ def _without_windows(config):
 def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) -> pathlib.Path:
     """``report.md``: every figure and table of the run, the paper's numbers beside ours, and
     a summary of the claims (Baykal et al. §5.2; the routers against dense) with our
-    verdicts."""
+    verdicts.
+
+    Raises:
+        ValueError: an unknown preset (naming it).
+    """
+    from routing.validation import check_choice
+
+    check_choice(preset, "preset", REPRODUCE_PRESETS)
     lines = [f"# sparselab reproduce — preset `{preset}`", "",
              "Baykal et al. 2022, *A Theoretical View on Sparsely Activated Networks*, §5, "
              "regenerated from scratch; Bricken et al. 2023, Fig. 7 (SDM weightings); COMET "
