@@ -29,7 +29,7 @@ import contextvars
 import logging
 import os
 import uuid
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import click
 
@@ -293,6 +293,50 @@ class Engine:
                 yield row
         finally:
             self.client.cancel(futures)
+
+    def calls(self, function: Callable, arguments: list[tuple], shared=None,
+              name: str = "call") -> Iterator[tuple[int, Any]]:
+        """Run ``function(shared, *args)`` on the workers for each ``args`` of ``arguments``;
+        yield ``(index into arguments, result)`` as each completes (any order, each once), at
+        the priority of ``prioritised``: the rows of the image experiments
+        (``experiments.real_data``), whose data ``shared`` is sent to each worker once
+        (``Client.scatter``) rather than with every task.
+
+        Arguments:
+            function: picklable (cloudpickle: a closure travels by value).
+            arguments: one tuple of further arguments per task.
+            shared: the first argument of every call (e.g. the data set).
+            name: the task keys' prefix.
+
+        Raises:
+            RuntimeError: the engine is not started; whatever a task raised (the other
+            tasks are cancelled first).
+        """
+        from distributed import as_completed
+
+        if self.client is None:
+            raise RuntimeError("the engine is not started (use it as a context manager)")
+        if not arguments:
+            return
+        token = uuid.uuid4().hex[:8]
+        priority = _row_priority.get()
+        data = self.client.scatter(shared, broadcast=True, hash=False)
+        futures = [self.client.submit(_call_task, function, data, *args, pure=False,
+                                      key=f"sparselab-{name}-{token}-{i}", priority=priority)
+                   for i, args in enumerate(arguments)]
+        index = {future.key: i for i, future in enumerate(futures)}
+        try:
+            for future in as_completed(futures, loop=self.client.loop):
+                result = future.result()
+                future.release()
+                yield index[future.key], result
+        finally:
+            self.client.cancel(futures + [data])
+
+
+def _call_task(function: Callable, shared, *args):
+    """A Dask task of ``Engine.calls``: ``function(shared, *args)``."""
+    return function(shared, *args)
 
 
 _open: list[Engine] = []

@@ -353,7 +353,7 @@ def _holding_out(run):
         from experiments.output_folder import writer
         from routing.validation import check_bool
 
-        for flag in ("force", "progress"):
+        for flag in ("force", "progress", "rows_only"):
             if flag in kwargs:
                 kwargs[flag] = check_bool(kwargs[flag], flag)
         with writer(out):
@@ -404,27 +404,79 @@ def _prepare(out, name: str, settings: str, force: bool) -> pd.DataFrame:
 
 
 def _run_rows(out: pathlib.Path, name: str, settings: str, jobs: list, table: pd.DataFrame,
-              progress: bool) -> pd.DataFrame:
-    """Run every job (model_key, seed, fields, run) not yet in ``table``; each new row is
-    written to ``results.csv`` atomically. Returns this run's rows."""
+              progress: bool, data=None, engine: tuple | None = None) -> pd.DataFrame:
+    """Run every job (model_key, seed, fields, run) not yet in ``table``: the row's numbers
+    are ``run(data)`` after ``torch.manual_seed(seed)``; each new row is written to
+    ``results.csv`` atomically. With ``engine`` = (workers, scheduler, device) the jobs run on
+    Dask workers (``experiments.engine.Engine.calls``, ``data`` sent to each worker once) and
+    the file's rows are put back in job order at the end, so that it is the serial run's.
+    Returns this run's rows."""
     path = pathlib.Path(out) / "results.csv"
     rows = table.to_dict("records")
     done = {tuple(map(str, (r["experiment"], r["model_key"], r["seed"], r["settings"])))
             for r in rows}
-    for model_key, seed, fields, run in tqdm(jobs, desc=name, disable=not progress):
-        if (name, str(model_key), str(seed), settings) in done:
-            continue
-        torch.manual_seed(seed)
-        row = {"experiment": name, "model_key": model_key, "seed": seed, "settings": settings,
-               **fields, **run()}
-        rows.append(row)
+    todo = [job for job in jobs if (name, str(job[0]), str(job[1]), settings) not in done]
+    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=name,
+               disable=not progress)
+
+    def add(job, numbers):
+        model_key, seed, fields, _ = job
+        rows.append({"experiment": name, "model_key": model_key, "seed": seed,
+                     "settings": settings, **fields, **numbers})
         _write_atomically(pd.DataFrame(rows), path)
+        bar.update()
+
+    with bar:
+        if engine is None:
+            from experiments.threads import single_threaded
+
+            with single_threaded():  # as on a worker: the same numbers, a neighbour costs little
+                for job in todo:
+                    add(job, _seeded_row(job[3], data, job[1]))
+        else:
+            from experiments.engine import open_engine
+
+            with open_engine(*engine) as client:
+                for i, numbers in client.calls(_seeded_row_task, [(job[3], job[1])
+                                                                  for job in todo],
+                                               shared=data, name=f"{name}-row"):
+                    add(todo[i], numbers)
+            order = {(str(k), str(s)): i for i, (k, s, *_) in enumerate(jobs)}
+            rows.sort(key=lambda r: order.get((str(r["model_key"]), str(r["seed"])),
+                                              len(order)))
+            if todo:
+                _write_atomically(pd.DataFrame(rows), path)
     frame = pd.DataFrame(rows)
     wanted = {(str(k), str(s)) for k, s, *_ in jobs}
     keep = [(str(k), str(s)) in wanted and e == name and str(f) == settings
             for e, k, s, f in zip(frame["experiment"], frame["model_key"], frame["seed"],
                                   frame["settings"].astype(str))]
     return frame[keep].reset_index(drop=True)
+
+
+def _seeded_row(run, data, seed: int) -> dict:
+    """One row's numbers: ``run(data)`` after ``torch.manual_seed(seed)``."""
+    torch.manual_seed(seed)
+    return run(data)
+
+
+def _seeded_row_task(data, run, seed: int) -> dict:
+    """``_seeded_row`` as a Dask task of ``Engine.calls`` (the shared data first)."""
+    return _seeded_row(run, data, seed)
+
+
+def _engine(workers, scheduler, device) -> tuple | None:
+    """(workers, scheduler, device) for ``_run_rows``, None without workers or scheduler.
+
+    Raises:
+        ValueError: as ``experiments.engine.check_engine_options``.
+    """
+    if workers is None and scheduler is None:
+        return None
+    from experiments.engine import check_engine_options
+
+    check_engine_options(workers, scheduler, device)
+    return workers, scheduler, device
 
 
 def _write_config(out: pathlib.Path, name: str, config, settings: str, device, data_dir,
@@ -602,7 +654,8 @@ def _mean_sd(frame: pd.DataFrame, index, columns, value) -> pd.DataFrame:
 
 @_holding_out
 def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
-              progress: bool = True, force: bool = False) -> pd.DataFrame:
+              progress: bool = True, force: bool = False, workers: int | None = None,
+              scheduler: str | None = None, rows_only: bool = False) -> pd.DataFrame:
     """Baykal et al. 2022, §5 "CIFAR-10", Fig. 5 and Table 3: CNN + dense against CNN + DSM at
     equal activated units, test accuracy over seeds.
 
@@ -620,20 +673,27 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
         device: "auto", "cpu" or "cuda".
         progress: show a progress bar.
         force: start the folder's results over.
+        workers, scheduler: compute the rows on a local Dask cluster of ``workers``
+            processes or on the cluster at ``scheduler`` (``experiments.engine``; the data
+            are sent to each worker once); both None: here, one after another.
+        rows_only: compute (or resume) the rows alone, without claims, plots and table
+            (``sparselab reproduce --workers`` writes those in its main thread afterwards).
 
     Returns:
         the results rows of this run (DataFrame: model_label, width, k, activated_units,
         params, seed, train_accuracy, test_accuracy, test_error, wall_s, …).
 
     Raises:
-        ValueError: bad preset, device or seeds; "paper" without ``data_dir``; rows of other
-            settings in ``out``; and the data loaders' errors (FileNotFoundError too).
+        ValueError: bad preset, device, seeds, workers or scheduler; "paper" without
+            ``data_dir``; rows of other settings in ``out``; and the data loaders' errors
+            (FileNotFoundError too).
     """
     from experiments.image_models import ConvNet, TrainSettings, accuracy, fit_classifier
     from experiments.sweep import resolve_device
 
     check_choice(preset, "preset", PRESETS)
     torch_device = resolve_device(device)
+    engine = _engine(workers, scheduler, device)
     dataset, X_train, y_train, X_test, y_test = _data(preset, data_dir)
     config = _seeds(experiment_config("cifar", preset, dataset), seeds)
     settings = _fingerprint(config)
@@ -641,18 +701,20 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
     table = _prepare(out, "cifar", settings, force)
     _write_config(out, "cifar", config, settings, torch_device, data_dir, len(y_train),
                   len(y_test))
-    Xtr, Xte = _tensor(X_train, torch_device, False), _tensor(X_test, torch_device, False)
+    Xtr, Xte = _tensor(X_train, "cpu", False), _tensor(X_test, "cpu", False)
     mean = Xtr.mean(dim=(0, 1, 2), keepdim=True)
     std = Xtr.std(dim=(0, 1, 2), keepdim=True).clamp_min(1e-6)
-    Xtr, Xte = (Xtr - mean) / std, (Xte - mean) / std
-    ytr = torch.from_numpy(y_train).to(torch_device)
-    yte = torch.from_numpy(y_test).to(torch_device)
+    data = ((Xtr - mean) / std, torch.from_numpy(y_train), (Xte - mean) / std,
+            torch.from_numpy(y_test))
     train = TrainSettings(epochs=config.epochs, batch_size=config.batch_size, lr=config.lr)
+    shape = X_train.shape[1:]
 
     def job(label, width, k, seed):
-        def run():
+        def run(data):  # here or on a worker: the device is the process's own
+            torch_device = resolve_device(device)
+            Xtr, ytr, Xte, yte = (t.to(torch_device) for t in data)
             start = time.perf_counter()
-            model = ConvNet(X_train.shape[1:], config.channels, width, k, 10, seed)
+            model = ConvNet(shape, config.channels, width, k, 10, seed)
             model = model.to(torch_device)
             fit_classifier(model, Xtr, ytr, train, seed=seed)
             acc = accuracy(model, Xte, yte)
@@ -671,7 +733,9 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
             jobs.append(job("CNN + dense", a, a, seed))
             for fraction in config.fractions:
                 jobs.append(job(_dsm_label(fraction), int(round(a / fraction)), a, seed))
-    frame = _run_rows(out, "cifar", settings, jobs, table, progress)
+    frame = _run_rows(out, "cifar", settings, jobs, table, progress, data, engine)
+    if rows_only:
+        return frame
     claims = cifar_claims(frame, config)
     _write_claims(out, claims)
     _plot_cifar(frame, out / "cifar_fig5.png", config)
@@ -751,7 +815,8 @@ def _write_table(out: pathlib.Path, title: str, config, frame, claims, tables) -
 
 @_holding_out
 def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
-                  progress: bool = True, force: bool = False) -> pd.DataFrame:
+                  progress: bool = True, force: bool = False, workers: int | None = None,
+                  scheduler: str | None = None, rows_only: bool = False) -> pd.DataFrame:
     """Bricken et al. 2023, §5 (Table 1, Fig. 3), App. E.1 (pixels), F.3 (Split MNIST):
     class-incremental continual learning, every model of ``experiments.continual.MODELS`` in
     the same harness (``run_continual_model``), the accuracy matrix, final and average
@@ -773,6 +838,7 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
 
     check_choice(preset, "preset", PRESETS)
     torch_device = resolve_device(device)
+    engine = _engine(workers, scheduler, device)
     dataset, X_train, y_train, X_test, y_test = _data(preset, data_dir)
     config = _seeds(experiment_config("continual", preset, dataset), seeds)
     d_in = int(np.prod(X_train.shape[1:]))
@@ -788,7 +854,8 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
             as_float(X_test).reshape(len(X_test), -1), y_test)
 
     def job(label, seed):
-        def run():
+        def run(data):  # here or on a worker: the device is the process's own
+            torch_device = resolve_device(device)
             result = run_continual_model(label, data, continual, seed, torch_device,
                                          matched=config.matched[label])
             return {**result, "error": 1.0 - result["final_accuracy"],
@@ -796,7 +863,9 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
         return (label, seed, {"dataset": dataset, "model_label": label}, run)
 
     jobs = [job(label, seed) for seed in config.seeds for label in config.models]
-    frame = _run_rows(out, "continual", settings, jobs, table, progress)
+    frame = _run_rows(out, "continual", settings, jobs, table, progress, data, engine)
+    if rows_only:
+        return frame
     claims = continual_claims(frame, config)
     _write_claims(out, claims)
     _plot_continual(frame, out / "continual_fig3.png", config)
@@ -942,7 +1011,8 @@ def _plot_continual(frame: pd.DataFrame, path: pathlib.Path, config) -> None:
 
 @_holding_out
 def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
-                     progress: bool = True, force: bool = False) -> pd.DataFrame:
+                     progress: bool = True, force: bool = False, workers: int | None = None,
+                     scheduler: str | None = None, rows_only: bool = False) -> pd.DataFrame:
     """COMET §5.2.1, Fig. 4 (App. A.1): 4-layer MLPs (3 hidden ReLU layers of N neurons) on
     flattened images scaled to [0, 1]: COMET at each p_k against the standard model (N, dense)
     and the smaller model (round(p_k N), dense), test accuracy over seeds.
@@ -960,6 +1030,7 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
 
     check_choice(preset, "preset", PRESETS)
     torch_device = resolve_device(device)
+    engine = _engine(workers, scheduler, device)
     dataset, X_train, y_train, X_test, y_test = _data(preset, data_dir)
     config = _seeds(experiment_config("comet_images", preset, dataset), seeds)
     settings = _fingerprint(config)
@@ -967,14 +1038,15 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
     table = _prepare(out, "comet_images", settings, force)
     _write_config(out, "comet_images", config, settings, torch_device, data_dir,
                   len(y_train), len(y_test))
-    Xtr, Xte = _tensor(X_train, torch_device, True), _tensor(X_test, torch_device, True)
-    ytr = torch.from_numpy(y_train).to(torch_device)
-    yte = torch.from_numpy(y_test).to(torch_device)
+    data = (_tensor(X_train, "cpu", True), torch.from_numpy(y_train),
+            _tensor(X_test, "cpu", True), torch.from_numpy(y_test))
     train = TrainSettings(epochs=config.epochs, batch_size=config.batch_size,
                           optimizer=config.optimizer, lr=config.lr)
 
     def job(label, width, p_k, smaller, seed):
-        def run():
+        def run(data):  # here or on a worker: the device is the process's own
+            torch_device = resolve_device(device)
+            Xtr, ytr, Xte, yte = (t.to(torch_device) for t in data)
             start = time.perf_counter()
             model = four_layer_mlp(Xtr.shape[1], width, p_k, 10, seed, smaller=smaller,
                                    optimizer=config.optimizer, lr=config.lr).to(torch_device)
@@ -996,7 +1068,9 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
             for p_k in config.p_ks:
                 jobs.append(job("COMET", width, p_k, False, seed))
                 jobs.append(job("smaller model", width, p_k, True, seed))
-    frame = _run_rows(out, "comet_images", settings, jobs, table, progress)
+    frame = _run_rows(out, "comet_images", settings, jobs, table, progress, data, engine)
+    if rows_only:
+        return frame
     claims = comet_claims(frame, config)
     _write_claims(out, claims)
     _plot_comet(frame, out / "comet_fig4.png", config)

@@ -30,7 +30,7 @@ import pandas as pd
 from experiments.engine import engine_options
 from experiments.gallery import GalleryConfig, write_target_gallery
 from experiments.presets import EXPERIMENTS, PRESETS
-from experiments.reproduce_steps import ChecksStep, ScalingStep
+from experiments.reproduce_steps import ChecksStep, ImageStep, ScalingStep
 
 REPRODUCE_PRESETS = PRESETS
 
@@ -74,16 +74,18 @@ def steps(preset: str, device: str = "auto", workers: int | None = None,
         result.append((name, {"experiment": name, "preset": preset, "settings": settings,
                               WINDOWS_KEY: fit_windows(configs)},
                        ScalingStep(name, preset, device, workers, scheduler)))
-    result += real_data_steps(preset, device)
+    result += real_data_steps(preset, device, workers, scheduler)
     return result
 
 
-def real_data_steps(preset: str, device: str = "auto"):
+def real_data_steps(preset: str, device: str = "auto", workers: int | None = None,
+                    scheduler: str | None = None):
     """The image experiments (``experiments.real_data``: Baykal et al. §5 CIFAR-10, Bricken et
-    al. 2023 continual learning, COMET Fig. 4) as steps, on scikit-learn's bundled digits
-    (the paper preset needs CIFAR-10 or MNIST files: run those with ``sparselab scale
-    --experiment NAME --data-dir DIR``, so reproduce runs them only at tiny and quick).
-    Their marker holds the settings fingerprint of the experiment's config.
+    al. 2023 continual learning, COMET Fig. 4) as steps (``ImageStep``), on scikit-learn's
+    bundled digits (the paper preset needs CIFAR-10 or MNIST files: run those with
+    ``sparselab scale --experiment NAME --data-dir DIR``, so reproduce runs them only at tiny
+    and quick). Their marker holds the settings fingerprint of the experiment's config;
+    ``workers`` / ``scheduler`` train their rows on Dask workers when a step runs whole.
 
     Raises:
         ValueError: an unknown preset or device (naming it).
@@ -97,11 +99,10 @@ def real_data_steps(preset: str, device: str = "auto"):
     if preset == "paper":
         return []
     result = []
-    for name, run in real_data.EXPERIMENTS.items():
-        settings = real_data.settings_of(name, preset)
-        result.append((name, {"experiment": name, "preset": preset, "settings": settings},
-                       lambda out, run=run: (run(preset, out, device=device),
-                                             real_data.output_files(out))[1]))
+    for name in real_data.EXPERIMENTS:
+        step = ImageStep(name, preset, device, workers, scheduler)
+        result.append((name, {"experiment": name, "preset": preset,
+                              "settings": step.settings()}, step))
     return result
 
 
@@ -232,17 +233,22 @@ def _run_steps(preset, out, force, device, echo, workers, scheduler):
         with open_engine(workers, scheduler, device) as engine:  # run_reproduce's
             written.update(run_steps_parallel(todo, out, echo, engine))
     else:
-        for name, config, run in steps(preset, device):
-            record, files = _prepare_step(name, config, out, force, echo)
-            if files is not None:
+        from experiments.threads import single_threaded
+
+        # one thread for every step, as on a worker (``experiments.threads``): a neighbour
+        # costs little, and the numbers are the parallel run's bit for bit
+        with single_threaded():
+            for name, config, run in steps(preset, device):
+                record, files = _prepare_step(name, config, out, force, echo)
+                if files is not None:
+                    written[name] = files
+                    continue
+                folder = out / name
+                start = time.perf_counter()
+                files = [str(pathlib.Path(p).relative_to(out)) for p in run(folder)]
+                record.update(files=files, seconds=round(time.perf_counter() - start, 2))
+                output_folder.write_text(folder / "done.json", json.dumps(record, indent=2))
                 written[name] = files
-                continue
-            folder = out / name
-            start = time.perf_counter()
-            files = [str(pathlib.Path(p).relative_to(out)) for p in run(folder)]
-            record.update(files=files, seconds=round(time.perf_counter() - start, 2))
-            output_folder.write_text(folder / "done.json", json.dumps(record, indent=2))
-            written[name] = files
     output_folder.write_text(out / "index.json",
                              json.dumps({"preset": preset, "steps": written}, indent=2))
     write_report(out, preset, written)

@@ -9,20 +9,25 @@ never idle while work is left:
   row); once its rows are in, the driver writes its ``config.json``, fits, plots and claims
   (``ScalingStep.outputs``: matplotlib is not thread-safe, so outputs are written by the
   driver's main thread, one experiment at a time, while the workers go on);
-- the checks (``ChecksStep``) are one task per check, each writing its plots into
-  ``checks/<name>/``; the driver merges their results into ``checks/results.json`` and
-  ``checks/table.txt`` exactly as ``sparselab check`` writes them;
+- an image experiment (``ImageStep``) likewise: each row (a model trained on the digits) a
+  task, the data sent to each worker once, then its claims, plots and table by the driver;
+- the checks (``ChecksStep``) are a task per check's real run, which writes its plots into
+  ``checks/<name>/``, and a task per planted run of its power (``Check.power_runs``); the
+  driver assembles each check (``Check.with_power``: the verdict and power ``Check.run``
+  gives) and merges them into ``checks/results.json`` and ``checks/table.txt`` exactly as
+  ``sparselab check`` writes them;
 - every other step is one task that claims its folder (``experiments.output_folder``: one
   writer per folder) and writes into it.
 
 The driver writes each step's ``done.json`` when the step is complete, so a run that is
 stopped resumes as the serial one does (finished steps skipped, a scaling step's finished
-rows kept). Tasks run in this order of Dask priority — longest first, so that the last tasks
-are short and no worker waits long for the other at the end: the scaling experiments' rows
-(many short tasks; their plots are then written by the driver while the workers go on), then
-the other steps in the reverse of the step list (the image experiments, then the COMET
-studies, then the checks — longest first: the check registry lists cheap checks first — then
-the SDM curves and the target gallery).
+rows kept). Every task takes seconds, the longest a check's planted run (≈ 10 s at quick),
+so the two workers end within seconds of each other whatever the order. Tasks run in this
+order of Dask priority: the scaling experiments' rows, then the image experiments' rows
+(their outputs are then written by the driver while the workers go on, so that little is
+left for the driver at the end), then the other steps in the reverse of the step list (the
+COMET studies, then the checks — the costliest first: the check registry lists cheap checks
+first — then the SDM curves and the target gallery).
 
 The steps that are tasks write into the output folder from the worker, so the worker must
 see it at the path the driver names it by: always so for a local cluster; for the workers of
@@ -73,8 +78,9 @@ def _run_step_task(run: Callable, folder: str) -> tuple[list[str], float]:
 
 
 def _run_check_task(step, name: str, folder: str):
-    """A Dask task: check ``name`` of ``step`` (a ``ChecksStep``), its plots written into
-    ``folder/name``, which it holds; returns the ``CheckResult``.
+    """A Dask task: the real run of check ``name`` of ``step`` (a ``ChecksStep``), without its
+    power, its plots written into ``folder/name``, which it holds; returns (its
+    ``CheckResult``, seconds). Its planted runs are tasks of their own (``_run_planted_task``).
 
     Raises:
         ValueError: an unknown check; ``output_folder.FolderBusy`` as ``_run_step_task``.
@@ -83,7 +89,13 @@ def _run_check_task(step, name: str, folder: str):
 
     folder = pathlib.Path(folder)
     with output_folder.writer(folder / name):
-        return step.run_one(name, folder)
+        return step.real_one(name, folder)
+
+
+def _run_planted_task(step, name: str, index: int, seed: int):
+    """A Dask task: one planted run of check ``name`` of ``step`` (``ChecksStep.planted_one``):
+    (raw verdict, seconds). It writes nothing."""
+    return step.planted_one(name, index, seed)
 
 
 def _read(path: str) -> str | None:
@@ -127,9 +139,30 @@ def _submission_order(todo: list[tuple]) -> list[tuple]:
     Returns:
         the (name, record, run) of the other steps, first to run first.
     """
-    from experiments.reproduce_steps import ScalingStep
+    from experiments.reproduce_steps import ImageStep, ScalingStep
 
-    return [step for step in reversed(todo) if not isinstance(step[2], ScalingStep)]
+    return [step for step in reversed(todo)
+            if not isinstance(step[2], (ScalingStep, ImageStep))]
+
+
+def _check_part(state: dict, j: int | None, result) -> tuple | None:
+    """Record one finished task of a check (``j`` None: the real run, else the index of its
+    planted run in ``state["plan"]``) into ``state``; once every task is in, return
+    ``(real result, {planted index: verdicts in plan order}, seconds summed)`` for
+    ``ChecksStep.complete``, else None."""
+    value, seconds = result
+    if j is None:
+        state["result"] = value
+    else:
+        state["verdicts"][j] = value
+    state["seconds"] += seconds
+    state["left"] -= 1
+    if state["left"]:
+        return None
+    verdicts: dict[int, list] = {}
+    for j, (index, _) in enumerate(state["plan"]):
+        verdicts.setdefault(index, []).append(state["verdicts"][j])
+    return state["result"], verdicts, state["seconds"]
 
 
 def run_steps_parallel(todo: list[tuple], out: pathlib.Path, echo: Callable[[str], None],
@@ -155,7 +188,7 @@ def run_steps_parallel(todo: list[tuple], out: pathlib.Path, echo: Callable[[str
         workers died ``distributed.scheduler.allowed-failures`` times.
     """
     from experiments import output_folder
-    from experiments.reproduce_steps import ChecksStep, ScalingStep
+    from experiments.reproduce_steps import ChecksStep, ImageStep, ScalingStep
 
     if not todo:
         return {}
@@ -164,6 +197,7 @@ def run_steps_parallel(todo: list[tuple], out: pathlib.Path, echo: Callable[[str
     seconds: dict[str, float] = {}
     waiting: dict[str, int] = {}  # step -> tasks or threads not yet finished
     checks: dict[str, dict] = {}  # checks step -> {check name: result}
+    parts: dict[tuple[str, str], dict] = {}  # (checks step, check) -> its tasks' results
     futures = []
     started = time.perf_counter()
     steps = {name: (record, run) for name, record, run in todo}
@@ -177,12 +211,12 @@ def run_steps_parallel(todo: list[tuple], out: pathlib.Path, echo: Callable[[str
         echo(f"[{name}] done ({seconds[name]:.1f} s; {time.perf_counter() - started:.0f} s "
              f"since the start)")
 
-    # 1. the scaling experiments' rows: a thread each, its rows at its own priority
-    sweeps = [(name, run) for name, _, run in todo if isinstance(run, ScalingStep)]
+    # 1. the scaling and image experiments' rows: a thread each, its rows at its own priority
+    sweeps = [(name, run) for name, _, run in todo if isinstance(run, (ScalingStep, ImageStep))]
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(sweeps)),
                                                  thread_name_prefix="sparselab-rows")
 
-    def rows(name: str, run: ScalingStep, priority: int) -> float:
+    def rows(name: str, run, priority: int) -> float:
         start = time.perf_counter()
         with engine.prioritised(priority):
             run.rows(out / name, progress=True)
@@ -207,13 +241,24 @@ def run_steps_parallel(todo: list[tuple], out: pathlib.Path, echo: Callable[[str
             if name in here:
                 continue
             if isinstance(run, ChecksStep):
+                # a task for each check's real run (its plots) and one for each of its
+                # planted runs (its power): tasks of seconds, so the two workers end together
                 names = run.names()
                 checks[name], waiting[name] = {}, len(names)
                 for check in reversed(names):  # the registry lists the cheap checks first
+                    plan = run.power_runs(check)
+                    parts[name, check] = {"plan": plan, "result": None, "verdicts": {},
+                                          "seconds": 0.0, "left": 1 + len(plan)}
                     futures.append(engine.submit(_run_check_task, run, check, str(out / name),
-                                                 priority=priority, name="step"))
-                    futures[-1].add_done_callback(
-                        lambda f, name=name, check=check: events.put(("check", name, check, f)))
+                                                 priority=priority, name="check"))
+                    futures[-1].add_done_callback(lambda f, name=name, check=check: events.put(
+                        ("check", name, (check, None), f)))
+                    for j, (index, seed) in enumerate(plan):
+                        futures.append(engine.submit(_run_planted_task, run, check, index, seed,
+                                                     priority=priority, name="planted"))
+                        futures[-1].add_done_callback(
+                            lambda f, name=name, part=(check, j): events.put(
+                                ("check", name, part, f)))
                     priority -= 1
             else:
                 waiting[name] = 1
@@ -232,8 +277,14 @@ def run_steps_parallel(todo: list[tuple], out: pathlib.Path, echo: Callable[[str
                 waiting[name] -= 1
                 finish(name, files)
                 continue
-            kind, name, check, future = events.get()
+            kind, name, part, future = events.get()
             result = future.result()  # raises the task's error
+            if kind == "check":
+                check = _check_part(parts[name, part[0]], part[1], result)
+                if check is None:  # more of this check's tasks to come
+                    continue
+                result = steps[name][1].complete(part[0], *check)
+                check = part[0]
             waiting[name] -= 1
             if kind == "rows":
                 start = time.perf_counter()

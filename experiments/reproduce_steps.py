@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import pathlib
+import time
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["ScalingStep", "ChecksStep"]
+__all__ = ["ScalingStep", "ImageStep", "ChecksStep"]
 
 
 class ScalingStep:
@@ -120,6 +121,76 @@ def _in_sweep_order(configs: list, path: pathlib.Path) -> None:
         output_folder.write_frame(ordered, path)
 
 
+class ImageStep:
+    """An image experiment (``experiments.real_data``: cifar, continual, comet_images) on the
+    bundled digits as a step of ``sparselab reproduce``: ``step(out)`` runs (or resumes) it
+    whole into ``out`` and returns its files; ``rows`` and ``outputs`` are its two halves, for
+    the parallel run (the rows trained on the workers, the claims and plots written by the
+    driver's main thread, as for ``ScalingStep``).
+
+    Arguments:
+        name, preset: the experiment (``experiments.real_data.EXPERIMENTS``) and its preset
+            ("tiny" or "quick": the paper preset needs the papers' data sets).
+        device: "auto", "cpu" or "cuda".
+        workers, scheduler: where its rows are trained (``experiments.engine``); both None:
+            in this process.
+
+    Raises:
+        ValueError: an unknown experiment, preset or device.
+    """
+
+    def __init__(self, name: str, preset: str, device: str = "auto",
+                 workers: int | None = None, scheduler: str | None = None):
+        from experiments import real_data
+        from routing.validation import check_choice
+
+        check_choice(name, "name", tuple(real_data.EXPERIMENTS))
+        check_choice(preset, "preset", ("tiny", "quick"))
+        check_choice(device, "device", ("auto", "cpu", "cuda"))
+        self.name, self.preset, self.device = name, preset, device
+        self.workers, self.scheduler = workers, scheduler
+
+    def settings(self) -> str:
+        """The settings fingerprint of its rows (``experiments.real_data.settings_of``)."""
+        from experiments import real_data
+
+        return real_data.settings_of(self.name, self.preset)
+
+    def _run(self, out, **options):
+        from experiments import real_data
+
+        return real_data.EXPERIMENTS[self.name](self.preset, out, device=self.device,
+                                                **options)
+
+    def __call__(self, out: pathlib.Path) -> list[pathlib.Path]:
+        from experiments import real_data
+
+        self._run(out, workers=self.workers, scheduler=self.scheduler)
+        return real_data.output_files(out)
+
+    def rows(self, out: pathlib.Path, progress: bool = True) -> None:
+        """Train (or resume) the rows of ``out/results.csv`` alone, on the step's workers:
+        the first half of ``step(out)``.
+
+        Raises:
+            ValueError: as the experiment's ``run_*`` function.
+        """
+        self._run(out, progress=progress, workers=self.workers, scheduler=self.scheduler,
+                  rows_only=True)
+
+    def outputs(self, out: pathlib.Path) -> list[pathlib.Path]:
+        """``step(out)`` once ``rows`` is done: claims, plots and table (no row left to
+        train); returns every file of the step.
+
+        Raises:
+            ValueError: as the experiment's ``run_*`` function.
+        """
+        from experiments import real_data
+
+        self._run(out, progress=False)
+        return real_data.output_files(out)
+
+
 class ChecksStep:
     """The theorem checks as a step of ``sparselab reproduce``: ``step(out)`` runs them all
     into ``out`` (``proofs_checks.cli.write_checks``); ``names``, ``run_one`` and ``merge``
@@ -184,6 +255,49 @@ class ChecksStep:
         params = PARAMS_OF_PRESET[self.preset]
         return get_check(name).preset(params).run(self.seed, pathlib.Path(out) / name,
                                                   power=True)
+
+    def check(self, name: str):
+        """Check ``name`` built with the step's preset parameters.
+
+        Raises:
+            ValueError: an unknown check name.
+        """
+        from proofs_checks.cli import PARAMS_OF_PRESET
+        from proofs_checks.registry import get_check
+
+        return get_check(name).preset(PARAMS_OF_PRESET[self.preset])
+
+    def real_one(self, name: str, out: pathlib.Path):
+        """The real run of check ``name`` alone, its plots written into ``out/name``: the
+        first part of ``run_one`` (``Check.run`` without power); returns (its
+        ``CheckResult``, seconds).
+
+        Raises:
+            ValueError: an unknown check name.
+        """
+        start = time.perf_counter()
+        result = self.check(name).run(self.seed, pathlib.Path(out) / name, power=False)
+        return result, time.perf_counter() - start
+
+    def power_runs(self, name: str) -> list[tuple[int, int]]:
+        """The planted runs of check ``name`` (``Check.power_runs``): (planted index, seed)."""
+        return self.check(name).power_runs(self.seed)
+
+    def planted_one(self, name: str, index: int, seed: int):
+        """One planted run of check ``name`` (``Check.planted_run``): (raw verdict, seconds).
+
+        Raises:
+            ValueError: an unknown check name, a bad index or seed.
+        """
+        start = time.perf_counter()
+        verdict = self.check(name).planted_run(index, seed)
+        return verdict, time.perf_counter() - start
+
+    def complete(self, name: str, result, verdicts: dict[int, list], seconds: float):
+        """Check ``name``'s real result completed with its planted runs' verdicts
+        (``Check.with_power``): the ``CheckResult`` ``run_one`` returns, ``seconds`` being the
+        sum of the parts' times."""
+        return self.check(name).with_power(result, verdicts, seconds)
 
     def merge(self, out: pathlib.Path, results: list) -> list[pathlib.Path]:
         """Write ``out/results.json`` and ``out/table.txt`` from the checks' results, as

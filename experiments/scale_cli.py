@@ -179,11 +179,10 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
     if (name is None) == (config_file is None):
         raise click.UsageError("give exactly one of --experiment NAME and --config FILE.toml")
     if name in REAL_DATA_EXPERIMENTS:
-        _run_real_data(name, preset, out, data_dir, seeds, device, force,
+        _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, scheduler,
                        refused={"--n-train": n_train, "--n-eval": n_eval,
                                 "--print-config": print_config or None,
-                                "--module": modules or None, "--workers": workers,
-                                "--scheduler": scheduler})
+                                "--module": modules or None})
         return
     if data_dir is not None:
         raise click.UsageError(f"--data-dir is an option of the image experiments "
@@ -218,8 +217,10 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
         click.echo(f"[{claim.verdict}] {claim.claim}")
 
 
-def _run_real_data(name, preset, out, data_dir, seeds, device, force, refused) -> None:
-    """``sparselab scale --experiment cifar|continual|comet_images`` (``experiments.real_data``).
+def _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, scheduler,
+                   refused) -> None:
+    """``sparselab scale --experiment cifar|continual|comet_images`` (``experiments.real_data``;
+    ``--workers``/``--scheduler`` train the rows on Dask workers, the data sent to each once).
     """
     given = [option for option, value in refused.items() if value is not None]
     if given:
@@ -231,7 +232,7 @@ def _run_real_data(name, preset, out, data_dir, seeds, device, force, refused) -
     out = out or pathlib.Path("runs") / preset / name
     try:
         real_data.EXPERIMENTS[name](preset, out, data_dir=data_dir, seeds=seeds, device=device,
-                                    force=force)
+                                    force=force, workers=workers, scheduler=scheduler)
     except (ValueError, FileNotFoundError) as error:
         raise click.ClickException(str(error)) from None
     for path in real_data.output_files(out):

@@ -36,7 +36,7 @@ from experiments import output_folder
 from experiments.model_kinds import model_kind
 from experiments.specs import ExperimentConfig, ModelSpec, fit_of
 from experiments.threads import single_threaded
-from routing.validation import as_numpy, check_bool, check_points, check_real
+from routing.validation import as_numpy, check_bool, check_points, check_real, check_seed
 
 COLUMNS = ["experiment", "target", "model", "model_label", "model_key", "width", "k", "buckets",
            "nonempty_buckets", "activated_units", "params", "flops_paper", "flops_true",
@@ -337,8 +337,10 @@ def compute_row(config: ExperimentConfig, spec: ModelSpec, seed: int,
         the row: every ``COLUMNS`` entry (and whatever else the kind reported).
 
     Raises:
-        ValueError: a bad device, or from the kind (see ``run_model``).
+        ValueError: a bad device, a seed not an integer in [0, 2**63 - 1], or from the kind
+            (see ``run_model``).
     """
+    seed = check_seed(seed)
     if not isinstance(device, torch.device):
         device = resolve_device(device)
     torch.manual_seed(seed)
@@ -417,7 +419,7 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
         unnormalised = {tuple(map(str, (row[c] for c in ROW_KEY))): i
                         for i, row in enumerate(rows)
                         if pd.isna(row.get("eval_nmse")) or pd.isna(row.get("train_nmse"))}
-        pending, n_jobs = [], 0
+        pending, n_jobs, order = [], 0, {}
         for config in configs:
             settings = settings_fingerprint(config)
             for seed in config.seeds:
@@ -425,6 +427,7 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
                     n_jobs += 1
                     key = tuple(map(str, (config.name, config.target.label(), spec.key(),
                                           fit_of(spec, config), seed, settings)))
+                    order.setdefault(key, len(order))
                     if key not in done:
                         pending.append((config, seed, spec, key))
                         done.add(key)  # a model listed twice is computed once
@@ -452,6 +455,10 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
                                  device=device) as engine:
                     for row in engine.rows([(c, spec, seed) for c, seed, spec, _ in pending]):
                         record(row)
+                if pending:  # the rows came as the workers finished them: the serial order
+                    rows.sort(key=lambda row: order.get(
+                        tuple(map(str, (row[c] for c in ROW_KEY))), len(order)))
+                    _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
             else:
                 with single_threaded():
                     for config, seed, spec, _ in pending:

@@ -19,7 +19,9 @@ process (issue 27). With one thread everywhere the neighbour cost nothing measur
   serial path and every worker compute the same numbers bit for bit (a reduction split over
   two threads adds in another order).
 
-This module is the one place the policy lives; nothing else sets thread counts.
+This module is the one place the policy lives; nothing else sets thread counts. The serial
+``sparselab reproduce`` runs every step under ``single_threaded``, and the image experiments
+train their rows under it (``experiments.real_data``).
 """
 
 from __future__ import annotations

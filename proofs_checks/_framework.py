@@ -48,7 +48,7 @@ __all__ = [
     "quantile_upper_bound", "draws_to_decide",
     "combine_verdicts", "CheckResult", "Check", "CheckParams", "register", "REGISTRY",
     "child_seeds", "to_jsonable", "CONFIDENCE", "POWER_WANTED", "POWER_RUNS", "Planted",
-    "PowerEstimate", "measure_power", "final_verdict", "clopper_pearson",
+    "PowerEstimate", "measure_power", "power_estimate", "final_verdict", "clopper_pearson",
 ]
 
 #: Confidence level of every Clopper–Pearson decision.
@@ -366,17 +366,40 @@ def measure_power(planted: Planted, seeds) -> PowerEstimate:
         ``PowerEstimate``.
 
     Raises:
-        ValueError: no seeds; whatever the planted check raises.
+        ValueError: no seeds, ``seeds`` not an iterable of seeds; whatever the planted check
+            raises.
     """
-    seeds = [check_seed(s) for s in seeds]
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise ValueError(f"seeds must be an iterable of integer seeds >= 0, got {seeds!r}")
+    seeds = [check_seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)]
     if not seeds:
         raise ValueError("seeds must not be empty")
     check = planted.build()
-    verdicts = tuple(check.decide(s).verdict.value for s in seeds)
+    return power_estimate(planted, [check.decide(s).verdict for s in seeds])
+
+
+def power_estimate(planted: Planted, verdicts) -> PowerEstimate:
+    """The ``PowerEstimate`` of one planted violation from the raw verdicts of its runs (in
+    seed order): how ``measure_power`` counts them, and how ``Check.with_power`` counts runs
+    made apart (one task each, ``sparselab reproduce --workers``).
+
+    Arguments:
+        planted: the planted violation.
+        verdicts: non-empty sequence of ``Verdict`` (or their values), one per planted run.
+
+    Returns:
+        ``PowerEstimate``.
+
+    Raises:
+        ValueError: no verdicts, or a value that is not a verdict.
+    """
+    verdicts = tuple(Verdict(v).value for v in verdicts)
+    if not verdicts:
+        raise ValueError("verdicts must not be empty")
     refuted = sum(v == Verdict.REFUTED.value for v in verdicts)
-    low, high = _cp_interval(refuted, len(seeds), CONFIDENCE)
-    return PowerEstimate(planted.name, planted.description, refuted, len(seeds),
-                         refuted / len(seeds), low, high, verdicts)
+    low, high = _cp_interval(refuted, len(verdicts), CONFIDENCE)
+    return PowerEstimate(planted.name, planted.description, refuted, len(verdicts),
+                         refuted / len(verdicts), low, high, verdicts)
 
 
 def final_verdict(raw: Verdict, power: float | None, identity: bool = False) -> Verdict:
@@ -654,9 +677,10 @@ class Check(abc.ABC):
             ``preregistered``, ``settings`` and ``seconds`` filled in.
 
         Raises:
-            ValueError: a negative seed or invalid parameters.
+            ValueError: a negative seed, ``power`` not a bool, or invalid parameters.
         """
         seed = check_seed(seed)
+        power = check_bool(power, "power")  # never read by truthiness: 'False' is refused
         preregistered = self.preregistration()
         if out is not None:
             out = pathlib.Path(out)
@@ -668,12 +692,74 @@ class Check(abc.ABC):
             planted = self.planted_violations()
             for i, p in enumerate(planted):
                 estimates.append(measure_power(p, child_seeds(seed, self.n_power, 7919, i)))
+        return self._with_estimates(result, estimates, preregistered,
+                                    time.perf_counter() - start)
+
+    def power_runs(self, seed: int = 0) -> list[tuple[int, int]]:
+        """The planted runs ``run(seed)`` makes, as (index into ``planted_violations()``, seed
+        of the run): ``n_power`` per planted violation, seeds
+        ``child_seeds(seed, n_power, 7919, index)``. ``sparselab reproduce --workers`` makes
+        each one a task (``planted_run``) and assembles them with ``with_power``.
+
+        Raises:
+            ValueError: a negative or non-integer seed.
+        """
+        seed = check_seed(seed)
+        return [(i, s) for i in range(len(self.planted_violations()))
+                for s in child_seeds(seed, self.n_power, 7919, i)]
+
+    def planted_run(self, index: int, seed: int) -> Verdict:
+        """The raw verdict of one planted run: ``planted_violations()[index]`` built and
+        decided at ``seed``, as ``measure_power`` runs it.
+
+        Raises:
+            ValueError: ``index`` outside [0, number of planted violations), a bad seed.
+        """
+        planted = self.planted_violations()
+        index = check_int(index, "index", 0, len(planted) - 1)
+        return planted[index].build().decide(check_seed(seed)).verdict
+
+    def with_power(self, result: CheckResult, verdicts: dict[int, list],
+                   seconds: float) -> CheckResult:
+        """``result`` (the real run's, made apart: ``decide(seed)``, or ``run(seed, out,
+        power=False)`` for its plots) completed as ``run(seed)`` completes it, from planted
+        runs made apart (``planted_run``): the same verdict, power, interval and details as
+        ``run`` gives, ``seconds`` excepted.
+
+        Arguments:
+            result: the real run's ``CheckResult``.
+            verdicts: index into ``planted_violations()`` -> the raw verdicts of its runs, in
+                the order of ``power_runs``: every planted violation, or none (power not
+                measured).
+            seconds: the seconds to report (the real and the planted runs' times summed when
+                they ran apart), >= 0.
+
+        Raises:
+            ValueError: verdicts of some planted violations but not all, a run count other
+                than ``n_power``, a negative ``seconds``.
+        """
+        planted = self.planted_violations()
+        seconds = check_real(seconds, "seconds", low=0.0)
+        if verdicts and sorted(verdicts) != list(range(len(planted))):
+            raise ValueError(f"verdicts must hold the runs of every planted violation "
+                             f"(indices 0..{len(planted) - 1}), got indices {sorted(verdicts)}")
+        counts = {i: len(v) for i, v in verdicts.items()}
+        if any(n != self.n_power for n in counts.values()):
+            raise ValueError(f"verdicts must hold n_power = {self.n_power} runs per planted "
+                             f"violation, got {counts}")
+        estimates = ([power_estimate(p, verdicts[i]) for i, p in enumerate(planted)]
+                     if verdicts else [])
+        return self._with_estimates(result, estimates, self.preregistration(), seconds)
+
+    def _with_estimates(self, result, estimates, preregistered, seconds) -> CheckResult:
+        """``result`` with its final verdict from its raw verdict and the planted runs'
+        ``PowerEstimate``s (``run`` and ``with_power``)."""
+        raw = result.raw_verdict if result.raw_verdict is not None else result.verdict
         worst = min(estimates, key=lambda e: (e.power, e.ci_low), default=None)
-        verdict = final_verdict(result.verdict, None if worst is None else worst.power,
+        verdict = final_verdict(raw, None if worst is None else worst.power,
                                 identity=self.identity)
-        seconds = time.perf_counter() - start
         return replace(
-            result, verdict=verdict, raw_verdict=result.verdict,
+            result, verdict=verdict, raw_verdict=raw,
             power=None if worst is None else worst.power,
             power_interval=None if worst is None else (worst.ci_low, worst.ci_high),
             power_details=[to_jsonable(e) for e in estimates], preregistered=preregistered,

@@ -92,6 +92,10 @@ def test_rows_are_the_same_serial_and_on_two_workers(tmp_path, cluster):
     assert len(serial) == 6 and len(seen) == 6
     pd.testing.assert_frame_equal(_comparable(tmp_path / "two" / "results.csv"), serial,
                                   check_exact=True)
+    # the file lists the rows in the serial run's order, not as the workers finished them
+    order = [pd.read_csv(tmp_path / run / "results.csv", dtype={"settings": str})[ROW_KEY]
+             for run in ("serial", "two")]
+    pd.testing.assert_frame_equal(order[1], order[0])
     # the workers ran one thread each
     threads = client.run(lambda: __import__("torch").get_num_threads())
     assert set(threads.values()) == {1}
@@ -243,3 +247,19 @@ def test_rows_and_tasks_carry_their_priority(cluster, slow_kind):
     # Dask orders by -priority: a higher priority runs first
     assert {-p for key, p in seen.items() if key.startswith("sparselab-row-")} == {7}
     assert {-p for key, p in seen.items() if key.startswith("sparselab-step-")} == {3}
+
+
+def test_rows_finished_out_of_order_are_written_in_the_sweep_order(tmp_path, cluster,
+                                                                   slow_kind):
+    """The first row sleeps while the other worker finishes the rest: the workers finish the
+    rows out of order, and results.csv still lists them as the serial sweep does."""
+    address, _ = cluster
+    models = tuple(ModelSpec(SlowConstantKind.name, options={"sleep": sleep, "i": i})
+                   for i, sleep in enumerate((1.5, 0.0, 0.0, 0.0)))
+    config = _config(models, seeds=(0,))
+    finished = []
+    run_sweep([config], tmp_path / "two", device="cpu", progress=False, scheduler=address,
+              on_row=lambda row: finished.append(row["model_key"]))
+    written = pd.read_csv(tmp_path / "two" / "results.csv")["model_key"].tolist()
+    assert written == [spec.key() for spec in models]
+    assert finished != written  # the case the order is restored for did happen

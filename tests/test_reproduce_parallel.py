@@ -10,7 +10,7 @@ import pytest
 
 from experiments import reproduce
 from experiments.engine import local_cluster
-from experiments.reproduce import ChecksStep, ScalingStep, run_reproduce
+from experiments.reproduce import ChecksStep, ImageStep, ScalingStep, run_reproduce
 from experiments.reproduce_parallel import _run_step_task, _submission_order
 from experiments.sweep import ROW_KEY
 
@@ -202,11 +202,13 @@ def test_a_step_task_holds_its_folder_while_it_runs(tmp_path):
 
 def test_long_steps_get_the_workers_first():
     todo = [(name, {}, ScalingStep(name, "tiny") if name.startswith("fig") else
-             ChecksStep("quick") if name == "checks" else (lambda out: []))
+             ChecksStep("quick") if name == "checks" else
+             ImageStep(name, "tiny") if name in ("cifar", "continual") else (lambda out: []))
             for name in ("targets", "sdm", "checks", "comet_similarity", "fig2", "fig3",
                          "cifar", "continual")]
+    # the scaling and image experiments' rows are tasks of their own (sent by threads)
     assert [name for name, _, _ in _submission_order(todo)] == \
-        ["continual", "cifar", "comet_similarity", "checks", "sdm", "targets"]
+        ["comet_similarity", "checks", "sdm", "targets"]
 
 
 def test_steps_run_in_the_driver_where_the_workers_do_not_see_the_folder(tmp_path,
@@ -254,3 +256,50 @@ def test_steps_refuse_bad_settings_at_construction():
     step = ChecksStep("quick", only=("collisions",))
     with pytest.raises(ValueError, match="results must be those of the checks"):
         step.merge(pathlib.Path("unused"), [])
+
+
+def test_a_check_made_of_parts_is_the_check_run_whole(tmp_path):
+    """The parallel run's split of a check — its real run, then each planted run apart — gives
+    the result ``Check.run`` gives (``seconds`` aside), and the parts' bookkeeping refuses a
+    missing or extra planted run."""
+    step = ChecksStep("quick", only=("collisions",))
+    whole = step.run_one("collisions", tmp_path / "whole")
+    real, _ = step.real_one("collisions", tmp_path / "parts")
+    plan = step.power_runs("collisions")
+    assert len(plan) == step.check("collisions").n_power * len(
+        step.check("collisions").planted_violations())
+    verdicts: dict[int, list] = {}
+    for index, seed in plan:
+        verdicts.setdefault(index, []).append(step.planted_one("collisions", index, seed)[0])
+    parts = step.complete("collisions", real, verdicts, 1.5)
+    assert parts.seconds == 1.5
+    strip = lambda r: {k: v for k, v in r.to_dict().items() if k not in ("seconds", "plots")}
+    assert strip(parts) == strip(whole)
+    assert parts.power_details and parts.power_details == whole.power_details
+    with pytest.raises(ValueError, match="n_power"):
+        step.complete("collisions", real, {i: v[:-1] for i, v in verdicts.items()}, 1.0)
+    with pytest.raises(ValueError, match="every planted violation"):
+        step.complete("collisions", real, {0: verdicts[0]}, 1.0)
+    with pytest.raises(ValueError, match="index"):
+        step.planted_one("collisions", len(verdicts), 0)
+
+
+@pytest.mark.parametrize("name", ["cifar", "continual", "comet_images"])
+def test_image_rows_on_two_workers_are_the_serial_rows(tmp_path, address, name):
+    """An image experiment's rows trained on the workers (the data sent once) are the rows
+    trained here, in the same order, and give the same claims; ``rows`` then ``outputs``
+    (the parallel reproduce's halves) write what the whole step writes."""
+    serial = ImageStep(name, "tiny", "cpu")
+    serial(tmp_path / "serial")
+    parallel = ImageStep(name, "tiny", "cpu", scheduler=address)
+    parallel.rows(tmp_path / "parallel", progress=False)
+    assert not (tmp_path / "parallel" / "claims.csv").exists()  # rows only
+    files = parallel.outputs(tmp_path / "parallel")
+    assert [f.name for f in files] == [f.name for f in
+                                       __import__("experiments.real_data").real_data
+                                       .output_files(tmp_path / "serial")]
+    rows = [pd.read_csv(tmp_path / run / "results.csv", dtype={"settings": str})
+            .drop(columns=["wall_s"], errors="ignore") for run in ("serial", "parallel")]
+    pd.testing.assert_frame_equal(rows[1], rows[0], check_exact=True)
+    assert (tmp_path / "parallel" / "claims.csv").read_text() == \
+        (tmp_path / "serial" / "claims.csv").read_text()
