@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.scaling import error_column
-from routing.validation import check_choice, check_real, check_points
+from routing.validation import check_choice, check_int, check_real, check_points
 
 #: Baykal et al. 2022, Table 1: FLOPs → eval MSE (dense, DSM 50 % sparsity, DSM 25 % sparsity).
 PAPER_TABLE1 = pd.DataFrame(
@@ -197,8 +197,10 @@ def t_interval(values, level: float = LEVEL) -> tuple[float, float, float]:
     from scipy import stats
 
     level = check_real(level, "level", 0.0, 1.0, low_open=True, high_open=True)
-    values = check_points(np.asarray(values)[:, None] if np.ndim(values) == 1
-                          else values, 1, "values")[:, 0]
+    if np.ndim(values) != 1:  # a column or a table is no sample: never flattened
+        raise ValueError(f"values must be a 1-D array of numbers, got shape "
+                         f"{np.shape(values)}")
+    values = check_points(np.asarray(values)[:, None], 1, "values")[:, 0]
     if len(values) == 0:
         return float("nan"), float("nan"), float("nan")
     mean = float(values.mean())
@@ -295,10 +297,13 @@ def comparison_diagnosis(frame: pd.DataFrame, better_label: str, worse_label: st
     (``regime``: one of ``REGIMES``).
 
     Raises:
-        ValueError: ``regime`` is not one of ``REGIMES``; ``x`` not a column of ``frame``.
+        ValueError: ``regime`` is not one of ``REGIMES``; ``x`` not a column of ``frame``;
+            ``n_train`` neither None nor an integer >= 1.
     """
     check_choice(regime, "regime", REGIMES)
     _check_column(frame, x, "x")
+    if n_train is not None:
+        n_train = check_int(n_train, "n_train", 1)
     per_x = stats["per_x"].dropna(subset=["mean"])
     if per_x.empty:
         return ""
@@ -350,7 +355,9 @@ def lsh_description(frame: pd.DataFrame, label: str) -> str:
 
     Raises:
         TypeError: ``label`` is not a string.
-        ValueError: ``frame`` has no rows of ``label``.
+        ValueError: ``frame`` has no rows of ``label``, or none with a finite positive
+            bucket count and error (a hash without buckets, a run whose errors are all NaN:
+            there is no best nMSE to report).
     """
     rows = frame[frame["model_label"] == _check_label(label, "label")]
     if rows.empty:
@@ -364,11 +371,16 @@ def lsh_description(frame: pd.DataFrame, label: str) -> str:
     tables = key.get("n_tables", "1")
     size = "size" if "size" in rows else "buckets"
     by_size = rows.groupby(size)
-    best_size = min(by_size.groups, key=lambda s: _gmean(by_size.get_group(s),
-                                                         error_column(frame)))
-    best = _gmean(by_size.get_group(best_size), error_column(frame))
+    errors = {s: _gmean(by_size.get_group(s), error_column(frame)) for s in by_size.groups}
+    errors = {s: e for s, e in errors.items() if np.isfinite(s) and s > 0 and np.isfinite(e)}
+    if not errors:
+        raise ValueError(f"label {label!r} has no rows with a finite positive {size} and a "
+                         f"finite {error_column(frame)}: no LSH model to describe")
+    best_size = min(errors, key=errors.get)
+    best = errors[best_size]
+    what = "nMSE" if error_column(frame) == "eval_nmse" else "MSE"  # the column it read
     text = (f"LSH model {label}: {names.get(family, family)}, {tables} table(s), piecewise "
-            f"constant (one value per bucket); best nMSE {best:.3g} at {best_size:g} buckets")
+            f"constant (one value per bucket); best {what} {best:.3g} at {best_size:g} buckets")
     if {"nonempty_buckets", "buckets"} <= set(rows.columns) \
             and rows["nonempty_buckets"].notna().any():
         share = (rows["nonempty_buckets"] / rows["buckets"]).mean()
@@ -406,7 +418,7 @@ def compare(name: str, text: str, frame: pd.DataFrame, better_label: str, worse_
         TypeError: a label is not a string.
         ValueError: a label has no rows in ``frame`` (an unknown label is refused, never
             reported as "not tested"); ``x``/``worse_x`` not a column; ``regime`` not one of
-            ``REGIMES``.
+            ``REGIMES``; ``n_train`` neither None nor an integer >= 1.
     """
     labels = set(pd.unique(frame["model_label"]))
     for label, param in ((better_label, "better_label"), (worse_label, "worse_label")):
@@ -417,6 +429,8 @@ def compare(name: str, text: str, frame: pd.DataFrame, better_label: str, worse_
     if worse_x is not None:
         _check_column(frame, worse_x, "worse_x")
     check_choice(regime, "regime", REGIMES)
+    if n_train is not None:
+        n_train = check_int(n_train, "n_train", 1)
     return _compare(name, text, frame, better_label, worse_label, x, against, worse_x, regime,
                     source, sizes, n_train, describe)
 
@@ -477,9 +491,10 @@ def comparison_verdict(wins: int, n_pairs: int, stats: dict) -> str:
     Raises:
         ValueError: counts out of range.
     """
-    if (isinstance(wins, bool) or isinstance(n_pairs, bool) or n_pairs < 1
-            or not 0 <= wins <= n_pairs):
-        raise ValueError(f"need 0 <= wins <= n_pairs and n_pairs >= 1, got {wins}, {n_pairs}")
+    wins, n_pairs = check_int(wins, "wins", 0), check_int(n_pairs, "n_pairs", 1)
+    if wins > n_pairs:
+        raise ValueError(f"need 0 <= wins <= n_pairs and n_pairs >= 1, got wins={wins}, "
+                         f"n_pairs={n_pairs}")
     if 0 < wins < n_pairs:
         return "mixed"
     low, high = stats.get("low", np.nan), stats.get("high", np.nan)
@@ -492,7 +507,13 @@ def comparison_verdict(wins: int, n_pairs: int, stats: dict) -> str:
 
 def sizes_text(name: str, configs) -> str:
     """This run's sizes (preset, n_train, n_eval, seeds, the swept model sizes) and the
-    paper's (``PAPER_SIZES``)."""
+    paper's (``PAPER_SIZES``; none for an experiment of the user's own).
+
+    Raises:
+        TypeError: ``name`` is not a string.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be an experiment name (a string), got {name!r}")
     if not configs:
         return PAPER_SIZES.get(name, "")
     c = configs[0]
@@ -515,7 +536,8 @@ def table1_rule(dsm_at_smallest: dict, dense_at_largest: float) -> tuple[str, st
     """Table 1's sentence ("DSM uses only 18k FLOPs and gets smaller MSE than dense model with
     73k FLOPs") as a rule: *supported* when some DSM sparsity at the smallest FLOPs has a lower
     error than dense at the largest. Returns (verdict, the winning label or ""): *not tested*
-    without DSM values or with a NaN dense value (a missing measurement).
+    without DSM values, when every DSM value is NaN or with a NaN dense value (a missing
+    measurement).
 
     Raises:
         ValueError: an error that is infinite, negative or not a real number.
@@ -531,8 +553,9 @@ def table1_rule(dsm_at_smallest: dict, dense_at_largest: float) -> tuple[str, st
                              f"{value!r}")
     winners = [label for label, value in dsm_at_smallest.items()
                if np.isfinite(value) and value < dense_at_largest]
-    if not dsm_at_smallest or not np.isfinite(dense_at_largest):
-        return "not tested", ""
+    if (not dsm_at_smallest or not np.isfinite(dense_at_largest)
+            or not any(np.isfinite(v) for v in dsm_at_smallest.values())):
+        return "not tested", ""  # nothing measured on one side: no verdict either way
     return ("supported", winners[0]) if winners else ("not supported", "")
 
 
@@ -757,9 +780,12 @@ def matched_below(sizes, factor: float = 2.0):
     """
     factor = check_real(factor, "factor", 1.0)
     try:
-        sizes = np.sort(np.asarray(list(sizes), dtype=float))
-    except (TypeError, ValueError):
+        sizes = list(sizes)
+    except TypeError:
         raise ValueError(f"sizes must be positive numbers, got {sizes!r}") from None
+    for i, size in enumerate(sizes):  # never a string parsed as a number, nor a bool
+        check_real(size, f"sizes[{i}]", 0.0, low_open=True)
+    sizes = np.sort(np.asarray(sizes, dtype=float))
     if sizes.ndim != 1 or not (np.isfinite(sizes) & (sizes > 0)).all():
         raise ValueError(f"sizes must be finite positive numbers, got {sizes}")
 

@@ -125,6 +125,7 @@ class SimilarityConfig:
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, "
                              f"got {self.activation!r}")
+        check_bool(self.bias, "bias")
         check_seed(self.seed)
 
 

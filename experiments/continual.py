@@ -50,8 +50,8 @@ from experiments.image_models import (SDMLPMask, TopKMLP, TrainSettings, accurac
 from routing.layers import (COMET, PKM, SDMLP, SMEAR, COMETConfig, DenseMLP, DenseMLPConfig,
                             PKMConfig, SDMLPConfig, SigmaMoE, SigmaMoEConfig, SMEARConfig,
                             TopKMoE, TopKMoEConfig)
-from routing.validation import (check_bool, check_choice, check_int, check_points, check_real,
-                                 check_seed)
+from routing.validation import (check_bool, check_choice, check_finite_tensor, check_int,
+                                check_points, check_real, check_seed)
 
 __all__ = ["ContinualSettings", "ContinualModel", "MODELS", "ORACLE", "REFERENCE", "class_split",
            "task_masks", "average_accuracy", "forgetting", "unit_activity", "EWC",
@@ -165,9 +165,10 @@ def class_split(n_tasks: int, classes_per_task: int, order: str = "naive",
     n_tasks, per = check_int(n_tasks, "n_tasks", 1), check_int(classes_per_task,
                                                                  "classes_per_task", 1)
     check_choice(order, "order", ("naive", "random"))
+    seed = check_seed(seed)  # checked for either order: a bad seed is never ignored
     classes = np.arange(n_tasks * per)
     if order == "random":
-        classes = np.random.default_rng(check_seed(seed)).permutation(classes)
+        classes = np.random.default_rng(seed).permutation(classes)
     return [tuple(int(c) for c in classes[i * per:(i + 1) * per]) for i in range(n_tasks)]
 
 
@@ -299,7 +300,24 @@ class EWC:
         return [p for p in self.model.parameters() if p.requires_grad]
 
     def consolidate(self, X: torch.Tensor, y: torch.Tensor, seed: int) -> None:
-        """Store F_t and θ*_t for the task (X, y) just learnt."""
+        """Store F_t and θ*_t for the task (X, y) just learnt.
+
+        Arguments:
+            X: (N, ...) float tensor the model takes, N >= 1; y: (N,) int64 class labels.
+            seed: seed of the choice of the ``fisher_samples`` examples, >= 0.
+
+        Raises:
+            ValueError: X not a finite tensor (every row is checked, not only the sampled
+                ones), no example, X and y of different lengths, a bad seed, X so large
+                that the Fisher information overflows; X as the model's ``forward`` checks it.
+        """
+        seed = check_seed(seed)
+        if not isinstance(X, torch.Tensor):
+            raise ValueError(f"X must be a torch.Tensor, got {type(X).__name__}")
+        check_finite_tensor(X, "X")  # every row: only the sampled ones reach the model
+        if len(X) == 0 or len(X) != len(y):  # no example: F_t would be 0/0 = NaN
+            raise ValueError(f"X and y must have the same positive number of rows, got "
+                             f"{len(X)} and {len(y)}")
         params = self._params()
         fisher = [torch.zeros_like(p) for p in params]
         generator = torch.Generator().manual_seed(seed)
@@ -321,6 +339,10 @@ class EWC:
             if self._terms:
                 new = tuple(old + add for old, add in zip(self._terms[j], new))
             terms.append(new)
+        if not all(bool(torch.isfinite(t).all()) for new in terms for t in new):
+            raise ValueError(f"X: the Fisher information of these examples overflows "
+                             f"{params[0].dtype} (largest |X| {float(X.abs().max()):.3g}): "
+                             f"rescale X")
         self._terms = terms
         self.tasks += 1
 

@@ -132,6 +132,7 @@ class SGDConfig:
             raise ValueError(f"betas must be a pair (β1, β2), got {self.betas!r}")
         for i, beta in enumerate(self.betas):
             check_real(beta, f"betas[{i}]", 0.0, 1.0, high_open=True)
+        check_bool(self.cache_features, "cache_features")
         check_int(self.max_cache_bytes, "max_cache_bytes", 0)
 
 

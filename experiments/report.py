@@ -77,7 +77,7 @@ def summary_table(frame: pd.DataFrame, index: str, columns: str,
     x = columns if index == "model_label" else index
     mixed = mixed_size_labels(frame, x) if {"model_label", x} <= {index, columns} else []
     if mixed:
-        raise ValueError(f"models {mixed} have several sizes at one {x}: a pivot by {x} "
+        raise ValueError(f"frame: models {mixed} have several sizes at one {x}: a pivot by {x} "
                          f"would average them; pivot them by size")
     value = error_column(frame) if value is None else value
     stats = frame.groupby([index, columns])[value].agg(
@@ -158,7 +158,8 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
 
     Raises:
         ValueError: ``name`` not a non-empty string; ``configs`` empty (the run's sizes come
-            from its configs).
+            from its configs); a ``frame`` whose models have several sizes at one x of a
+            results table (table1: flops_paper; table2: width; see ``summary_table``).
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be the experiment's name, got {name!r}")

@@ -140,16 +140,20 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
         step name -> list of files it wrote (relative to ``out``).
 
     Raises:
-        ValueError: an unknown preset or device, bad workers or scheduler, or ``out`` being
-            written by another process (``experiments.output_folder.FolderBusy``).
+        ValueError: an unknown preset or device, bad workers or scheduler, force not a bool,
+            or ``out`` being written by another process
+            (``experiments.output_folder.FolderBusy``).
     """
     import contextlib
 
     from experiments import output_folder
     from experiments.engine import check_engine_options, open_engine
 
+    from routing.validation import check_bool
+
     if preset not in REPRODUCE_PRESETS:
         raise ValueError(f"preset must be one of {REPRODUCE_PRESETS}, got {preset!r}")
+    force = check_bool(force, "force")  # never read by truthiness: 'False' is refused
     use_engine = workers is not None or scheduler is not None
     if use_engine:
         check_engine_options(workers, scheduler, device)
@@ -182,7 +186,8 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
         an ``experiments.estimate.Estimate`` (``.text()`` prints it).
 
     Raises:
-        ValueError: an unknown preset or device, bad workers, force or progress not a bool.
+        ValueError: an unknown preset or device, bad workers or scheduler (as
+            ``experiments.engine.check_engine_options``), force or progress not a bool.
     """
     from experiments.estimate import estimate_sweeps
     from routing.validation import check_bool
@@ -191,6 +196,10 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
     progress = check_bool(progress, "progress")
     if preset not in REPRODUCE_PRESETS:
         raise ValueError(f"preset must be one of {REPRODUCE_PRESETS}, got {preset!r}")
+    if workers is not None or scheduler is not None:  # 0 workers is no engine, not one
+        from experiments.engine import check_engine_options
+
+        check_engine_options(workers, scheduler, device)
     sweeps, others = {}, []
     for name, config, run in steps(preset, device):
         if not force and _is_done(pathlib.Path(out) / name, config):

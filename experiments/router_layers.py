@@ -18,7 +18,7 @@ def build_router(spec: ModelSpec, dim: int, seed: int, epochs: int = 1):
     Arguments:
         spec: a ``ModelSpec`` of a router kind (``experiments.kinds.routers.RouterKind``:
             the built-in ``experiments.specs.TRAINED_KINDS`` or one registered since).
-        dim: input dimension, >= 1.
+        dim: input dimension, >= 1 (even for "pkm", whose query is split in halves).
         seed: seed of the layer's initialisation (and frozen parts), >= 0.
         epochs: passes over the training data the layer will get (SDMLP anneals k over the
             first half of them), >= 1.
@@ -27,7 +27,8 @@ def build_router(spec: ModelSpec, dim: int, seed: int, epochs: int = 1):
         A ``RouterLayer`` with d_out = 1 on the CPU in float32.
 
     Raises:
-        ValueError: a kind that is not a router, or arguments out of range.
+        ValueError: a kind that is not a router, or arguments out of range (an odd ``dim``
+            for "pkm").
     """
     kind = model_kind(spec.kind)
     if not isinstance(kind, RouterKind):

@@ -234,7 +234,18 @@ def apply_fit_window(frame: pd.DataFrame, x: str, window) -> pd.DataFrame:
 
 
 def window_text(x: str, window) -> str:
-    """``window`` as it is written in ``fits.csv``: "all" or e.g. "buckets in [30, inf]"."""
+    """``window`` as it is written in ``fits.csv``: "all" or e.g. "buckets in [30, inf]".
+
+    Arguments:
+        x: the name of the window's column (any string: the text has no frame to check it
+            against). window: None or (low, high) as ``apply_fit_window`` takes it.
+
+    Raises:
+        TypeError: ``x`` is not a string.
+        ValueError: a bad ``window``.
+    """
+    if not isinstance(x, str):
+        raise TypeError(f"x must be a column name (a string), got {x!r}")
     window = _check_window(window)
     if window is None:
         return "all"

@@ -52,6 +52,11 @@ class TargetSpec:
         sha256: family "data" only: the file's sha256, filled in on construction; a file
             that no longer matches a recorded value is refused (its rows would not be the
             ones a results folder was made from).
+
+    Raises:
+        ValueError: a field out of range (each is checked whatever the family: degree an
+            integer >= 0, hidden widths >= 1, subspace_k None or in [1, n_inputs], seed in
+            [0, 2**63 - 1]), or a bad data file.
     """
 
     family: str = "polynomial"
@@ -72,6 +77,19 @@ class TargetSpec:
             raise ValueError(f"path and sha256 are fields of family 'data' only, got "
                              f"path={self.path!r} for family {self.family!r}")
         check_int(self.n_inputs, "n_inputs", low=1)
+        # every field, whatever the family: a config records them all (config.json, TOML),
+        # so a field the family does not read must still be a valid value, never 2.5
+        check_int(self.degree, "degree", low=0)
+        try:
+            hidden = list(self.hidden)
+        except TypeError:
+            raise ValueError(f"hidden must be a sequence of widths >= 1, got "
+                             f"{self.hidden!r}") from None
+        for i, width in enumerate(hidden):
+            check_int(width, f"hidden[{i}]", low=1)
+        if self.subspace_k is not None:
+            check_int(self.subspace_k, "subspace_k", 1, self.n_inputs)
+        check_seed(self.seed)
 
     def _check_data_file(self) -> None:
         """Family "data": the file exists and parses, its hash matches a recorded one, and

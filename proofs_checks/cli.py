@@ -60,14 +60,18 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
         One ``CheckResult`` per check, in run order.
 
     Raises:
-        ValueError: an unknown preset or check name (the message lists the known ones).
+        ValueError: an unknown preset or check name (the message lists the known ones); a bad
+            seed; ``progress`` or ``power`` not a bool (checked before any check runs).
     """
     from tqdm.auto import tqdm
 
     from proofs_checks.registry import all_checks
+    from routing.validation import check_bool, check_seed
 
     if preset not in PARAMS_OF_PRESET:
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
+    seed = check_seed(seed)
+    progress, power = check_bool(progress, "progress"), check_bool(power, "power")
     params = PARAMS_OF_PRESET[preset]
     checks = all_checks()
     names = list(checks) if not only else list(dict.fromkeys(only))

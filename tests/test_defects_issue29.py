@@ -542,3 +542,130 @@ def test_long_profile_flags_and_table_count_are_checked(tmp_path):
             real_data.run_cifar("tiny", tmp_path / "c", device="cpu", **{flag: "False"})
     with pytest.raises(ValueError, match="n_tables"):
         ModelSpec("dense", width=4, n_tables=True)
+
+
+# ---------------------------------------------------------------- found by the long profile (2)
+def test_more_config_flags_and_seeds_are_checked():
+    """String flags read by truthiness and seeds never checked on one path."""
+    from experiments.comet_studies import SimilarityConfig
+    from experiments.continual import class_split
+    with pytest.raises(ValueError, match="bias must be True or False, got 'False'"):
+        SimilarityConfig(bias="False")  # was accepted: COMET with biases, read as True
+    with pytest.raises(ValueError, match="cache_features must be True or False"):
+        SGDConfig(cache_features="False")
+    assert class_split(2, 2, "naive", 0) == [(0, 1), (2, 3)]
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        class_split(2, 2, "naive", 2.5)  # was ignored: only the "random" order read it
+
+
+def test_claims_counts_and_sizes_are_checked():
+    from experiments.claims import (compare, comparison_diagnosis, comparison_verdict,
+                                    matched_below, paired_difference, seed_log_errors)
+    frame = _golden()
+    with pytest.raises(ValueError, match="n_train must be an integer >= 1, got 2.5"):
+        compare("e", "t", frame, "comet", "dense", "width", n_train=2.5)  # was accepted
+    stats = paired_difference(seed_log_errors(frame, "dsm", "activated_units"),
+                              seed_log_errors(frame, "dense", "activated_units"), [(4, 16)])
+    with pytest.raises(ValueError, match="n_train must be an integer"):
+        comparison_diagnosis(frame, "dsm", "dense", "activated_units", stats, "exact", 2.5)
+    assert comparison_verdict(1, 3, stats) == "mixed"
+    with pytest.raises(ValueError, match="n_pairs must be an integer"):
+        comparison_verdict(0, "3", stats)  # was TypeError: '<' not supported
+    with pytest.raises(ValueError, match="wins must be an integer"):
+        comparison_verdict(2.5, 3, stats)  # was "mixed"
+    assert matched_below([1.0, 250.0])(2.0) == 1.0
+    with pytest.raises(ValueError, match=r"sizes\[0\] must be a real number"):
+        matched_below(["1.0", 250.0])  # was parsed as 1.0
+
+
+def test_claims_never_turn_a_missing_value_into_a_verdict_or_text():
+    from experiments.claims import lsh_description, sizes_text, t_interval, table1_rule
+    nan = float("nan")
+    assert table1_rule({"DSM": nan, "DSM 2": 0.5}, 1.0) == ("supported", "DSM 2")
+    assert table1_rule({"DSM": 2.0, "DSM 2": nan}, 1.0) == ("not supported", "")
+    assert table1_rule({"DSM": nan, "DSM 2": nan}, 1.0) == ("not tested", "")  # was "not supported"
+    frame = _golden()
+    with pytest.raises(ValueError, match="label 'random_hash' has no rows with a finite"):
+        lsh_description(frame, "random_hash")  # was "min() arg is an empty sequence"
+    frame.loc[frame.model_label == "lsh", "eval_nmse"] = nan
+    # without eval_nmse on every row it reads eval_mse, and says so (it said "nMSE")
+    assert " best MSE 0.00238 at 16 buckets" in lsh_description(frame, "lsh")
+    frame.loc[frame.model_label == "lsh", "eval_mse"] = nan
+    with pytest.raises(ValueError, match="label 'lsh' has no rows with a finite"):
+        lsh_description(frame, "lsh")  # was "best nMSE nan"
+    with pytest.raises(TypeError, match="name must be an experiment name"):
+        sizes_text(None, [])  # was ""
+    assert t_interval(np.array([1.0, 2.0, 3.0]))[0] == 2.0
+    with pytest.raises(ValueError, match=r"values must be a 1-D array"):
+        t_interval(np.array([[1.0], [2.0], [3.0]]))  # a column was flattened
+
+
+def test_experiment_boundaries_name_the_callers_parameter(tmp_path):
+    from experiments.report import experiment_markdown
+    from experiments.router_layers import build_router
+    from experiments.scaling import window_text
+    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.sweep import compute_row
+    assert type(build_router(ModelSpec("pkm", width=16, k=4), 2, 0)).__name__ == "PKM"
+    with pytest.raises(ValueError, match="dim must be even for a pkm router .*got 1"):
+        build_router(ModelSpec("pkm", width=16, k=4), 1, 0)  # named PKMConfig's d_in
+    config = ExperimentConfig(name="e", preset="tiny", target=TargetSpec(n_inputs=2, degree=1),
+                              models=(ModelSpec("dense", width=4),), seeds=(0,), n_train=16,
+                              n_eval=8)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        compute_row(config, config.models[0], None, "cpu")  # was TypeError from int(None)
+    assert window_text("width", (1.0, None)) == "width in [1, inf]"
+    with pytest.raises(TypeError, match="x must be a column name"):
+        window_text(None, (1.0, None))  # was "None in [1, inf]"
+    with pytest.raises(ValueError, match="frame: models"):
+        experiment_markdown("table1", _golden(), [config], [])
+
+
+def test_ewc_refuses_what_would_make_its_penalty_nan():
+    from experiments.continual import EWC
+    from experiments.image_models import TopKMLP
+    ewc = EWC(TopKMLP(3, 4, 2, 2), 1.0, 3)
+    y = torch.zeros(4, dtype=torch.int64)
+    ewc.consolidate(torch.ones(4, 3), y, 0)
+    assert math.isfinite(float(ewc.penalty().detach()))
+    with pytest.raises(ValueError, match="Fisher information of these examples overflows"):
+        ewc.consolidate(torch.ones(4, 3) * 1e30, y, 0)  # was a NaN penalty
+    with pytest.raises(ValueError, match="same positive number of rows"):
+        ewc.consolidate(torch.ones(0, 3), y[:0], 0)  # was 0/0: a NaN penalty
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        ewc.consolidate(torch.ones(4, 3), y, 2.5)  # was torch's RuntimeError
+    one = EWC(TopKMLP(3, 4, 2, 2), 1.0, 1)  # one sampled example: row 0 with seed 0
+    X = torch.ones(4, 3)
+    X[1:] = float("nan")
+    with pytest.raises(ValueError, match="X must be finite; it has 9 NaN"):
+        one.consolidate(X, y, 0)  # was accepted: the NaN rows were never sampled
+    assert math.isfinite(float(ewc.penalty().detach()))  # a refused task changed nothing
+
+
+def test_target_spec_checks_every_field_whatever_the_family():
+    from experiments.specs import TargetSpec
+    assert TargetSpec("hypercube", 2, degree=0).build()[0].n_inputs == 2
+    with pytest.raises(ValueError, match="degree must be an integer >= 0, got 2.5"):
+        TargetSpec("hypercube", 2, degree=2.5)  # was recorded in the config, never read
+    with pytest.raises(ValueError, match=r"subspace_k must be an integer in \[1, 2\], got 3"):
+        TargetSpec("polynomial", 2, subspace_k=3)  # was UniformSubspace's "k must be ..."
+    with pytest.raises(ValueError, match=r"hidden\[1\] must be an integer >= 1"):
+        TargetSpec("mlp", 2, hidden=(4, 0))
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        TargetSpec("hypercube", 2, seed=-1)
+
+
+def test_check_runs_refuse_string_power_flags_and_bad_seed_lists(tmp_path):
+    import proofs_checks as PC
+    with pytest.raises(ValueError, match="power must be True or False, got 'False'"):
+        PC.run_checks("tiny", None, only=["eq1_flops"], progress=False, power="False")
+    with pytest.raises(ValueError, match="power must be True or False"):
+        PC.get_check("eq1_flops").preset(PC.cli.PARAMS_OF_PRESET["tiny"]).run(0, power="False")
+    with pytest.raises(ValueError, match="progress must be True or False"):
+        PC.run_checks("tiny", None, only=["eq1_flops"], progress="False")
+    planted = PC.get_check("collisions").preset(
+        PC.cli.PARAMS_OF_PRESET["tiny"]).planted_violations()[0]
+    for bad, word in ((None, "seeds must be an iterable"), (3, "seeds must be an iterable"),
+                      ([0, 2.5], r"seeds\[1\] must be an integer")):
+        with pytest.raises(ValueError, match=word):
+            PC.measure_power(planted, bad)  # None and 3 were TypeError: not iterable

@@ -99,6 +99,10 @@ def test_rows_are_the_same_serial_and_on_two_workers(tmp_path, cluster):
     # the workers ran one thread each
     threads = client.run(lambda: __import__("torch").get_num_threads())
     assert set(threads.values()) == {1}
+    # and glibc's allocator as in a plain process: no trim threshold (which would turn off its
+    # adaptive mmap threshold and page-fault every array over 128 KiB anew: engine.WORKER_CONFIG)
+    trim = client.run(lambda: __import__("os").environ.get("MALLOC_TRIM_THRESHOLD_"))
+    assert set(trim.values()) == {os.environ.get("MALLOC_TRIM_THRESHOLD_")}
 
 
 @pytest.mark.slow

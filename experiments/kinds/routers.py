@@ -180,6 +180,9 @@ def _smear(spec, dim, seed, epochs):
 def _pkm(spec, dim, seed, epochs):
     from routing.layers import PKM, PKMConfig
 
+    if dim % 2:  # q = x is split into two halves (App. A.3): named here as the caller's dim
+        raise ValueError(f"dim must be even for a pkm router (its query x is split into two "
+                         f"halves, Lample et al. 2019 App. A.3), got {dim}")
     return PKM(PKMConfig(d_in=dim, d_out=1, n_keys=math.isqrt(spec.width), k=spec.k,
                          seed=seed))
 
