@@ -228,6 +228,8 @@ def _run_steps(preset, out, force, device, echo, workers, scheduler):
     the engine's workers (``experiments.reproduce_parallel``)."""
     from experiments import output_folder
 
+    from experiments.threads import single_threaded
+
     written: dict[str, list[str]] = {}
     if workers is not None or scheduler is not None:
         from experiments.engine import open_engine
@@ -239,11 +241,11 @@ def _run_steps(preset, out, force, device, echo, workers, scheduler):
             written[name] = files
             if files is None:
                 todo.append((name, record, run))
-        with open_engine(workers, scheduler, device) as engine:  # run_reproduce's
+        # the driver writes fits and plots beside the workers: one thread, or its BLAS
+        # threads would spin against them (``experiments.threads``)
+        with open_engine(workers, scheduler, device) as engine, single_threaded():
             written.update(run_steps_parallel(todo, out, echo, engine))
     else:
-        from experiments.threads import single_threaded
-
         # one thread for every step, as on a worker (``experiments.threads``): a neighbour
         # costs little, and the numbers are the parallel run's bit for bit
         with single_threaded():

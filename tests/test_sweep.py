@@ -215,3 +215,26 @@ def test_results_without_nmse_columns_resume_and_get_them_without_refitting(tmp_
     ours = on_disk["model_label"] != "gone"
     assert on_disk.loc[ours, ["eval_nmse", "train_nmse"]].notna().all().all()
     assert on_disk.loc[~ours, "eval_nmse"].isna().all()  # not this sweep's: left empty
+
+
+def test_rows_of_interleaved_seeds_share_their_data_sets(monkeypatch):
+    """A worker gets rows of several sweeps and seeds in turn: each (config, seed) data set is
+    drawn once while it is among the ``DATA_CACHE_SIZE`` last used, and is the same data."""
+    from experiments import sweep
+    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+
+    config = ExperimentConfig(name="cache", preset="tiny", target=TargetSpec("polynomial"),
+                              models=(ModelSpec("dense", width=4),), seeds=(0, 1),
+                              n_train=50, n_eval=20)
+    drawn = []
+    make = sweep._make_data
+    monkeypatch.setattr(sweep, "_make_data", lambda c, s: drawn.append(s) or make(c, s))
+    monkeypatch.setattr(sweep, "_last_data", type(sweep._last_data)())
+    first = [sweep._data_of(config, s) for s in (0, 1, 0, 1)]
+    assert drawn == [0, 1] and first[2] is first[0] and first[3] is first[1]
+    for seed in range(2, 2 + sweep.DATA_CACHE_SIZE):  # seed 0 becomes the least recent
+        sweep._data_of(config, seed)
+    again = sweep._data_of(config, 0)
+    assert drawn[-1] == 0 and len(drawn) == 3 + sweep.DATA_CACHE_SIZE
+    for a, b in zip(again, first[0]):  # drawn anew from its seed: the same numbers
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
