@@ -16,10 +16,6 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$(TORCH_PIN)"
 	$(PY) -m pip install --quiet -e ".[dev]" "$(TORCH_PIN)"
-	# compile the Numba kernels into their on-disk cache once (about 2 minutes), so that the
-	# first run's processes (a reproduce's driver and workers) do not each compile them
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
-		$(PY) -m experiments.warm_up
 	touch $@
 
 test: install
