@@ -432,12 +432,12 @@ def _run_rows(out: pathlib.Path, name: str, settings: str, jobs: list, table: pd
 
             with single_threaded():  # as on a worker: the same numbers, a neighbour costs little
                 for job in todo:
-                    add(job, _seeded_row(job[3], data, job[1]))
+                    add(job, _seeded_row(data, job[3], job[1]))
         else:
             from experiments.engine import open_engine
 
             with open_engine(*engine) as client:
-                for i, numbers in client.calls(_seeded_row_task, [(job[3], job[1])
+                for i, numbers in client.calls(_seeded_row, [(job[3], job[1])
                                                                   for job in todo],
                                                shared=data, name=f"{name}-row"):
                     add(todo[i], numbers)
@@ -454,15 +454,11 @@ def _run_rows(out: pathlib.Path, name: str, settings: str, jobs: list, table: pd
     return frame[keep].reset_index(drop=True)
 
 
-def _seeded_row(run, data, seed: int) -> dict:
-    """One row's numbers: ``run(data)`` after ``torch.manual_seed(seed)``."""
+def _seeded_row(data, run, seed: int) -> dict:
+    """One row's numbers: ``run(data)`` after ``torch.manual_seed(seed)`` (here, or as a Dask
+    task of ``Engine.calls``, which passes the shared data first)."""
     torch.manual_seed(seed)
     return run(data)
-
-
-def _seeded_row_task(data, run, seed: int) -> dict:
-    """``_seeded_row`` as a Dask task of ``Engine.calls`` (the shared data first)."""
-    return _seeded_row(run, data, seed)
 
 
 def _engine(workers, scheduler, device) -> tuple | None:
