@@ -88,6 +88,7 @@ from experiments import specs as x_specs
 from experiments import subspace as x_subspace
 from experiments import sweep as x_sweep
 from experiments import threads as x_threads
+from experiments import warm_up as x_warm_up
 
 LONG = os.environ.get("SPARSELAB_FUZZ") == "long"
 TIME_LIMIT_S = 20.0
@@ -954,6 +955,8 @@ EXPERIMENT_CASES |= {
     "experiments.estimate.estimate_sweeps": Case(lambda per_kind, seed, workers, progress: x_estimate.estimate_sweeps({"table1": x_presets.experiment_configs("table1", "tiny")}, "cpu", per_kind, seed, workers, timer=_model_timer, progress=progress).seconds, {"per_kind": INT(1, 4), "seed": INT(0), "workers": OPTIONAL_INT(1, 8), "progress": BOOL}),
     "experiments.reproduce.estimate_reproduce": Case(lambda preset, tmp, force, workers: _no_calibration(lambda: x_reproduce.estimate_reproduce(preset, tmp, force, "cpu", workers, None, False)), {"preset": CHOICE("tiny"), "tmp": FIXED(None), "force": BOOL, "workers": OPTIONAL_INT(1, 8)}, names=("preset", "out")),
     "experiments.reproduce_steps.ScalingStep": Case(lambda name, preset: x_reproduce_steps.ScalingStep(name, preset).name, {"name": CHOICE("fig2", "table1"), "preset": _PRESET}, names=("experiment", "name")),
+    "experiments.warm_up.warm_up": Case(lambda progress, preset: x_warm_up.warm_up(progress, (), preset) >= 0, {"progress": BOOL, "preset": CHOICE("tiny", "quick", "paper")}),
+    "experiments.warm_up.compiled": Case(lambda: isinstance(x_warm_up.compiled(), list), {}),
     "experiments.reproduce_steps.ImageStep": Case(lambda name, preset, device: x_reproduce_steps.ImageStep(name, preset, device).settings(), {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick"), "device": CHOICE("auto", "cpu")}),
     "experiments.reproduce_steps.ChecksStep": Case(lambda preset: type(x_reproduce_steps.ChecksStep(preset)).__name__, {"preset": CHOICE("quick", "paper")}),
     "experiments.reproduce.real_data_steps": Case(lambda preset, device: [name for name, _, _ in x_reproduce.real_data_steps(preset, device)], {"preset": _PRESET, "device": CHOICE("cpu", "auto")}),
