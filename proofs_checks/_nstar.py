@@ -323,6 +323,14 @@ class BucketMeans:
     def __init__(self, query_keys):
         keys = np.asarray(query_keys, np.int64).ravel()
         self._uniq, self._inv = np.unique(keys, return_inverse=True)
+        # small non-negative keys (a codebook's dense bucket ids, the test points hashed
+        # first): a lookup table, entries 1..high+1 for keys 0..high, 0 and high+2 for the
+        # keys below and above (-1, no query bucket); else a binary search (``slots``)
+        self._table = None
+        high = int(self._uniq[-1]) if len(self._uniq) else -1
+        if len(self._uniq) and self._uniq[0] >= 0 and high < 8 * len(self._uniq) + 4096:
+            self._table = np.full(high + 3, -1, np.int64)
+            self._table[self._uniq + 1] = np.arange(len(self._uniq))
         self._count = np.zeros(len(self._uniq))
         self._sum = np.zeros(len(self._uniq))
         self._sq = np.zeros(len(self._uniq))
@@ -333,6 +341,8 @@ class BucketMeans:
     def slots(self, keys) -> np.ndarray:
         """Index of each key's query bucket, −1 for keys of no query: int (N,)."""
         keys = np.asarray(keys, np.int64)
+        if self._table is not None:
+            return self._table[np.clip(keys, -1, len(self._table) - 2) + 1]
         pos = np.minimum(np.searchsorted(self._uniq, keys), len(self._uniq) - 1)
         return np.where(self._uniq[pos] == keys, pos, -1)
 

@@ -248,3 +248,20 @@ def test_parameter_errors():
         Theorem41LearnerCheck(params=object())
     with pytest.raises(ValueError, match="direction"):
         RidgeTarget(np.zeros(3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-5, 300), min_size=1, max_size=40),
+       st.lists(st.integers(-2**40, 2**40) | st.integers(-3, 320), max_size=60),
+       st.booleans())
+def test_bucket_slots_are_the_query_buckets(query, keys, spread):
+    """``BucketMeans.slots`` (a lookup table for small non-negative keys, a binary search
+    otherwise) against a dict of the query buckets: the index of a key's bucket among the
+    sorted distinct query keys, −1 for any other key."""
+    query = np.array(query, np.int64) * (10**9 if spread else 1)  # spread: no table
+    means = BucketMeans(query)
+    index = {k: i for i, k in enumerate(np.unique(query))}
+    keys = np.array(keys, np.int64)
+    expected = np.array([index.get(k, -1) for k in keys.tolist()], np.int64)
+    assert np.array_equal(means.slots(keys), expected)
+    assert (means._table is not None) == (query.min() >= 0 and not (spread and query.max()))
