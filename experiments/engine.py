@@ -16,6 +16,15 @@ existing cluster follow it too).
 With ``--device cuda`` (or "auto" on a machine with GPUs) each local worker sees one GPU
 (``CUDA_VISIBLE_DEVICES``, round robin over the GPUs the driver sees).
 
+One computation per row: a row is a function of its config's settings (the fingerprint of
+``experiments.sweep.settings_fingerprint``: every field but the name, preset, models, seeds,
+regime, panels and fit windows), its regime, its model spec (the label aside) and its seed —
+the contract the resume of a sweep relies on already. Sweeps that share rows (the quick
+preset's fig4 repeats 147 of fig2's 270 rows, table1 30 of its 54) submit them to one engine
+at once under ``sparselab reproduce --workers``: the engine computes each such row once and
+gives every sweep its own copy, with its experiment, target, settings, model label and key
+(``Engine.rows``; ``row_identity``).
+
 Faults: a worker that dies mid-task (killed, out of memory) is restarted by its nanny and
 the scheduler runs the task again elsewhere (up to ``distributed.scheduler.allowed-failures``
 times, 3 by default); the driver receives each task's row once. A task that raises (a model
@@ -26,8 +35,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import os
+import threading
 import uuid
 from typing import Any, Callable, Iterator
 
@@ -36,7 +47,7 @@ import click
 from experiments.threads import WORKER_ENV
 
 __all__ = ["engine_options", "check_engine_options", "Engine", "open_engine",
-           "local_cluster", "run_task", "worker_gpus"]
+           "local_cluster", "run_task", "worker_gpus", "row_identity"]
 
 DEVICES = ("auto", "cpu", "cuda")
 #: The priority of the rows ``Engine.rows`` submits in this context (``Engine.prioritised``).
@@ -170,6 +181,41 @@ def run_task(config, spec, seed: int, kind, device: str) -> dict:
     return compute_row(config, spec, seed, device)
 
 
+def row_identity(config, spec, seed: int) -> tuple[str, ...]:
+    """What the numbers of a sweep's row are a function of: the config's settings fingerprint
+    (``experiments.sweep.settings_fingerprint``), the row's regime (``fit_of``), the model
+    spec without its label, and the seed. Two rows of equal identity have equal numbers
+    (the resume of a sweep keeps a row on the same grounds); ``Engine.rows`` computes them
+    once.
+
+    Arguments:
+        config: an ``ExperimentConfig``; spec: a ``ModelSpec``; seed: an int.
+
+    Returns:
+        a tuple of strings.
+
+    Raises:
+        ValueError: a seed that is not an integer in [0, 2**63 - 1] (naming it).
+    """
+    from experiments.specs import fit_of
+    from experiments.sweep import settings_fingerprint
+    from routing.validation import check_seed
+
+    seed = check_seed(seed)
+    return (settings_fingerprint(config), str(fit_of(spec, config)),
+            repr(dataclasses.replace(spec, label=None)), str(seed))
+
+
+def _as_row_of(row: dict, config, spec) -> dict:
+    """A copy of ``row`` (computed for a row of the same ``row_identity``) as the row of
+    (config, spec): the columns ``compute_row`` takes from them set from these."""
+    from experiments.sweep import settings_fingerprint
+
+    return {**row, "experiment": config.name, "target": config.target.label(),
+            "settings": settings_fingerprint(config), "model_label": spec.display(),
+            "model_key": spec.key()}
+
+
 class Engine:
     """A Dask client that computes sweep rows: ``Engine(workers=N)`` starts a local cluster,
     ``Engine(scheduler=ADDRESS)`` connects to a running one. Use as a context manager (or
@@ -193,6 +239,9 @@ class Engine:
         self.workers, self.scheduler, self.device = workers, scheduler, device
         self.client = self.cluster = None
         self._submitted = 0
+        # row_identity -> [future, sweeps using it]: rows that concurrent sweeps share
+        self._rows: dict[tuple, list] = {}
+        self._rows_lock = threading.Lock()
 
     def start(self) -> "Engine":
         """Start the cluster (or connect) and install the thread policy on every worker.
@@ -274,7 +323,10 @@ class Engine:
 
     def rows(self, tasks: list[tuple]) -> Iterator[dict]:
         """Compute rows on the workers; yield each as it completes (any order, each once).
-        They run at the priority of ``prioritised`` (0 outside it).
+        They run at the priority of ``prioritised`` (0 outside it). A row whose
+        ``row_identity`` another call of ``rows`` (another sweep, in another thread) has
+        submitted and still holds is not computed again: this call waits for that task and
+        yields its row with this row's own experiment, target, settings, model label and key.
 
         Arguments:
             tasks: (config, spec, seed) triples.
@@ -283,8 +335,9 @@ class Engine:
             the rows (``run_task``).
 
         Raises:
-            whatever a task raised (the other tasks are cancelled first); ``KilledWorker``
-            when a task's workers died ``allowed-failures`` times.
+            whatever a task raised (the other tasks are cancelled first, unless another
+            sweep still needs them); ``KilledWorker`` when a task's workers died
+            ``allowed-failures`` times.
         """
         from distributed import as_completed
 
@@ -292,20 +345,42 @@ class Engine:
 
         if not tasks:
             return
+        if self.client is None:
+            raise RuntimeError("the engine is not started (use it as a context manager)")
         token = uuid.uuid4().hex[:8]
         kinds = {spec.kind: model_kind(spec.kind) for _, spec, _ in tasks}
         priority = _row_priority.get()
-        futures = [self.client.submit(run_task, config, spec, seed, kinds[spec.kind],
-                                      self.device, key=f"sparselab-row-{token}-{i}",
-                                      pure=False, priority=priority)
-                   for i, (config, spec, seed) in enumerate(tasks)]
+        mine: dict[tuple, list[int]] = {}  # identity -> indices into tasks
+        with self._rows_lock:
+            for i, (config, spec, seed) in enumerate(tasks):
+                identity = row_identity(config, spec, seed)
+                mine.setdefault(identity, []).append(i)
+                if len(mine[identity]) > 1:
+                    continue
+                entry = self._rows.get(identity)
+                if entry is None:
+                    entry = self._rows[identity] = [self.client.submit(
+                        run_task, config, spec, seed, kinds[spec.kind], self.device,
+                        key=f"sparselab-row-{token}-{i}", pure=False, priority=priority), 0]
+                entry[1] += 1
+            futures = {identity: self._rows[identity][0] for identity in mine}
+        of_future = {future.key: identity for identity, future in futures.items()}
         try:
-            for future in as_completed(futures, loop=self.client.loop):
+            for future in as_completed(list(futures.values()), loop=self.client.loop):
                 row = future.result()
-                future.release()
-                yield row
+                for i in mine[of_future[future.key]]:
+                    config, spec, _ = tasks[i]
+                    yield _as_row_of(row, config, spec)
         finally:
-            self.client.cancel(futures)
+            with self._rows_lock:
+                unused = []
+                for identity, future in futures.items():
+                    entry = self._rows[identity]
+                    entry[1] -= 1
+                    if entry[1] == 0:  # no other sweep waits for it
+                        del self._rows[identity]
+                        unused.append(future)
+            self.client.cancel(unused)  # releases the finished ones, stops the others
 
     def calls(self, function: Callable, arguments: list[tuple], shared=None,
               name: str = "call") -> Iterator[tuple[int, Any]]:

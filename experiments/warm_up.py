@@ -145,10 +145,11 @@ def _checks(preset: str) -> None:
 
 def _other_steps(preset: str) -> None:
     from experiments.reproduce import steps as reproduce_steps
+    from experiments.reproduce_steps import ChecksStep, ScalingStep
 
     with tempfile.TemporaryDirectory() as folder:
         for name, _, step in reproduce_steps("tiny", device="cpu"):
-            if name == "checks" or type(step).__name__ == "ScalingStep":
+            if isinstance(step, (ChecksStep, ScalingStep)):  # the two parts above
                 continue
             out = pathlib.Path(folder) / name
             out.mkdir()

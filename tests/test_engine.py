@@ -267,3 +267,67 @@ def test_rows_finished_out_of_order_are_written_in_the_sweep_order(tmp_path, clu
     written = pd.read_csv(tmp_path / "two" / "results.csv")["model_key"].tolist()
     assert written == [spec.key() for spec in models]
     assert finished != written  # the case the order is restored for did happen
+
+
+class LoggedConstantKind(SlowConstantKind):
+    """``SlowConstantKind`` that appends a line to the file named by the environment variable
+    ``SPARSELAB_TEST_ROW_LOG`` (where set: on the workers) for every row it computes."""
+
+    name = "test_engine_logged_constant"
+
+    def fit(self, model, spec, config, X, y, regime, seed):
+        log = os.environ.get("SPARSELAB_TEST_ROW_LOG")
+        if log:
+            with open(log, "a") as file:
+                file.write(f"{spec.key()} {seed}\n")
+        return super().fit(model, spec, config, X, y, regime, seed)
+
+
+def test_rows_two_sweeps_share_are_computed_once(tmp_path, cluster):
+    """Two sweeps at once on one engine (as ``sparselab reproduce --workers`` runs them) with
+    a model in common: its rows are computed once, and each sweep's results.csv is the one
+    its serial run writes (wall_s aside), with its own experiment, label and settings."""
+    import threading
+
+    from experiments.engine import open_engine, row_identity
+    from experiments.sweep import settings_fingerprint
+
+    address, client = cluster
+    kind = register_model_kind(LoggedConstantKind(), replace=True)
+    log = tmp_path / "rows.log"
+    try:
+        spec = lambda i, label=None: ModelSpec(kind.name, label=label,  # noqa: E731
+                                               options={"sleep": 0.3, "i": i})
+        first = _config((spec(0, "shared in fig2"), spec(1)), name="fig2")
+        second = _config((spec(0, "shared in fig4"), spec(2)), name="fig4")
+        assert row_identity(first, first.models[0], 0) == row_identity(second,
+                                                                       second.models[0], 0)
+        assert row_identity(first, first.models[0], 0) != row_identity(first,
+                                                                       first.models[0], 1)
+        expected = sorted(f"{spec(i).key()} {seed}" for i in range(3) for seed in (0, 1))
+        for config in (first, second):
+            run_sweep([config], tmp_path / f"serial_{config.name}", device="cpu",
+                      progress=False)
+        client.run(lambda: os.environ.__setitem__("SPARSELAB_TEST_ROW_LOG", str(log)))
+        with open_engine(scheduler=address, device="cpu"):
+            threads = [threading.Thread(target=run_sweep, args=([config], tmp_path / config.name),
+                                        kwargs=dict(device="cpu", progress=False,
+                                                    scheduler=address))
+                       for config in (first, second)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        client.run(lambda: os.environ.pop("SPARSELAB_TEST_ROW_LOG", None))
+        unregister_model_kind(kind.name)
+    computed = log.read_text().splitlines()
+    # 3 models × 2 seeds: the shared model's 2 rows once, not twice
+    assert sorted(computed) == expected
+    for config in (first, second):
+        parallel = _comparable(tmp_path / config.name / "results.csv")
+        pd.testing.assert_frame_equal(parallel, _comparable(
+            tmp_path / f"serial_{config.name}" / "results.csv"), check_exact=True)
+        assert set(parallel["experiment"]) == {config.name}
+        assert set(parallel["settings"]) == {settings_fingerprint(config)}
+        assert set(parallel["model_label"]) == {m.display() for m in config.models}

@@ -765,6 +765,7 @@ EXPERIMENT_CASES |= {
     "experiments.engine.local_cluster": Case(lambda workers: (lambda c: (c.close(), len(c.workers))[1])(x_engine.local_cluster(workers)), {"workers": INT(1, 1)}, heavy=True),
     "experiments.engine.open_engine": Case(lambda workers, device: _open_engine(workers, device), {"workers": INT(1, 1), "device": CHOICE("cpu")}, heavy=True),
     "experiments.engine.run_task": Case(lambda seed, device: x_engine.run_task(_tiny_config(), _tiny_config().models[0], seed, x_model_kinds.model_kind("dense"), device)["eval_mse"], {"seed": INT(0), "device": CHOICE("cpu", "auto")}),
+    "experiments.engine.row_identity": Case(lambda seed: x_engine.row_identity(_tiny_config(), _tiny_config().models[0], seed), {"seed": INT(0)}),
     "experiments.engine.worker_gpus": Case(lambda device: x_engine.worker_gpus(device), {"device": CHOICE("cpu", "auto")}),
     "experiments.engine_worker.ThreadPolicy": Case(lambda gpus: x_engine_worker.ThreadPolicy(gpus).gpus, {"gpus": CHOICE(None, [], ["0"], ["0", "1"])}),
     "experiments.threads.limit_process_threads": Case(lambda: _in_subprocess("from experiments.threads import limit_process_threads as f; print(f())"), heavy=True),
