@@ -32,50 +32,35 @@ __all__ = ["warm_up", "PARTS", "compiled"]
 PARTS = ("scaling rows", "checks", "other steps")
 
 
-class _CompileCounter:
-    """Counts Numba compilations in this process (``numba.core.event`` "numba:compile")."""
-
-    def __init__(self):
-        self.count = 0
-        self.names: list[str] = []
-
-    def __call__(self):
-        from numba.core import event
-
-        counter = self
-
-        class Listener(event.Listener):
-            def on_start(self, ev):
-                pass
-
-            def on_end(self, ev):
-                counter.count += 1
-                counter.names.append(ev.data["dispatcher"].py_func.__qualname__)
-
-        return Listener()
-
-
-_COUNTER = _CompileCounter()
+_COMPILED: list[str] = []  # what ``compiled`` returns
 _LISTENING = False
 
 
 def compiled() -> list[str]:
     """The names of the Numba functions compiled (not loaded from the cache) in this process
     since the first call of ``compiled`` or ``warm_up``, one entry per compiled signature,
-    numba's own helpers included; ``[]`` when everything came from the cache."""
+    numba's own helpers included; ``[]`` when everything came from the cache. Counted
+    through numba's "numba:compile" events (``numba.core.event``)."""
     global _LISTENING
     if not _LISTENING:
         from numba.core import event
 
-        event.register("numba:compile", _COUNTER())
+        class _Listener(event.Listener):
+            def on_start(self, ev):
+                pass
+
+            def on_end(self, ev):
+                _COMPILED.append(ev.data["dispatcher"].py_func.__qualname__)
+
+        event.register("numba:compile", _Listener())
         _LISTENING = True
-    return list(_COUNTER.names)
+    return list(_COMPILED)
 
 
 def warm_up(progress: bool = True, parts=PARTS, preset: str = "quick") -> float:
     """Run a sample of a preset's work so that every Numba kernel it calls is compiled into
-    the on-disk cache; returns the seconds it took (about 3 minutes of one core with an empty
-    cache, about 1.5 with a full one).
+    the on-disk cache; returns the seconds it took (about 2.5 minutes of one core with an
+    empty cache at the quick preset).
 
     Arguments:
         progress: print a line per part (to stdout).
