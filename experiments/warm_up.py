@@ -11,8 +11,8 @@ so the first ``sparselab reproduce --workers 2`` compiled the kernels in the dri
 both workers at once, on the same two cores.
 
 What runs is the quick preset's own work, a sample of it, so that the kernels compile for the
-argument types the runs use: one row of every model of every scaling experiment (its first
-seed), each check's decision and one planted run of each of its planted violations, and the
+argument types the runs use: one row of every curve of the scaling experiments (a curve's
+regime, kind, hash family and label; its first model and seed), each check's decision and one planted run of each of its planted violations, and the
 steps of ``sparselab reproduce --preset tiny`` that are not scaling experiments or checks
 (the image experiments, the SDM curves, the COMET studies) into a temporary folder. Nothing is
 written outside the caches and that folder. Afterwards the quick preset's work compiles
