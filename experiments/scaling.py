@@ -5,7 +5,9 @@ bootstrap intervals over seeds and points and a leave-largest-out check (``fit_l
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -424,7 +426,10 @@ def fit_law(frame: pd.DataFrame, x: str, y: str = "eval_nmse", law: str = "offse
     fewer than ``MIN_POINTS[law]`` distinct x values are skipped. Intervals are the
     ``INTERVAL_PERCENTILES`` (2.5, 97.5) of the refits. With one seed only points are resampled.
     The leave-largest-out check refits without the largest x and reports the relative error of
-    its prediction there. Source: Besiroglu et al. 2024, "Chinchilla scaling: a replication
+    its prediction there. A fit is kept in memory (the last ``_FITS_KEPT``), keyed on the
+    table of mean ln y per (x, seed) it was made from, ``law``, ``n_boot`` and ``seed``: the
+    same curve in another experiment (fig4 repeats fig2's) returns the kept ``LawFit``, whose
+    ``samples`` are read-only. Source: Besiroglu et al. 2024, "Chinchilla scaling: a replication
     attempt" (robust fit, bootstrap intervals); issue 25 (bootstrap over seeds and points).
 
     Arguments:
@@ -460,8 +465,36 @@ def fit_law(frame: pd.DataFrame, x: str, y: str = "eval_nmse", law: str = "offse
     table = rows.assign(log_y=np.log(rows[y].astype(float))).pivot_table(
         index=x, columns="seed", values="log_y", aggfunc="mean").sort_index()
     sizes = table.index.to_numpy(dtype=float)
-    log_n = np.log(sizes)
     logs = table.to_numpy(dtype=float)
+    # everything below depends on these numbers alone: a curve that another experiment
+    # fitted already (fig4 repeats 7 of fig2's offset fits) is not fitted again
+    key = (law, n_boot, seed, sizes.tobytes(), logs.shape, logs.tobytes())
+    with _FITS_LOCK:
+        known = _FITS.get(key)
+        if known is not None:
+            _FITS.move_to_end(key)
+            return known
+    fitted = _fit_table(law, sizes, logs, n_boot, seed)
+    with _FITS_LOCK:
+        _FITS[key] = fitted
+        if len(_FITS) > _FITS_KEPT:
+            _FITS.popitem(last=False)
+    return fitted
+
+
+#: Fits kept by ``fit_law`` for curves fitted again (least recently used dropped first): a
+#: reproduce run makes about 300; each keeps its bootstrap samples (at most 24 kB).
+_FITS_KEPT = 1024
+_FITS: OrderedDict = OrderedDict()
+_FITS_LOCK = threading.Lock()
+
+
+def _fit_table(law: str, sizes: np.ndarray, logs: np.ndarray, n_boot: int,
+               seed: int) -> LawFit:
+    """``fit_law`` on its (n_x, n_seeds) table ``logs`` of mean ln y over each seed's rows at
+    ``sizes`` (a column per distinct seed; nan where a seed lacks a point)."""
+    need = MIN_POINTS[law]
+    log_n = np.log(sizes)
     log_y = np.nanmean(logs, axis=1)
     ones = np.ones_like(log_n)
     params = _fit_points(law, log_n, log_y, ones)
@@ -496,6 +529,7 @@ def fit_law(frame: pd.DataFrame, x: str, y: str = "eval_nmse", law: str = "offse
         samples.append(_fit_points(law, log_n[use], means[use], drawn_points[use].astype(float),
                                    starts))
     samples = np.array(samples, dtype=float).reshape(-1, 3)
+    samples.flags.writeable = False  # shared by every caller of a kept fit
     if len(samples):
         (e_lo, a_lo, al_lo), (e_hi, a_hi, al_hi) = np.percentile(samples, INTERVAL_PERCENTILES,
                                                                  axis=0)
@@ -504,7 +538,7 @@ def fit_law(frame: pd.DataFrame, x: str, y: str = "eval_nmse", law: str = "offse
     return LawFit(law=law, E=float(params[0]), A=float(params[1]), alpha=float(params[2]),
                   E_low=float(e_lo), E_high=float(e_hi), A_low=float(a_lo), A_high=float(a_hi),
                   alpha_low=float(al_lo), alpha_high=float(al_hi), n_points=int(n_x),
-                  n_seeds=int(rows["seed"].nunique()), x_min=float(sizes[0]),
+                  n_seeds=int(n_seeds), x_min=float(sizes[0]),
                   x_max=float(sizes[-1]),
                   rms_log_residual=float(np.sqrt(np.mean(residual**2))),
                   extrapolation_error=extrapolation, n_boot=len(samples), samples=samples)

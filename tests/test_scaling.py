@@ -64,6 +64,7 @@ from experiments.scaling import (  # noqa: E402
     fit_law,
     fit_offset_law,
 )
+from experiments.scaling import _FITS  # noqa: E402 (the kept fits)
 from experiments.sweep import normalised_errors  # noqa: E402
 
 SIZES = 2.0 ** np.arange(3, 14)  # 8 … 8192: eleven sizes
@@ -137,10 +138,35 @@ def test_interval_percentiles_are_pinned_and_the_bootstrap_takes_a_seed():
             assert getattr(fit, f"{name}_low") == low and getattr(fit, f"{name}_high") == high
         # a 90 % interval would be narrower: the test above would catch it
         assert fit.alpha_low < np.percentile(fit.samples[:, 2], 5)
+        _FITS.clear()  # recomputed, not the kept fit
         again = fit_law(frame, "x", law=law, n_boot=50, seed=3)
+        assert again is not fit
         np.testing.assert_array_equal(again.samples, fit.samples)
         other = fit_law(frame, "x", law=law, n_boot=50, seed=4)
         assert not np.array_equal(other.samples, fit.samples)
+
+
+def test_a_curve_fitted_again_returns_the_kept_fit_and_a_changed_one_is_refitted():
+    """fit_law keeps its fits by the numbers fitted: the same curve from another experiment
+    (other labels, rows in another order) is not refitted; any change of a value, of the
+    bootstrap's size or seed, or of the law is."""
+    frame = _law_frame(0.05, 2.0, 0.6, n_seeds=3, seed=7)
+    _FITS.clear()
+    fit = fit_law(frame, "x", law="offset", n_boot=40, seed=1)
+    other = frame.assign(model_label="fig4's copy").iloc[::-1]
+    assert fit_law(other, "x", law="offset", n_boot=40, seed=1) is fit
+    assert not fit.samples.flags.writeable  # the kept samples cannot be changed by a caller
+    moved = frame.copy()
+    moved.loc[0, "eval_nmse"] *= 1.5
+    for changed in (fit_law(moved, "x", law="offset", n_boot=40, seed=1),
+                    fit_law(frame, "x", law="offset", n_boot=41, seed=1),
+                    fit_law(frame, "x", law="offset", n_boot=40, seed=2),
+                    fit_law(frame, "x", law="power", n_boot=40, seed=1)):
+        assert changed is not fit and not np.array_equal(changed.samples, fit.samples)
+    _FITS.clear()
+    fresh = fit_law(other, "x", law="offset", n_boot=40, seed=1)
+    assert fresh is not fit and fresh == fit  # the kept fit is the one it would recompute
+    np.testing.assert_array_equal(fresh.samples, fit.samples)
 
 
 def test_bootstrap_resamples_points_as_well_as_seeds():
