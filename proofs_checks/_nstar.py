@@ -518,7 +518,10 @@ def first_success(stream, target, hasher, X_test: np.ndarray, y_test: np.ndarray
     empty = np.ones(len(X_test), bool)
     floor = done = False
     while gi < len(grid) and not done:
-        size = min(int(grid[-1]) - offered, max(4096, offered))
+        # a block ends at a grid value, so that every point taken is used (or given back)
+        reach = offered + min(int(grid[-1]) - offered, max(4096, offered))
+        end = int(grid[max(int(np.searchsorted(grid, reach, side="right")) - 1, gi)])
+        size = end - offered
         X = stream.take(size)
         y = target(X)
         mask = rng.random(size) < keep if keep < 1.0 else None

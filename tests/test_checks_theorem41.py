@@ -77,6 +77,41 @@ def test_first_success_is_the_first_grid_n_with_small_error():
     assert out.n == first and not out.floor
 
 
+@pytest.mark.parametrize("keep", [1.0, 0.5])
+def test_the_learner_at_grid_n_holds_the_first_n_points_offered(monkeypatch, keep):
+    """Past the first block of 4096 points (blocks grow with the points offered) the learner at
+    grid value n still holds exactly the stream's first n points (keep = 1; with thinning, the
+    kept ones among them), and the stream gives back what the stop left unused. Blocks once
+    ended between grid values and the points after the last one were dropped: at n = 19,005
+    the learner held 15,546."""
+    import proofs_checks._nstar as nstar
+
+    seen = []
+
+    class Recording(nstar.BucketMeans):
+        def add(self, keys, y, slots=None):
+            super().add(keys, y, slots)
+            seen.append((self.n_points, np.concatenate(self._keys) if self._keys else None))
+
+    monkeypatch.setattr(nstar, "BucketMeans", Recording)
+    subspace = UniformSubspace(8, 2, seed=3)
+    f = RidgeTarget.in_span(subspace.basis, 1.0, 4)
+    Xt = subspace.sample(3, seed=5)
+    grid = sample_grid(100, 20_000, 1.3)
+    h = EuclideanLSH(8, 4, 0.2, seed=9)
+    stream = _Stream(subspace, 7)
+    out = first_success(stream, f, h, Xt, f(Xt), 1e-9, grid, keep=keep, seed=2,
+                        floor_z=np.inf)
+    assert math.isinf(out.n) and len(seen) == len(grid)  # ε unreachable: every grid value
+    X = _Stream(subspace, 7).take(int(grid[-1]) + 1)
+    kept = (np.random.default_rng(2).random(len(X)) < keep if keep < 1 else
+            np.ones(len(X), bool))
+    for n, (n_points, keys) in zip(grid, seen):
+        assert n_points == np.count_nonzero(kept[:n])
+        np.testing.assert_array_equal(keys, h.bucket_ids(X[:n][kept[:n]])[:, 0])
+    np.testing.assert_array_equal(stream.take(1), X[-1:])  # the next draw's first point
+
+
 def test_grid_quantile_and_resample_probability():
     g = sample_grid(16, 1000, 2 ** 0.25)
     assert g[0] == 16 and g[-1] <= 1000 and np.all(np.diff(g) > 0)
