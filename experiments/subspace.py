@@ -65,7 +65,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from lipschitz import make_dataset
+from lipschitz import sample_inputs
 from routing.validation import check_int, check_real
 
 #: Lower end of the fit window: the buckets' spread ratio ρ (squared RMS bucket radius over
@@ -113,8 +113,8 @@ def sample_regime_max_buckets(k: int, n_train: int) -> float:
 
 def bucket_geometry(config, seeds=None) -> pd.DataFrame:
     """The input-only quantities of the fit window for every LSH-table model and seed of a
-    subspace config, from the same data and hash functions as the sweep (``lipschitz.
-    make_dataset`` with ``experiments.specs.data_seeds``; ``routing.EuclideanLSH`` with the
+    subspace config, from the same inputs and hash functions as the sweep (``lipschitz.
+    sample_inputs``: ``make_dataset``'s X, with ``experiments.specs.data_seeds``; ``routing.EuclideanLSH`` with the
     row's seed). No label is used.
 
     For each (seed, model): the training inputs are hashed, each non-empty bucket's mean μ_B
@@ -143,13 +143,14 @@ def bucket_geometry(config, seeds=None) -> pd.DataFrame:
     if config.target.subspace_k is None:
         raise ValueError(f"bucket_geometry needs a subspace target (target.subspace_k set), "
                          f"got {config.target.label()}")
-    target, distribution = config.target.build()
+    _, distribution = config.target.build()
     rows = []
     models = [m for m in config.models if m.kind == "lsh_table"]
     for seed in config.seeds if seeds is None else seeds:
         train_seed, eval_seed = data_seeds(seed)
-        X, _ = make_dataset(target, distribution, config.n_train, config.noise_std, train_seed)
-        X_eval, _ = make_dataset(target, distribution, config.n_eval, 0.0, eval_seed)
+        # the rows' inputs (make_dataset's X), without evaluating the target
+        X = sample_inputs(distribution, config.n_train, train_seed)
+        X_eval = sample_inputs(distribution, config.n_eval, eval_seed)
         Z, Z_eval = X @ distribution.basis, X_eval @ distribution.basis  # (N, k), (M, k)
         centre = Z.mean(axis=0)
         total = float(np.mean(np.sum((Z_eval - centre) ** 2, axis=1)))

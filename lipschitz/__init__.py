@@ -12,6 +12,7 @@ from lipschitz.dataset import (
     load_dataset,
     make_dataset,
     regenerate_dataset,
+    sample_inputs,
     save_dataset,
 )
 from lipschitz.estimate import LipschitzEstimate, estimate_lipschitz
@@ -28,6 +29,6 @@ __all__ = [
     "ScaledTarget", "LinearlyComposedTarget", "rescale", "compose_linear",
     "UniformCube", "UniformSubspace", "CurvedManifold",
     "estimate_lipschitz", "LipschitzEstimate",
-    "make_dataset", "dataset_config", "regenerate_dataset", "save_dataset", "load_dataset",
+    "make_dataset", "sample_inputs", "dataset_config", "regenerate_dataset", "save_dataset", "load_dataset",
     "target_from_config", "distribution_from_config",
 ]

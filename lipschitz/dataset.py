@@ -40,28 +40,59 @@ def make_dataset(target: Target, distribution, n_samples: int, noise_std: float 
     """
     n_samples, noise_std, seed = _check_dataset_args(target, distribution, n_samples,
                                                      noise_std, seed)
-    sample_seed, noise_seed = np.random.SeedSequence(seed).spawn(2)
-    X = distribution.sample(n_samples, seed=int(sample_seed.generate_state(1)[0]))
+    X = _inputs(distribution, n_samples, seed)
     y = target(X)
+    noise_seed = np.random.SeedSequence(seed).spawn(2)[1]
     if noise_std > 0:
         y = y + np.random.default_rng(noise_seed).normal(0.0, noise_std, size=n_samples)
     return X, y
+
+
+def _check_distribution(distribution) -> None:
+    if not (hasattr(distribution, "dim") and callable(getattr(distribution, "sample", None))
+            and callable(getattr(distribution, "config", None))):
+        raise ValueError("distribution must have `dim`, `sample(n, seed)` and `config()`, got "
+                         f"{type(distribution).__name__}")
 
 
 def _check_dataset_args(target, distribution, n_samples, noise_std, seed):
     """The checks ``make_dataset`` and ``dataset_config`` share; returns the checked values."""
     if not isinstance(target, Target):
         raise ValueError(f"target must be a lipschitz.Target, got {type(target).__name__}")
-    if not (hasattr(distribution, "dim") and callable(getattr(distribution, "sample", None))
-            and callable(getattr(distribution, "config", None))):
-        raise ValueError("distribution must have `dim`, `sample(n, seed)` and `config()`, got "
-                         f"{type(distribution).__name__}")
+    _check_distribution(distribution)
     if target.n_inputs != distribution.dim:
         raise ValueError(
             f"target.n_inputs ({target.n_inputs}) must equal distribution.dim ({distribution.dim})"
         )
     return (check_int(n_samples, "n_samples", low=1),
             check_real(noise_std, "noise_std", low=0.0), check_seed(seed))
+
+
+def _inputs(distribution, n_samples: int, seed: int) -> np.ndarray:
+    """X of ``make_dataset`` (checked arguments): the first of two streams spawned from seed."""
+    sample_seed = np.random.SeedSequence(seed).spawn(2)[0]
+    return distribution.sample(n_samples, seed=int(sample_seed.generate_state(1)[0]))
+
+
+def sample_inputs(distribution, n_samples: int, seed: int = 0) -> np.ndarray:
+    """The inputs X of ``make_dataset(target, distribution, n_samples, noise_std, seed)``,
+    bit for bit, without evaluating a target (for quantities of the inputs alone, such as
+    the bucket geometry of ``experiments.subspace.bucket_geometry``).
+
+    Arguments:
+        distribution: an object with ``dim``, ``sample(n, seed)`` and ``config()``.
+        n_samples: N ≥ 1.
+        seed: non-negative integer.
+
+    Returns:
+        X float64 (N, dim).
+
+    Raises:
+        ValueError: a distribution without ``dim``, ``sample`` and ``config``, ``n_samples``
+            not an integer >= 1, a bad seed.
+    """
+    _check_distribution(distribution)
+    return _inputs(distribution, check_int(n_samples, "n_samples", low=1), check_seed(seed))
 
 
 def dataset_config(target: Target, distribution, n_samples: int, noise_std: float = 0.0,

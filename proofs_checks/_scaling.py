@@ -84,6 +84,28 @@ def fit_exponent(x, y, offset=None) -> float:
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
 
 
+def _slopes(x: np.ndarray, y: np.ndarray, offset=None) -> np.ndarray:
+    """``fit_exponent(x, y[b], offset)`` for every row b of y (B, S), at once: the
+    least-squares slope of log y on log x over each row's finite positive points, in closed
+    form (equal to ``np.polyfit``'s to rounding); NaN for a row with < 2 such points or one
+    distinct x among them."""
+    if offset is not None:
+        y = y / np.asarray(offset, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ok = np.isfinite(y) & (y > 0)
+        log_x = np.broadcast_to(np.log(x), y.shape)
+        log_y = np.where(ok, np.log(np.where(ok, y, 1.0)), 0.0)
+        count = ok.sum(axis=1)
+        mean_x = np.where(ok, log_x, 0.0).sum(axis=1) / count
+        mean_y = log_y.sum(axis=1) / count
+        dx = np.where(ok, log_x - mean_x[:, None], 0.0)
+        sxx = (dx * dx).sum(axis=1)
+        slope = (dx * (log_y - mean_y[:, None])).sum(axis=1) / sxx
+    spread = (np.where(ok, log_x, -np.inf).max(axis=1)
+              - np.where(ok, log_x, np.inf).min(axis=1))
+    return np.where((count >= 2) & (spread > 0), slope, np.nan)
+
+
 def bootstrap_exponent(x: Sequence[float], replicates: Sequence[np.ndarray],
                        statistic: Callable[[np.ndarray], float], n_boot: int = 2000,
                        seed: int = 0, confidence: float = CONFIDENCE,
@@ -121,10 +143,9 @@ def bootstrap_exponent(x: Sequence[float], replicates: Sequence[np.ndarray],
         raise ValueError("every setting needs at least one replicate")
     stat = np.array([statistic(r) for r in reps], np.float64)
     slope = fit_exponent(x, stat, offset)
-    boots = np.empty(n_boot)
-    for b in range(n_boot):
-        sb = [statistic(r[rng.integers(0, len(r), len(r))]) for r in reps]
-        boots[b] = fit_exponent(x, sb, offset)
+    resampled = np.array([[statistic(r[rng.integers(0, len(r), len(r))]) for r in reps]
+                          for _ in range(n_boot)], np.float64)  # (n_boot, S)
+    boots = _slopes(x, resampled, offset)
     finite = boots[np.isfinite(boots)]
     if finite.size < 0.95 * n_boot:
         low = high = float("nan")

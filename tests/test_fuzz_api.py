@@ -272,6 +272,7 @@ CASES: dict[str, Case] = {
     "lipschitz.UniformSubspace": Case(lambda k, n, seed: _SUB.sample(n, seed) if k == 2 else L.UniformSubspace(4, k, seed=seed).sample(n, seed), {"k": INT(1, 2), "n": INT(0, 5), "seed": INT(0, 3)}),
     "lipschitz.CurvedManifold": Case(lambda dim, k, curvature, n: L.CurvedManifold(dim, k, curvature).sample(n), {"dim": INT(2, 6), "k": INT(1, 2), "curvature": REAL(0, 2), "n": INT(0, 5)}),
     "lipschitz.estimate_lipschitz": Case(lambda X, n_neighbors: L.estimate_lipschitz(_target(), X, n_neighbors).value, {"X": POINTS(2, n_min=2), "n_neighbors": INT(1, 1)}, float32=True),
+    "lipschitz.sample_inputs": Case(lambda n_samples, seed: L.sample_inputs(L.UniformCube(2), n_samples, seed), {"n_samples": INT(1, 6), "seed": INT(0)}),
     "lipschitz.make_dataset": Case(lambda n_samples, noise_std, seed: L.make_dataset(_target(), L.UniformCube(2), n_samples, noise_std, seed), {"n_samples": INT(1, 6), "noise_std": REAL(0, 1), "seed": INT(0)}),
     "lipschitz.dataset_config": Case(lambda n_samples, noise_std, seed: L.dataset_config(_target(), L.UniformCube(2), n_samples, noise_std, seed)["n_samples"], {"n_samples": INT(1, 6), "noise_std": REAL(0, 1), "seed": INT(0)}),
     "lipschitz.regenerate_dataset": Case(lambda n_samples, seed: L.regenerate_dataset(L.dataset_config(_target(), L.UniformCube(2), n_samples, 0.0, seed)), {"n_samples": INT(1, 6), "seed": INT(0)}),

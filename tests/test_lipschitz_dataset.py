@@ -12,6 +12,7 @@ from lipschitz import (
     load_dataset,
     make_dataset,
     regenerate_dataset,
+    sample_inputs,
     save_dataset,
 )
 
@@ -27,6 +28,25 @@ def test_dataset_is_target_on_distribution_and_seeded():
     np.testing.assert_array_equal(y, y2)
     X3, _ = make_dataset(f, dist, 500, seed=10)
     assert not np.array_equal(X, X3)
+
+
+@pytest.mark.parametrize("noise_std", [0.0, 0.3])
+def test_sample_inputs_are_make_datasets_inputs_bit_for_bit(noise_std):
+    f, dist = RandomPolynomial(6, 3, seed=2), UniformSubspace(6, 2, seed=1)
+    X, y = make_dataset(f, dist, 300, noise_std=noise_std, seed=9)
+    np.testing.assert_array_equal(sample_inputs(dist, 300, seed=9), X)
+    assert not np.array_equal(sample_inputs(dist, 300, seed=10), X)
+    # the noise stream is the second child of the seed, as before sample_inputs existed
+    ss = np.random.SeedSequence(9).spawn(2)
+    np.testing.assert_array_equal(
+        X, dist.sample(300, seed=int(ss[0].generate_state(1)[0])))
+    expected = f(X) + (np.random.default_rng(ss[1]).normal(0.0, noise_std, size=300)
+                       if noise_std else 0.0)
+    np.testing.assert_array_equal(y, expected)
+    with pytest.raises(ValueError, match="n_samples"):
+        sample_inputs(dist, 0)
+    with pytest.raises(ValueError, match="distribution"):
+        sample_inputs(object(), 3)
 
 
 def test_noise_has_requested_std():
