@@ -113,9 +113,10 @@ def sample_regime_max_buckets(k: int, n_train: int) -> float:
 
 def bucket_geometry(config, seeds=None) -> pd.DataFrame:
     """The input-only quantities of the fit window for every LSH-table model and seed of a
-    subspace config, from the same inputs and hash functions as the sweep (``lipschitz.
-    sample_inputs``: ``make_dataset``'s X, with ``experiments.specs.data_seeds``; ``routing.EuclideanLSH`` with the
-    row's seed). No label is used.
+    subspace config, from the same inputs and hash functions as the sweep
+    (``lipschitz.sample_inputs``: ``make_dataset``'s X, with
+    ``experiments.specs.data_seeds``; ``routing.EuclideanLSH`` with the row's seed). No
+    label is used.
 
     For each (seed, model): the training inputs are hashed, each non-empty bucket's mean μ_B
     taken in Γ's coordinates z = basisᵀx (k of them; the basis is orthonormal, so distances

@@ -67,40 +67,35 @@ def fit_exponent(x, y, offset=None) -> float:
     """Least-squares slope of log(y) − log(offset) on log(x) (NaN with < 2 finite points).
 
     Arguments:
-        x, y: positive arrays of the same length (non-finite or non-positive y are dropped).
+        x, y: positive arrays of the same length (points with a non-finite or non-positive x
+            or y are dropped).
         offset: optional positive array dividing y first (e.g. the log factor ln r of an
             O(r^k log r) claim).
 
     Returns:
         The slope (float).
     """
-    x = np.asarray(x, np.float64)
     y = np.asarray(y, np.float64)
-    if offset is not None:
-        y = y / np.asarray(offset, np.float64)
-    ok = np.isfinite(y) & (y > 0) & np.isfinite(x) & (x > 0)
-    if ok.sum() < 2 or np.ptp(np.log(x[ok])) == 0:
-        return float("nan")
-    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+    return float(_slopes(x, y.reshape(1, -1), offset)[0])
 
 
-def _slopes(x: np.ndarray, y: np.ndarray, offset=None) -> np.ndarray:
-    """``fit_exponent(x, y[b], offset)`` for every row b of y (B, S), at once: the
-    least-squares slope of log y on log x over each row's finite positive points, in closed
-    form (equal to ``np.polyfit``'s to rounding); NaN for a row with < 2 such points or one
-    distinct x among them."""
+def _slopes(x, y: np.ndarray, offset=None) -> np.ndarray:
+    """``fit_exponent(x, y[b], offset)`` for every row b of y float (B, S), at once: the
+    least-squares slope of log y on log x over each row's points with a finite positive x
+    and y, in closed form; NaN for a row with < 2 such points or one distinct x among
+    them."""
+    x = np.asarray(x, np.float64)
     if offset is not None:
         y = y / np.asarray(offset, np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ok = np.isfinite(y) & (y > 0)
-        log_x = np.broadcast_to(np.log(x), y.shape)
+        ok = np.isfinite(y) & (y > 0) & np.isfinite(x) & (x > 0)
+        log_x = np.where(ok, np.log(np.where(ok, x, 1.0)), 0.0)
         log_y = np.where(ok, np.log(np.where(ok, y, 1.0)), 0.0)
         count = ok.sum(axis=1)
-        mean_x = np.where(ok, log_x, 0.0).sum(axis=1) / count
+        mean_x = log_x.sum(axis=1) / count
         mean_y = log_y.sum(axis=1) / count
         dx = np.where(ok, log_x - mean_x[:, None], 0.0)
-        sxx = (dx * dx).sum(axis=1)
-        slope = (dx * (log_y - mean_y[:, None])).sum(axis=1) / sxx
+        slope = (dx * (log_y - mean_y[:, None])).sum(axis=1) / (dx * dx).sum(axis=1)
     spread = (np.where(ok, log_x, -np.inf).max(axis=1)
               - np.where(ok, log_x, np.inf).min(axis=1))
     return np.where((count >= 2) & (spread > 0), slope, np.nan)

@@ -20,6 +20,28 @@ def test_fit_exponent_recovers_a_power_law_with_log_factor():
     assert math.isnan(fit_exponent([2.0, 2.0], [1.0, 3.0]))
 
 
+def test_fit_exponent_is_numpys_least_squares_slope_over_the_valid_points():
+    """The closed form (all bootstrap resamples at once) against np.polyfit on the points
+    left after dropping non-finite or non-positive x and y, over random cases with ties in x
+    and invalid values."""
+    rng = np.random.default_rng(0)
+    for case in range(500):
+        size = int(rng.integers(1, 8))
+        x = np.exp(rng.uniform(0, 5, size))
+        x[rng.random(size) < 0.2] = x[0]
+        x[rng.random(size) < 0.1] = rng.choice([np.nan, 0.0, -2.0, np.inf])
+        y = np.exp(rng.normal(0, 2, size))
+        y[rng.random(size) < 0.3] = rng.choice([np.nan, np.inf, 0.0, -1.0])
+        offset = np.exp(rng.normal(0, 1, size)) if case % 2 else None
+        ratio = y / offset if offset is not None else y
+        ok = np.isfinite(ratio) & (ratio > 0) & np.isfinite(x) & (x > 0)
+        if ok.sum() < 2 or np.ptp(np.log(x[ok])) == 0:
+            assert math.isnan(fit_exponent(x, y, offset))
+        else:
+            expected = np.polyfit(np.log(x[ok]), np.log(ratio[ok]), 1)[0]
+            assert fit_exponent(x, y, offset) == pytest.approx(expected, rel=1e-11, abs=1e-11)
+
+
 def _draws(exponent, rng, n=40, noise=0.2):
     x = np.array([2.0, 4.0, 8.0, 16.0])
     reps = [x_**exponent * np.exp(noise * rng.standard_normal(n)) for x_ in x]
