@@ -455,7 +455,7 @@ class _Stream:
     consecutive disjoint pieces: the draws of a setting take their training points from it
     one after the other, so they are independent; points a draw did not use go back."""
 
-    MIN_BLOCK = 65536  # UniformSubspace draws candidates in batches of 65536 anyway
+    MIN_BLOCK = 65536  # the block size of the checks' preregistered streams (their seeds)
 
     def __init__(self, inputs, seed: int):
         self.inputs, self.seed = inputs, seed

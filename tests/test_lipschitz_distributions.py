@@ -59,6 +59,38 @@ def test_subspace_acceptance_rate_matches_volume_ratio(dim, k, seed):
     assert ci.low <= expected <= ci.high
 
 
+@pytest.mark.parametrize("dim, k", [(12, 1), (30, 3), (40, 6)])
+def test_subspace_points_and_counts_do_not_depend_on_the_batches(dim, k, monkeypatch):
+    """The candidates are one stream of the sampling seed, so the batch sizes that
+    ``_batch_for`` picks (from the measured acceptance rate) change neither the points nor
+    the drawn and accepted counts: batches of 65,536 (the fixed size it replaced) and of 7
+    (many batches per call, most ending mid-way) give the same as the default."""
+    def run(batch):
+        dist = UniformSubspace(dim, k, seed=4)
+        if batch is not None:
+            monkeypatch.setattr(dist, "_batch_for", lambda needed: batch)
+        points = [dist.sample(n, seed) for n, seed in ((1, 0), (700, 1), (5000, 2), (0, 3),
+                                                        (3000, 4))]
+        return points, (dist._n_drawn, dist._n_accepted)
+
+    default_points, default_counts = run(None)
+    for batch in (1 << 16, 7):
+        points, counts = run(batch)
+        assert counts == default_counts
+        for a, b in zip(points, default_points):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_subspace_batches_follow_the_measured_acceptance_rate():
+    dist = UniformSubspace(40, 4, seed=4)
+    assert dist._batch_for(4096) == 1 << 16  # no rate measured yet: the cautious 5 %
+    dist.sample(20_000, seed=0)
+    rate = dist.acceptance_rate
+    assert 0.05 < rate < 0.8
+    assert dist._batch_for(4096) == int(np.ceil(1.25 * 4096 / rate))
+    assert dist._batch_for(1) == 1024  # the smallest batch
+
+
 def test_subspace_uniform_in_two_dimensions():
     """k = 2: the fraction of samples in a half-plane equals its area fraction of P."""
     from scipy.spatial import ConvexHull, HalfspaceIntersection
