@@ -511,6 +511,7 @@ def _fit_table(law: str, sizes: np.ndarray, logs: np.ndarray, n_boot: int,
     warm = None if law == "power" else [np.array([np.log(max(params[0], 1e-300)),
                                                   np.log(params[1]), params[2]])]
     samples = []
+    refits: dict[bytes, np.ndarray] = {}  # a resample drawn again is not fitted again
     for _ in range(n_boot):
         drawn_seeds = rng.integers(0, n_seeds, size=n_seeds)
         drawn_points = np.bincount(rng.integers(0, n_x, size=n_x), minlength=n_x)
@@ -520,14 +521,21 @@ def _fit_table(law: str, sizes: np.ndarray, logs: np.ndarray, n_boot: int,
         use = (drawn_points > 0) & np.isfinite(means)
         if use.sum() < need:
             continue
+        # the fit depends only on the points used, their means and their weights (the
+        # starts are made from these): its key
+        key = use.tobytes() + means[use].tobytes() + drawn_points[use].tobytes()
+        if key in refits:
+            samples.append(refits[key])
+            continue
         starts = None
         if warm is not None:
             # no floor: the resample's pure power law, E far below every point
             slope, intercept = np.polyfit(log_n[use], means[use], 1,
                                           w=np.sqrt(drawn_points[use]))
             starts = warm + [np.array([means[use].min() - 6.0, intercept, max(-slope, 0.0)])]
-        samples.append(_fit_points(law, log_n[use], means[use], drawn_points[use].astype(float),
-                                   starts))
+        refits[key] = _fit_points(law, log_n[use], means[use], drawn_points[use].astype(float),
+                                  starts)
+        samples.append(refits[key])
     samples = np.array(samples, dtype=float).reshape(-1, 3)
     samples.flags.writeable = False  # shared by every caller of a kept fit
     if len(samples):

@@ -169,6 +169,48 @@ def test_a_curve_fitted_again_returns_the_kept_fit_and_a_changed_one_is_refitted
     np.testing.assert_array_equal(fresh.samples, fit.samples)
 
 
+@pytest.mark.parametrize("law", ["power", "offset"])
+def test_a_resample_drawn_twice_is_fitted_once_and_gets_its_own_fit(law, monkeypatch):
+    """Four points and two seeds: 300 resamples repeat many (points used, their means and
+    weights); each distinct one is fitted once, and every sample equals the fit of its own
+    resample, redrawn here from the bootstrap's generator and fitted independently."""
+    import experiments.scaling as scaling
+
+    sizes = np.array([16.0, 64.0, 256.0, 1024.0])
+    rng = np.random.default_rng(3)
+    logs = np.log(0.05 + 2.0 * sizes[:, None] ** -0.6) + 0.05 * rng.standard_normal((4, 2))
+    fitted = []
+    real = scaling._fit_points
+
+    def counting(*args, **kwargs):
+        fitted.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scaling, "_fit_points", counting)
+    fit = scaling._fit_table(law, sizes, logs, n_boot=300, seed=5)
+    draws = np.random.default_rng(5)
+    expected, keys, kept = [], set(), 0
+    log_n = np.log(sizes)
+    for _ in range(300):
+        seeds = draws.integers(0, 2, size=2)
+        points = np.bincount(draws.integers(0, 4, size=4), minlength=4)
+        means = logs[:, seeds].mean(axis=1)
+        use = points > 0
+        if use.sum() < scaling.MIN_POINTS[law]:
+            continue
+        kept += 1
+        keys.add((use.tobytes(), means[use].tobytes(), points[use].tobytes()))
+        if law == "power":  # closed form: an independent refit of this resample
+            expected.append(real(law, log_n[use], means[use], points[use].astype(float)))
+    assert len(fit.samples) == kept
+    # the full fit and the fit without the last point (4 points > MIN_POINTS), then one fit
+    # per distinct resample
+    assert len(sizes) > scaling.MIN_POINTS[law]
+    assert len(fitted) == 2 + len(keys) < 2 + kept
+    if law == "power":
+        np.testing.assert_array_equal(fit.samples, np.array(expected))
+
+
 def test_bootstrap_resamples_points_as_well_as_seeds():
     # one seed: nothing to resample over seeds, yet the points give an interval
     fit = fit_law(_law_frame(0.0, 2.0, 0.6, n_seeds=1), "x", law="power", n_boot=200)
