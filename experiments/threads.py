@@ -48,6 +48,11 @@ def _set_threads(threads: int) -> tuple[int, int, object]:
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:  # NumPy's own BLAS (OpenBLAS in its wheels); torch's MKL follows set_num_threads
         from threadpoolctl import threadpool_limits
+
+        # threadpoolctl limits the libraries loaded when it is called: load SciPy's own
+        # BLAS now (the exact fits' dsyrk), or a first import inside the block would run it
+        # on every core, and its sums in another order than a single-threaded worker's
+        import scipy.linalg  # noqa: F401
         limiter = threadpool_limits(limits=threads)
     except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
         limiter = None

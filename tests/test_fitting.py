@@ -57,6 +57,30 @@ def test_dense_exact_fit_equals_lstsq(data):
     assert report.train_mse == pytest.approx(np.mean((expected - y) ** 2), rel=1e-8)
 
 
+@pytest.mark.parametrize("make", [lambda: Dense(4, 48, seed=2), lambda: DSM(4, 64, 16, seed=3)],
+                         ids=["dense", "densified DSM"])
+def test_dense_normal_equations_over_many_chunks_equal_the_explicit_gram(data, make,
+                                                                         monkeypatch):
+    """On CPU the dense products accumulate the upper triangle of ΦᵀΦ with BLAS dsyrk,
+    chunk after chunk (beta = 1), then mirror it: G equals [Φ 1]ᵀ[Φ 1] computed at once by
+    numpy, and is exactly symmetric."""
+    X, y = data
+    model = make().double()
+    monkeypatch.setattr(fitting, "_CHUNK_ELEMENTS", 64 * 100)  # ~100 rows a chunk: 15 chunks
+    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+    with torch.no_grad():
+        f = model.features(Xt)
+        sparse = f.cols is not None
+        assert not sparse or f.vals.shape[1] * fitting.SCATTER_RATIO > model.n_coef
+        G, r = fitting._normal_equations_dense(model, Xt, yt, sparse, f.vals.shape[1], False)
+        Phi = (torch.zeros(len(Xt), model.n_coef, dtype=torch.float64).scatter_(
+            1, f.cols, f.vals.double()) if sparse else f.vals.double()).numpy()
+    A = np.hstack([Phi, np.ones((len(Phi), 1))])
+    np.testing.assert_allclose(G.numpy(), A.T @ A, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(r.numpy(), A.T @ y, rtol=1e-12, atol=1e-9)
+    assert torch.equal(G, G.T)
+
+
 @pytest.mark.parametrize("width,k", [(240, 8), (64, 16)], ids=["scatter", "densified"])
 def test_dsm_exact_fit_equals_lstsq(data, width, k):
     X, y = data
