@@ -143,7 +143,7 @@ class UniformSubspace:
         stream of candidates is the same whatever the batches (a Generator's draws continue
         where the last one stopped, and the unused rest of a batch is dropped with the
         generator), so the points do not depend on this choice; only the wasted draws do:
-        a fixed _MAX_BATCH drew 65,536 candidates for 4,096 points at rate 0.3."""
+        a fixed _MAX_BATCH drew 65,536 candidates for 4,096 points at rate 0.6."""
         rate = max(self.acceptance_rate, _MIN_RATE) if self._n_drawn else _MIN_RATE
         return int(min(_MAX_BATCH, max(_MIN_BATCH, math.ceil(1.25 * needed / rate))))
 
