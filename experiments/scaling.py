@@ -179,8 +179,8 @@ MIN_POINTS = {"power": 2, "offset": 3}
 #: the fitted rows ("exact", "sgd": ``experiments.presets.REGIMES``).
 FIT_COLUMNS = ["experiment", "target", "panel", "fit", "x", "y", "model_label", "law", "E",
                "E_low", "E_high", "A", "A_low", "A_high", "alpha", "alpha_low", "alpha_high",
-               "window", "x_min", "x_max", "n_points", "n_seeds", "rms_log_residual",
-               "extrapolation_error", "n_boot"]
+               "alpha_tied_low", "alpha_tied_high", "window", "x_min", "x_max", "n_points",
+               "n_seeds", "rms_log_residual", "extrapolation_error", "n_boot"]
 
 
 def error_column(frame: pd.DataFrame) -> str:
@@ -267,8 +267,10 @@ def _offset_starts(log_n: np.ndarray, log_y: np.ndarray) -> list[np.ndarray]:
     return starts
 
 
-def _fit_offset_logs(log_n, log_y, weights, starts, delta) -> tuple[np.ndarray, float]:
-    """The best (e, a, α) over ``starts`` and its Huber objective: L-BFGS-B on
+def _fit_offset_logs(log_n, log_y, weights, starts,
+                     delta) -> tuple[np.ndarray, float, tuple[float, float]]:
+    """The best (e, a, α) over ``starts``, its Huber objective, and the (lowest, highest) α
+    of the starts that end tied with it (``_tied_range``): L-BFGS-B on
     Σ w·Huber(logsumexp(a − α ln N, e) − ln y)."""
     from scipy.optimize import minimize
 
@@ -287,16 +289,52 @@ def _fit_offset_logs(log_n, log_y, weights, starts, delta) -> tuple[np.ndarray, 
     span = log_y.max() - log_y.min()
     bounds = [(log_y.min() - 20.0, log_y.max() + 1.0), (None, None), (0.0, 10.0)]
     best, best_loss = None, np.inf
+    ends = []  # (objective, α) where each start ended
     low, high = [bounds[0][0], -np.inf, 0.0], [bounds[0][1], np.inf, 10.0]
     for start in starts:
         start = np.clip(start, low, high)
         result = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=bounds,
                           options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-12 * (1 + span)})
-        if np.all(np.isfinite(result.x)) and result.fun < best_loss:
-            best, best_loss = result.x, float(result.fun)
+        if np.all(np.isfinite(result.x)):
+            ends.append((float(result.fun), float(result.x[2])))
+            if result.fun < best_loss:
+                best, best_loss = result.x, float(result.fun)
     if best is None:  # pragma: no cover - bounded α and E, finite data: never seen
         raise ValueError("the offset-law fit found no finite optimum from any start")
-    return best, best_loss
+    return best, best_loss, _tied_range(ends)
+
+
+#: Starts whose objective is within this relative distance of the lowest one end *tied* with
+#: it (``_tied_range``): L-BFGS-B stops within ~1e-15 of a minimum, so a relative 1e-9 is far
+#: above its noise and far below the gap between distinct local minima.
+TIE_RTOL = 1e-9
+
+
+def _tied_range(ends) -> tuple[float, float]:
+    """The lowest and highest α among the ends (objective, α) whose objective is within
+    ``TIE_RTOL`` (relative) of the lowest objective.
+
+    With δ = 1e-3 the offset-law fit is nearly a least-absolute-deviation fit in log space,
+    and such a fit need not have a unique minimiser: on fig2's dense curve (quick preset,
+    exact fits) 6 of the 12 starts ended at one objective, 0.0010028544, equal to 1e-12, at
+    α from 0.497 to 0.530, and a change of 3e-7 in the errors moved the reported α from
+    0.5017 to 0.4966. A wide range says the point estimate α is one of a set of equally good
+    fits; a unique minimum gives a range of width ~1e-8.
+
+    Arguments:
+        ends: non-empty sequence of (objective ≥ 0, α) pairs, floats.
+
+    Returns:
+        (α low, α high) as floats.
+
+    Raises:
+        ValueError: ``ends`` empty.
+    """
+    if not len(ends):
+        raise ValueError("ends must hold at least one (objective, alpha) pair")
+    lowest = min(loss for loss, _ in ends)
+    tied = [alpha for loss, alpha in ends if loss <= lowest + TIE_RTOL * abs(lowest)]
+    return float(min(tied)), float(max(tied))
 
 
 def fit_offset_law(n, y, weights=None,
@@ -332,7 +370,7 @@ def fit_offset_law(n, y, weights=None,
     if np.any(weights < 0) or not np.all(np.isfinite(weights)):
         raise ValueError("weights must be finite and >= 0")
     log_n, log_y = np.log(n), np.log(y)
-    theta, _ = _fit_offset_logs(log_n, log_y, weights, _offset_starts(log_n, log_y), delta)
+    theta, _, _ = _fit_offset_logs(log_n, log_y, weights, _offset_starts(log_n, log_y), delta)
     return float(np.exp(theta[0])), float(np.exp(theta[1])), float(theta[2])
 
 
@@ -345,6 +383,9 @@ class LawFit:
         law: "power" or "offset".
         E, A, alpha: the fit on every point (E and A in the unit of y, α dimensionless).
         E_low … alpha_high: ``INTERVAL_PERCENTILES`` of the bootstrap fits (nan without any).
+        alpha_tied_low, alpha_tied_high: the range of α over the starts whose fit on every
+            point ends tied with the best (``_tied_range``): α is not unique when it is wide
+            (the near least-absolute-deviation offset fit); (α, α) for the power law.
         n_points, n_seeds: distinct x values and seeds fitted.
         x_min, x_max: the smallest and largest x fitted.
         rms_log_residual: root mean square of ln(prediction) − ln(mean y) over the points.
@@ -365,6 +406,8 @@ class LawFit:
     A_high: float
     alpha_low: float
     alpha_high: float
+    alpha_tied_low: float
+    alpha_tied_high: float
     n_points: int
     n_seeds: int
     x_min: float
@@ -395,16 +438,19 @@ class LawFit:
         return {name: getattr(self, name) for name in FIT_COLUMNS if hasattr(self, name)}
 
 
-def _fit_points(law, log_n, log_y, weights, starts=None):
+def _fit_points(law, log_n, log_y, weights, starts=None, ties: bool = False):
     """(E, A, α) of ``law`` on per-x mean logs; the offset law from ``starts`` (default: the
-    grid of ``_offset_starts``)."""
+    grid of ``_offset_starts``). ``ties``: return ((E, A, α), (α low, α high) of the tied
+    starts, ``_tied_range``; the power law's least squares has one minimiser: (α, α))."""
     if law == "power":
         w = np.sqrt(weights)
         slope, intercept = np.polyfit(log_n, log_y, 1, w=w)
-        return np.array([0.0, np.exp(intercept), -slope])
+        params = np.array([0.0, np.exp(intercept), -slope])
+        return (params, (-slope, -slope)) if ties else params
     starts = _offset_starts(log_n, log_y) if starts is None else starts
-    theta, _ = _fit_offset_logs(log_n, log_y, weights, starts, HUBER_DELTA)
-    return np.array([np.exp(theta[0]), np.exp(theta[1]), theta[2]])
+    theta, _, tied = _fit_offset_logs(log_n, log_y, weights, starts, HUBER_DELTA)
+    params = np.array([np.exp(theta[0]), np.exp(theta[1]), theta[2]])
+    return (params, tied) if ties else params
 
 
 def _predict_log(params, log_n):
@@ -497,7 +543,7 @@ def _fit_table(law: str, sizes: np.ndarray, logs: np.ndarray, n_boot: int,
     log_n = np.log(sizes)
     log_y = np.nanmean(logs, axis=1)
     ones = np.ones_like(log_n)
-    params = _fit_points(law, log_n, log_y, ones)
+    params, tied = _fit_points(law, log_n, log_y, ones, ties=True)
     residual = _predict_log(params, log_n) - log_y
     extrapolation = float("nan")
     if len(log_n) > need:
@@ -545,7 +591,9 @@ def _fit_table(law: str, sizes: np.ndarray, logs: np.ndarray, n_boot: int,
         e_lo = a_lo = al_lo = e_hi = a_hi = al_hi = float("nan")
     return LawFit(law=law, E=float(params[0]), A=float(params[1]), alpha=float(params[2]),
                   E_low=float(e_lo), E_high=float(e_hi), A_low=float(a_lo), A_high=float(a_hi),
-                  alpha_low=float(al_lo), alpha_high=float(al_hi), n_points=int(n_x),
+                  alpha_low=float(al_lo), alpha_high=float(al_hi),
+                  alpha_tied_low=float(tied[0]), alpha_tied_high=float(tied[1]),
+                  n_points=int(n_x),
                   n_seeds=int(n_seeds), x_min=float(sizes[0]),
                   x_max=float(sizes[-1]),
                   rms_log_residual=float(np.sqrt(np.mean(residual**2))),

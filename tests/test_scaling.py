@@ -211,6 +211,44 @@ def test_a_resample_drawn_twice_is_fitted_once_and_gets_its_own_fit(law, monkeyp
         np.testing.assert_array_equal(fit.samples, np.array(expected))
 
 
+#: fig2's dense curve at the quick preset (exact fits, the polynomial target): mean ln nMSE at
+#: widths 16 … 2048. Its log-log curve steepens, so the offset fit puts E at its lower bound,
+#: and the near least-absolute-deviation fit has a flat set of minimisers.
+FIG2_DENSE = ([16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0],
+              [-0.3240256948229883, -0.5415730194844185, -0.8391421214645963,
+               -1.1214725580372176, -1.4853908596659025, -1.9156375574912003,
+               -2.445241325733203, -3.0576574920613275])
+
+
+def test_tied_range_keeps_the_ends_within_the_relative_tolerance_of_the_lowest():
+    from experiments.scaling import TIE_RTOL, _tied_range
+
+    best = 2.0e-3
+    inside, outside = best * (1 + 0.5 * TIE_RTOL), best * (1 + 2 * TIE_RTOL)
+    assert _tied_range([(best, 0.5), (inside, 0.45), (outside, 0.6)]) == (0.45, 0.5)
+    assert _tied_range([(best, 0.5), (outside, 0.45), (inside, 0.6)]) == (0.5, 0.6)
+    assert _tied_range([(0.0, 0.3), (0.0, 0.4), (1e-300, 0.9)]) == (0.3, 0.4)
+    with pytest.raises(ValueError, match="ends"):
+        _tied_range([])
+
+
+def test_a_flat_set_of_offset_minimisers_is_reported_and_a_unique_one_is_not():
+    """fig2's dense curve: starts end at one objective with α from about 0.50 to 0.53, and
+    the reported α is one of them; a curve on the law itself has one minimiser."""
+    from experiments.scaling import _fit_table
+
+    sizes, log_y = (np.array(v) for v in FIG2_DENSE)
+    flat = _fit_table("offset", sizes, log_y[:, None], n_boot=0, seed=0)
+    assert flat.alpha_tied_high - flat.alpha_tied_low > 0.01  # 0.028-0.034 measured
+    assert flat.alpha_tied_low <= flat.alpha <= flat.alpha_tied_high
+    exact = np.log(0.05 + 2.0 * sizes ** -0.6)
+    unique = _fit_table("offset", sizes, exact[:, None], n_boot=0, seed=0)
+    assert unique.alpha == pytest.approx(0.6, abs=1e-5)
+    assert unique.alpha_tied_high - unique.alpha_tied_low < 1e-5
+    power = _fit_table("power", sizes, log_y[:, None], n_boot=0, seed=0)
+    assert power.alpha_tied_low == power.alpha == power.alpha_tied_high
+
+
 def test_bootstrap_resamples_points_as_well_as_seeds():
     # one seed: nothing to resample over seeds, yet the points give an interval
     fit = fit_law(_law_frame(0.0, 2.0, 0.6, n_seeds=1), "x", law="power", n_boot=200)
