@@ -29,6 +29,7 @@ __all__ = [
     "ScaledTarget", "LinearlyComposedTarget", "rescale", "compose_linear",
     "UniformCube", "UniformSubspace", "CurvedManifold",
     "estimate_lipschitz", "LipschitzEstimate",
-    "make_dataset", "sample_inputs", "dataset_config", "regenerate_dataset", "save_dataset", "load_dataset",
+    "make_dataset", "sample_inputs", "dataset_config", "regenerate_dataset", "save_dataset",
+    "load_dataset",
     "target_from_config", "distribution_from_config",
 ]
