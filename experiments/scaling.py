@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from routing.validation import check_choice, check_int, check_real
 
@@ -267,24 +268,51 @@ def _offset_starts(log_n: np.ndarray, log_y: np.ndarray) -> list[np.ndarray]:
     return starts
 
 
+@njit(cache=True)
+def _offset_objective(theta, log_n, log_y, weights, delta):
+    """The offset law's Huber objective Σ w·Huber_δ(logaddexp(a − α ln N, e) − ln y) at
+    θ = (e, a, α) and its gradient in θ: (float, (3,) float64). One loop over the points
+    (4–12 here) where the numpy expression took ~10 calls of ~2 µs each; L-BFGS-B calls it
+    ~130 times per start, ~300,000 times for the quick preset's fits."""
+    e, a, alpha = theta[0], theta[1], theta[2]
+    loss, g_sum, gp_sum, gp_log_n = 0.0, 0.0, 0.0, 0.0
+    for i in range(len(log_n)):
+        power = a - alpha * log_n[i]
+        gap = power - e  # logaddexp(power, e), as numpy computes it
+        if gap > 0:
+            pred = power + np.log1p(np.exp(-gap))
+        elif gap <= 0:
+            pred = e + np.log1p(np.exp(gap))
+        else:
+            pred = power + e  # nan in, nan out
+        r = pred - log_y[i]
+        slope = min(max(r, -delta), delta)  # Huber'(r); Huber(r) = slope · (r − slope / 2)
+        loss += weights[i] * (slope * (r - 0.5 * slope))
+        g = weights[i] * slope
+        gp = g * np.exp(power - pred)  # share of the power term in the prediction
+        g_sum += g
+        gp_sum += gp
+        gp_log_n += gp * log_n[i]
+    grad = np.empty(3)
+    grad[0] = g_sum - gp_sum
+    grad[1] = gp_sum
+    grad[2] = -gp_log_n
+    return loss, grad
+
+
 def _fit_offset_logs(log_n, log_y, weights, starts,
                      delta) -> tuple[np.ndarray, float, tuple[float, float]]:
     """The best (e, a, α) over ``starts``, its Huber objective, and the (lowest, highest) α
     of the starts that end tied with it (``_tied_range``): L-BFGS-B on
-    Σ w·Huber(logsumexp(a − α ln N, e) − ln y)."""
+    Σ w·Huber(logsumexp(a − α ln N, e) − ln y) (``_offset_objective``)."""
     from scipy.optimize import minimize
 
-    def objective(theta):  # few numpy calls: it runs ~100 times per start on ~10 points
-        e, a, alpha = theta
-        power = a - alpha * log_n
-        pred = np.logaddexp(power, e)
-        r = pred - log_y
-        slope = np.clip(r, -delta, delta)  # Huber'(r); Huber(r) = slope · (r − slope / 2)
-        g = weights * slope
-        gp = g * np.exp(power - pred)  # p = share of the power term in the prediction
-        sum_gp = gp.sum()
-        return float(np.dot(weights, slope * (r - 0.5 * slope))), np.array(
-            [g.sum() - sum_gp, sum_gp, -np.dot(gp, log_n)])
+    log_n, log_y, weights = (np.ascontiguousarray(v, dtype=np.float64)
+                             for v in (log_n, log_y, weights))
+    delta = float(delta)
+
+    def objective(theta):
+        return _offset_objective(theta, log_n, log_y, weights, delta)
 
     span = log_y.max() - log_y.min()
     bounds = [(log_y.min() - 20.0, log_y.max() + 1.0), (None, None), (0.0, 10.0)]

@@ -249,6 +249,49 @@ def test_a_flat_set_of_offset_minimisers_is_reported_and_a_unique_one_is_not():
     assert power.alpha_tied_low == power.alpha == power.alpha_tied_high
 
 
+def _numpy_offset_objective(theta, log_n, log_y, weights, delta):
+    """The offset fit's objective and gradient as numpy expressions (the reference)."""
+    e, a, alpha = theta
+    power = a - alpha * log_n
+    pred = np.logaddexp(power, e)
+    r = pred - log_y
+    slope = np.clip(r, -delta, delta)
+    g = weights * slope
+    gp = g * np.exp(power - pred)
+    return (float(np.dot(weights, slope * (r - 0.5 * slope))),
+            np.array([g.sum() - gp.sum(), gp.sum(), -np.dot(gp, log_n)]))
+
+
+def test_offset_objective_kernel_equals_the_numpy_expression_and_its_gradient_the_slope():
+    from experiments.scaling import _offset_objective
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(3, 14))
+        log_n = np.sort(rng.uniform(0.0, 12.0, n))
+        log_y = rng.normal(-2.0, 2.0, n)
+        weights = rng.integers(0, 4, n).astype(float)
+        theta = np.array([rng.normal(-3, 3), rng.normal(0, 5), rng.uniform(0, 10)])
+        delta = 10 ** rng.uniform(-4, 0)
+        loss, grad = _offset_objective(theta, log_n, log_y, weights, delta)
+        ref_loss, ref_grad = _numpy_offset_objective(theta, log_n, log_y, weights, delta)
+        assert loss == pytest.approx(ref_loss, rel=1e-12, abs=1e-300)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-12 * np.abs(ref_grad).max())
+    # the gradient is the objective's slope (central differences, away from Huber's kinks)
+    log_n, log_y = np.log([1.0, 4.0, 16.0, 64.0]), np.log([1.0, 0.5, 0.3, 0.25])
+    theta, weights, h = np.array([-2.0, 0.1, 0.7]), np.array([1.0, 2.0, 1.0, 3.0]), 1e-7
+    grad = _offset_objective(theta, log_n, log_y, weights, 0.5)[1]
+    for i in range(3):
+        step = np.eye(3)[i] * h
+        slope = (_offset_objective(theta + step, log_n, log_y, weights, 0.5)[0]
+                 - _offset_objective(theta - step, log_n, log_y, weights, 0.5)[0]) / (2 * h)
+        assert grad[i] == pytest.approx(slope, rel=1e-6)
+    # e = power: logaddexp's tie branch, ln 2 above both
+    loss = _offset_objective(np.array([0.0, 0.0, 0.0]), np.zeros(3), np.full(3, np.log(2.0)),
+                             np.ones(3), 1.0)[0]
+    assert loss == pytest.approx(0.0, abs=1e-30)
+
+
 def test_bootstrap_resamples_points_as_well_as_seeds():
     # one seed: nothing to resample over seeds, yet the points give an interval
     fit = fit_law(_law_frame(0.0, 2.0, 0.6, n_seeds=1), "x", law="power", n_boot=200)
