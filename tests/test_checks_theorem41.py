@@ -89,9 +89,10 @@ def test_the_learner_at_grid_n_holds_the_first_n_points_offered(monkeypatch, kee
     seen = []
 
     class Recording(nstar.BucketMeans):
-        def add(self, keys, y, slots=None):
-            super().add(keys, y, slots)
+        def add_and_score(self, keys, y, slots, *args):
+            result = super().add_and_score(keys, y, slots, *args)
             seen.append((self.n_points, np.concatenate(self._keys) if self._keys else None))
+            return result
 
     monkeypatch.setattr(nstar, "BucketMeans", Recording)
     subspace = UniformSubspace(8, 2, seed=3)
@@ -126,6 +127,38 @@ def test_grid_quantile_and_resample_probability():
     assert theorem_samples(1.0, 2, 8, 1.0, 0.25) == math.ceil(2 * r**2 * math.log(r))
     with pytest.raises(ValueError, match="exceed 1"):
         theorem_samples(1.0, 1, 1, 1.0, 2.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 40), st.integers(1, 5), st.sampled_from([1, 3, 20]))
+def test_add_and_score_equals_add_predict_and_floor_z_bit_for_bit(seed, n_query, parts,
+                                                                 min_count):
+    """``first_success``'s fused pass against the separate calls it replaced: the same
+    predictions, errors, violating fraction and floor z, exactly, step after step — with
+    keys of no query bucket (slot −1), empty buckets, and a first step with no point."""
+    rng = np.random.default_rng(seed)
+    query = rng.integers(0, 12, n_query)
+    y_query = rng.normal(0.0, 1.0, n_query)
+    epsilon = float(rng.uniform(0.05, 1.0))
+    fused, separate = BucketMeans(query), BucketMeans(query)
+    for step in range(parts):
+        size = 0 if step == 0 and seed % 3 == 0 else int(rng.integers(1, 300))
+        keys = rng.integers(-2, 16, size)
+        y = rng.normal(0.3, 1.0, size) * rng.choice([1.0, 0.0], size, p=[0.9, 0.1])
+        pred, empty, err, bad, z = fused.add_and_score(keys, y, fused.slots(keys), y_query,
+                                                       epsilon, min_count)
+        separate.add(keys, y)
+        want_pred, want_empty = separate.predict()
+        want_err = np.abs(want_pred - y_query)
+        violating = ~(want_err <= epsilon)
+        np.testing.assert_array_equal(pred, want_pred)
+        np.testing.assert_array_equal(empty, want_empty)
+        np.testing.assert_array_equal(err, want_err)
+        assert bad == np.count_nonzero(violating) / n_query
+        with np.errstate(divide="ignore", invalid="ignore"):  # n = 1 at min_count 1
+            want_z = separate.floor_z(y_query, epsilon, min_count, among=violating & ~want_empty)
+        assert z == want_z
+        assert fused.n_points == separate.n_points and fused.n_buckets() == separate.n_buckets()
 
 
 def test_spread_floor_threshold():
