@@ -89,6 +89,41 @@ def test_convnet_shapes_and_four_layer_mlp_variants():
     assert smaller.config.widths == (5, 5, 5) and smaller.ks == (5, 5, 5)
 
 
+@pytest.mark.parametrize("make", [lambda: TopKMLP(4, 16, 4, 2, seed=0),
+                                  lambda: four_layer_mlp(4, 16, 0.25, n_classes=2, seed=0)])
+def test_fit_classifier_counts_no_usage_and_trains_as_when_it_did(make):
+    """Training leaves the usage counters and the tracking flags as they were (utilisation is
+    measured on evaluation data after a reset), and trains exactly as with counting on."""
+    rng = np.random.default_rng(1)
+    X = torch.tensor(rng.normal(size=(120, 4)), dtype=torch.float32)
+    y = (X[:, 0] > 0).long()
+    settings = TrainSettings(epochs=3, batch_size=32, lr=1e-2)
+    model, counting = make(), make()
+    fit_classifier(model, X, y, settings, seed=0)
+    assert model.track_usage and float(model.unit_usage.sum()) == 0
+    assert int(model.examples_seen) == 0
+    # the same steps with the counters on, by hand: the parameters must agree exactly
+    optimizer = torch.optim.Adam([p for p in counting.parameters() if p.requires_grad],
+                                 lr=1e-2, fused=True)
+    generator = torch.Generator().manual_seed(0)
+    counting.train()
+    for epoch in range(3):
+        counting.set_training_progress(epoch)
+        order = torch.randperm(len(X), generator=generator)
+        for start in range(0, len(X), 32):
+            batch = order[start:start + 32]
+            logits, aux = counting(X[batch])
+            loss = torch.nn.functional.cross_entropy(logits, y[batch])
+            loss = loss + sum(aux.values()) if aux else loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            counting.after_step()
+    assert float(counting.unit_usage.sum()) > 0  # it did count
+    for mine, theirs in zip(model.parameters(), counting.parameters()):
+        torch.testing.assert_close(mine, theirs, rtol=0, atol=0)
+
+
 def test_fit_classifier_learns_and_is_deterministic():
     rng = np.random.default_rng(0)
     X = torch.tensor(rng.normal(size=(200, 4)), dtype=torch.float32)
