@@ -108,6 +108,8 @@ class SGDConfig:
         betas: Adam's (β1, β2), default (0.9, 0.999).
         cache_features: cache the training set's sparse frozen features (default True) when
             they take at most ``max_cache_bytes`` (default 1 GiB); dense features never are.
+            Where two copies fit in it, each epoch's rows are copied once in the epoch's
+            order, so that a batch is a slice rather than a gather (the same numbers).
 
     Raises:
         ValueError: for values outside lr > 0, batch_size >= 1, steps >= 1, epochs >= 1,
@@ -596,15 +598,22 @@ def _fit_sgd(model, X, y, mean, cfg: SGDConfig, seed: int, progress: bool) -> Fi
     generator = torch.Generator().manual_seed(seed)
     every = max(1, steps // 100)
     history = []
+    # the epoch's cached rows in its order, where a second copy fits in max_cache_bytes: a
+    # batch is then a slice (a view) instead of a gather per step (same rows, same numbers)
+    whole = cache is not None and 2 * cache.nbytes() <= cfg.max_cache_bytes
     order, pos = None, n
     model.train()
     for step in tqdm(range(steps), desc=f"sgd {model.name}", disable=not progress, leave=False):
         if pos + bs > n:
             order = torch.randperm(n, generator=generator).to(X.device)
             pos = 0
-        batch = order[pos:pos + bs]
+            if whole:
+                shuffled, z_shuffled = cache[order], z[order]
+        batch = slice(pos, pos + bs) if whole else order[pos:pos + bs]
         pos += bs
-        if cache is not None:
+        if whole:
+            error = model.top_layer(shuffled[batch]) - z_shuffled[batch]
+        elif cache is not None:
             error = model.top_layer(cache[batch]) - z[batch]
         else:  # the frozen features and the top layer in one pass where the model can
             error = model.forward_prepared(X[batch]) - z[batch]

@@ -321,6 +321,24 @@ def test_sgd_without_cache_when_features_are_too_large(data):
     assert fit_model(DSM(4, 16, 4), X, y, "sgd", sgd=large).features_cached is True
 
 
+def test_sgd_on_an_epoch_copy_of_the_cache_equals_the_gather_per_step(data):
+    """Two copies of the cache within max_cache_bytes: each epoch's rows are copied once in
+    its order and a batch is a slice; one copy only: a gather per step. Same fit, exactly,
+    over several epochs (the copy is remade at each new order)."""
+    X, y = data
+    per_unit = 4 + (2 if _uint16_rows_work() else 4)
+    one_copy = len(X) * 4 * per_unit
+    fits = []
+    for budget in (one_copy, 2 * one_copy - 1, 2 * one_copy):
+        model = DSM(4, 16, 4)
+        report = fit_model(model, X, y, "sgd", sgd=SGDConfig(steps=3 * len(X) // 64 + 5,
+                                                              batch_size=64,
+                                                              max_cache_bytes=budget), seed=3)
+        assert report.features_cached and report.epochs > 3
+        fits.append(model.coefficients().detach().clone())
+    assert torch.equal(fits[0], fits[1]) and torch.equal(fits[1], fits[2])
+
+
 def test_narrowed_features_keep_the_columns_in_the_smallest_type(data):
     """uint16 up to 2^16 columns, int32 above; unchanged for dense features, values the
     kernels do not read (float16) or n_coef beyond int32; the top layer gives the same bits."""
