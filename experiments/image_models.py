@@ -271,7 +271,8 @@ def fit_classifier(model: nn.Module, X: torch.Tensor, y: torch.Tensor,
 
     At the start of epoch e every router layer gets ``set_training_progress(epoch_offset +
     e)`` (so SDMLP's k annealing runs on across continual-learning tasks); after every step
-    ``after_step()``.
+    ``after_step()``. The layers' usage counting is off while training and their
+    ``track_usage`` flags are restored afterwards: utilisation is measured on evaluation data.
 
     Arguments:
         model: maps X[batch] to (logits (B, C), aux dict).
