@@ -416,6 +416,8 @@ class BucketMeans:
             (prediction float64 (T,), empty bool (T,), |prediction − y_query| float64 (T,),
             fraction of queries with error not ≤ ε, ``floor_z(y_query, epsilon, min_count,
             among=violating & ~empty)``).
+
+        Source: the degree-0 learner of Baykal et al. 2022, Theorem 4.1 (bucket means).
         """
         keys = np.asarray(keys, np.int64)
         y = np.asarray(y, np.float64)
