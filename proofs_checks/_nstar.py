@@ -315,7 +315,9 @@ class BucketMeans:
     queries) and every n of the grid costs only its new points. ``predict()`` is what
     ``LSHTable(hasher, degree=0).fit(X, y).predict(X_query)`` returns — the bucket mean, or the
     global mean of y for an empty bucket; ``NStarCheck`` checks this against ``LSHTable`` on
-    the first draw of every setting.
+    the first draw of every setting. ``first_success`` calls ``add_and_score``, which does
+    ``add``, ``predict`` and ``floor_z`` in one compiled pass with the same numbers, bit for
+    bit (the three stay as the readable steps, and a test holds the pass equal to them).
 
     Arguments:
         query_keys: int (T,) bucket keys of the queries.
