@@ -20,6 +20,7 @@ Source: Baykal et al. 2022, §2.2 (LSH model), §3.2 (LSH model as a DSM network
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -34,6 +35,7 @@ __all__ = [
     "TorchAffineHyperplaneLSH",
     "TorchCrossPolytopeLSH",
     "TorchUniformHash",
+    "kth_largest",
     "topk_indices",
     "topk_mask",
 ]
@@ -321,18 +323,58 @@ def topk_indices(scores: torch.Tensor, k: int) -> torch.Tensor:
 def topk_mask(scores: torch.Tensor, k: int) -> torch.Tensor:
     """Torch twin of :func:`routing.topk_mask`: exactly k True per row, ties by lowest index.
 
-    O(n_units) per row: the k-th largest value v from ``torch.topk``, then all scores > v plus
+    O(n_units) per row: the k-th largest value v (``kth_largest``), then all scores > v plus
     the first (k - #greater) scores equal to v.
 
     Raises:
         ValueError: as :func:`topk_indices`.
     """
     k = _check_scores(scores, k)
-    kth = torch.topk(scores, k, dim=1).values[:, -1:]  # (N, 1)
+    kth = kth_largest(scores, k)  # (N, 1)
+    mask = scores >= kth  # the answer when no tie straddles v (k scores ≥ v in every row)
+    if bool((mask.sum(dim=1) == k).all()):
+        return mask
     greater = scores > kth
     equal = scores == kth
     need = k - greater.sum(dim=1, keepdim=True)
     return greater | (equal & (torch.cumsum(equal, dim=1) <= need))
+
+
+#: dtypes whose k-th largest value ``kth_largest`` takes from ``numpy.partition`` on CPU
+_PARTITION_DTYPES = (torch.float32, torch.float64, torch.int32, torch.int64)
+
+
+def kth_largest(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """The k-th largest value of each row: (N, n_units) -> (N, 1), same dtype and device, no
+    gradient (a selection; the caller compares scores with it).
+
+    On CPU (float32/64, int32/64) the value comes from ``numpy.partition`` (introselect),
+    5–7x faster than ``torch.topk`` with one thread on the routers' shapes (B = 256,
+    N = 256…4096, k = N/4: 0.46 against 3.7 ms at N = 1024); elsewhere from ``torch.topk``.
+    A selection returns one of the row's own values, so the two agree exactly on rows
+    without NaN (NaN counts as the largest value in both). The caller checks shapes, k and
+    NaN (``topk_mask`` does).
+
+    Arguments:
+        scores: (N, n_units) real tensor, N ≥ 0 (NaN is not rejected here: ``topk_mask``
+            rejects it). k: 1..n_units.
+
+    Raises:
+        ValueError: ``scores`` not a 2-D real tensor, or ``k`` outside 1..n_units.
+
+    Source: the k-winners-take-all of ``routing.topk`` (Baykal et al. 2022, §2.1's Top-K).
+    """
+    if not isinstance(scores, torch.Tensor) or scores.ndim != 2 or scores.is_complex() \
+            or scores.dtype == torch.bool:
+        raise ValueError(f"scores must be a 2-D real torch.Tensor (N, n_units), got "
+                         f"{type(scores).__name__} {tuple(getattr(scores, 'shape', ()))}")
+    k = check_int(k, "k", 1, scores.shape[1])
+    scores = scores.detach()
+    if scores.device.type == "cpu" and scores.dtype in _PARTITION_DTYPES and len(scores):
+        n = scores.shape[1]
+        part = np.partition(scores.numpy(), n - k, axis=1)  # (N, n_units), a copy
+        return torch.from_numpy(np.ascontiguousarray(part[:, n - k:n - k + 1]))
+    return torch.topk(scores, k, dim=1).values[:, -1:]  # (amin of unsorted ones: NaN wins)
 
 
 def _check_scores(scores, k: int) -> int:

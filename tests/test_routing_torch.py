@@ -5,6 +5,8 @@ import io
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from routing.affine_hyperplane_lsh import AffineHyperplaneLSH
 from routing.cross_polytope_lsh import CrossPolytopeLSH
@@ -137,6 +139,41 @@ def test_topk_twins_break_ties_like_numpy():
             assert (mask.sum(axis=1) == k).all()
     ints = torch.tensor([[3, 1, 3, 3], [0, 0, 0, 0]])
     np.testing.assert_array_equal(torch_topk_mask(ints, 2).numpy(), [[1, 0, 1, 0], [1, 1, 0, 0]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(0, 40), n=st.integers(1, 70), data=st.data(),
+       dtype=st.sampled_from([torch.float32, torch.float64, torch.int32, torch.int64,
+                              torch.float16]))
+def test_kth_largest_equals_torch_topk(rows, n, data, dtype):
+    """numpy.partition's k-th largest (CPU float32/64, int32/64) is torch.topk's value, ties,
+    infinities and NaN (the largest in both) included; float16 takes torch.topk itself."""
+    from routing.torch_twins import kth_largest
+
+    k = data.draw(st.integers(1, n))
+    seed = data.draw(st.integers(0, 2**31))
+    g = np.random.default_rng(seed)
+    values = g.choice([-np.inf, -2.0, -0.5, 0.0, 0.5, 3.0, np.inf, np.nan], size=(rows, n)) \
+        if dtype.is_floating_point and g.random() < 0.5 else g.integers(-5, 6, (rows, n))
+    scores = torch.from_numpy(np.asarray(values, dtype=np.float64)).to(dtype)
+    expected = torch.topk(scores, k, dim=1).values[:, -1:]
+    got = kth_largest(scores, k)
+    assert got.dtype == scores.dtype and got.shape == (rows, 1)
+    assert torch.equal(got.isnan(), expected.isnan())
+    assert torch.equal(got.nan_to_num(), expected.nan_to_num())
+    # a transposed (non-contiguous) tensor gives the same values
+    assert torch.equal(kth_largest(scores.T.contiguous().T, k).nan_to_num(), got.nan_to_num())
+
+
+def test_kth_largest_rejects_bad_input():
+    from routing.torch_twins import kth_largest
+
+    with pytest.raises(ValueError, match=r"k must be an integer in \[1, 3\]"):
+        kth_largest(torch.zeros(2, 3), 4)
+    with pytest.raises(ValueError, match="2-D real"):
+        kth_largest(torch.zeros(3), 1)
+    with pytest.raises(ValueError, match="2-D real"):
+        kth_largest(torch.zeros(2, 3, dtype=torch.bool), 1)
 
 
 def test_topk_twins_reject_bad_input():
