@@ -738,3 +738,22 @@ def test_cuda_float32_dsm_agrees_with_cpu():
     X = cube(4000, 8)
     assert (gpu.mask(X).cpu() == cpu.mask(X)).float().mean() > 0.9999
     torch.testing.assert_close(gpu(X).cpu(), cpu(X), rtol=1e-3, atol=1e-3)
+
+
+def test_features_getitem_takes_the_rows_of_any_index():
+    """An int64 or int32 index tensor (index_select), a slice, a boolean mask and a list
+    give the rows advanced indexing gives; dense features (cols None) too."""
+    from experiments.models._base import Features
+
+    g = torch.Generator().manual_seed(0)
+    cols = torch.randint(0, 50, (30, 4), generator=g).to(torch.uint16)
+    vals = torch.randn(30, 4, generator=g)
+    order = torch.randperm(30, generator=g)
+    for f in (Features(cols, vals), Features(None, vals)):
+        for rows in (order, order.to(torch.int32), order[:7], slice(3, 11), order < 5,
+                     [2, 2, 0]):
+            got = f[rows]
+            assert torch.equal(got.vals, vals[rows])
+            assert (got.cols is None) == (f.cols is None)
+            if f.cols is not None:
+                assert torch.equal(got.cols, cols[rows])
