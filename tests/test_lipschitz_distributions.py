@@ -81,6 +81,25 @@ def test_subspace_points_and_counts_do_not_depend_on_the_batches(dim, k, monkeyp
             np.testing.assert_array_equal(a, b)
 
 
+@given(n=st.integers(0, 300), dim=st.integers(1, 40), k=st.integers(1, 8),
+       seed=st.integers(0, 2**31), scale=st.floats(0.1, 3.0))
+def test_subspace_rejection_kernel_keeps_the_points_inside(n, dim, k, seed, scale):
+    """``_inside`` keeps exactly the candidates with |rows · z| ≤ 1 for every row (numpy's
+    products as the reference), in order, and drops NaN candidates."""
+    from lipschitz.subspace import _inside
+
+    rng = np.random.default_rng(seed)
+    z = rng.uniform(-scale, scale, (n, k))
+    if n:
+        z[rng.integers(n)] = np.nan
+    rows = rng.standard_normal((dim, k)) / np.sqrt(k)
+    out = np.empty(n, np.int64)
+    got = out[:_inside(z, rows, out)]
+    with np.errstate(invalid="ignore"):
+        expected = np.flatnonzero((np.abs(z @ rows.T) <= 1.0).all(axis=1))
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_subspace_batches_follow_the_measured_acceptance_rate():
     dist = UniformSubspace(40, 4, seed=4)
     assert dist._batch_for(4096) == 1 << 16  # no rate measured yet: the cautious 5 %
