@@ -304,15 +304,27 @@ def _fit_offset_logs(log_n, log_y, weights, starts,
                      delta) -> tuple[np.ndarray, float, tuple[float, float]]:
     """The best (e, a, α) over ``starts``, its Huber objective, and the (lowest, highest) α
     of the starts that end tied with it (``_tied_range``): L-BFGS-B on
-    Σ w·Huber(logsumexp(a − α ln N, e) − ln y) (``_offset_objective``)."""
+    Σ w·Huber(logsumexp(a − α ln N, e) − ln y) (``_offset_objective``). The objective and
+    the gradient share one evaluation per θ, matched by θ's bytes (scipy's own ``jac=True``
+    memo compares and copies arrays, 3x the kernel's cost on these 3-vectors)."""
     from scipy.optimize import minimize
 
     log_n, log_y, weights = (np.ascontiguousarray(v, dtype=np.float64)
                              for v in (log_n, log_y, weights))
     delta = float(delta)
 
+    last = [None, 0.0, None]  # (θ's bytes, objective, gradient) of the last θ evaluated
+
     def objective(theta):
-        return _offset_objective(theta, log_n, log_y, weights, delta)
+        key = theta.tobytes()
+        if key != last[0]:
+            last[0], (last[1], last[2]) = key, _offset_objective(theta, log_n, log_y,
+                                                                 weights, delta)
+        return last[1]
+
+    def gradient(theta):  # scipy asks for it right after the objective at the same θ
+        objective(theta)
+        return last[2]
 
     span = log_y.max() - log_y.min()
     bounds = [(log_y.min() - 20.0, log_y.max() + 1.0), (None, None), (0.0, 10.0)]
@@ -321,7 +333,7 @@ def _fit_offset_logs(log_n, log_y, weights, starts,
     low, high = [bounds[0][0], -np.inf, 0.0], [bounds[0][1], np.inf, 10.0]
     for start in starts:
         start = np.clip(start, low, high)
-        result = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=bounds,
+        result = minimize(objective, start, jac=gradient, method="L-BFGS-B", bounds=bounds,
                           options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-12 * (1 + span)})
         if np.all(np.isfinite(result.x)):
             ends.append((float(result.fun), float(result.x[2])))

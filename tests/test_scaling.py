@@ -409,3 +409,45 @@ def test_power_law_bootstrap_equals_the_resample_and_refit_loop():
     law = fit_power_law(frame, "n", "mse", n_boot=300, seed=4)
     np.testing.assert_allclose([law.alpha_low, law.alpha_high], loop(300, 4), rtol=1e-12)
     assert law.alpha_low < law.alpha < law.alpha_high
+
+
+def test_offset_fit_shares_one_evaluation_and_ends_where_scipys_memo_does():
+    """``_fit_offset_logs`` evaluates the kernel once per θ (objective and gradient share it)
+    and ends bit for bit where ``minimize(..., jac=True)`` ends from the same starts."""
+    from scipy.optimize import minimize
+
+    import experiments.scaling as scaling
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        n = rng.integers(4, 12)
+        log_n = np.sort(rng.uniform(0, 8, n))
+        log_y = np.log(rng.uniform(0.01, 0.1) + rng.uniform(0.5, 2) * np.exp(
+            -rng.uniform(0.2, 2) * log_n)) + rng.normal(0, 0.05, n)
+        weights = np.ones(n)
+        starts = scaling._offset_starts(log_n, log_y)[:3]
+        best, loss, _ = scaling._fit_offset_logs(log_n, log_y, weights, starts, 0.01)
+        span = log_y.max() - log_y.min()
+        bounds = [(log_y.min() - 20.0, log_y.max() + 1.0), (None, None), (0.0, 10.0)]
+        low, high = [bounds[0][0], -np.inf, 0.0], [bounds[0][1], np.inf, 10.0]
+        ends = [minimize(lambda t: scaling._offset_objective(t, log_n, log_y, weights, 0.01),
+                         np.clip(s, low, high), jac=True, method="L-BFGS-B", bounds=bounds,
+                         options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-12 * (1 + span)})
+                for s in starts]
+        ref = min(ends, key=lambda r: r.fun)
+        assert loss == ref.fun and np.array_equal(best, ref.x)
+
+    calls = {"kernel": 0, "distinct": set()}
+    kernel = scaling._offset_objective
+
+    def counted(theta, *args):
+        calls["kernel"] += 1
+        calls["distinct"].add(theta.tobytes())
+        return kernel(theta, *args)
+
+    scaling._offset_objective = counted
+    try:
+        scaling._fit_offset_logs(log_n, log_y, weights, starts, 0.01)
+    finally:
+        scaling._offset_objective = kernel
+    assert calls["kernel"] <= len(calls["distinct"]) + len(starts)
