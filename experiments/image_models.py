@@ -30,7 +30,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from experiments.fitting import adam_optimizer
+from experiments.fitting import adam_optimizer, clear_grads
 from routing.layers import COMET, COMETConfig, RouterLayer, SDMLP
 from routing.layers._base import OPTIMIZERS, uniform_fan_in_
 from routing.layers.comet import k_winners
@@ -324,7 +324,7 @@ def fit_classifier(model: nn.Module, X: torch.Tensor, y: torch.Tensor,
                     loss = loss + sum(aux.values())
                 if penalty is not None:
                     loss = loss + penalty()
-                optimizer.zero_grad(set_to_none=True)
+                clear_grads(optimizer)
                 loss.backward()
                 if clip is not None:
                     torch.nn.utils.clip_grad_norm_(params, clip)

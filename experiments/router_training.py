@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from experiments.fitting import adam_optimizer
+from experiments.fitting import adam_optimizer, clear_grads
 from routing.validation import (check_bool, check_choice, check_int, check_real, check_seed,
                                 check_tensor)
 from routing.layers import RouterLayer
@@ -251,7 +251,7 @@ def train_router(model: RouterRegressor, X, y, training: RouterTraining | None =
             error = pred - z[batch]
             loss = (error * error).mean()
             total = loss + sum(aux.values()) if aux else loss
-            optimizer.zero_grad(set_to_none=True)
+            clear_grads(optimizer)
             total.backward()
             if clip is not None:
                 torch.nn.utils.clip_grad_norm_(params, clip)

@@ -458,3 +458,27 @@ def test_cuda_sgd_runs_and_learns(data):
     model = DSM(4, 64, 8).to("cuda")
     report = fit_model(model, X, y, "sgd", sgd=SGDConfig(lr=0.05, batch_size=100, epochs=50))
     assert report.device.startswith("cuda") and report.train_mse < 0.5
+
+
+def test_clear_grads_is_zero_grad_set_to_none():
+    """``clear_grads`` sets every parameter's grad to None, and training with it gives the
+    parameters ``optimizer.zero_grad(set_to_none=True)`` gives (Adam and SGD)."""
+    from experiments.fitting import adam_optimizer, clear_grads
+
+    def train(clear, make):
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(5, 3)
+        optimizer = make(layer.parameters())
+        X = torch.randn(40, 5)
+        for step in range(6):
+            clear(optimizer)
+            assert all(p.grad is None for p in layer.parameters())
+            (layer(X[step::6]) ** 2).mean().backward()
+            optimizer.step()
+        return [p.detach().clone() for p in layer.parameters()]
+
+    for make in (lambda p: adam_optimizer(p, lr=0.01),
+                 lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)):
+        ours = train(clear_grads, make)
+        torchs = train(lambda o: o.zero_grad(set_to_none=True), make)
+        assert all(torch.equal(a, b) for a, b in zip(ours, torchs))
