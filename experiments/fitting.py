@@ -579,9 +579,9 @@ def adam_optimizer(params, lr: float = 1e-3, betas=(0.9, 0.999)) -> torch.optim.
 
 def clear_grads(optimizer: torch.optim.Optimizer) -> None:
     """``optimizer.zero_grad(set_to_none=True)`` without its wrappers: every parameter's
-    ``grad`` set to None. torch wraps ``zero_grad`` in a dynamo guard and a profiler range,
-    ~30 µs a call on CPU, more than the small layers' own optimiser step; the training loops
-    call it once per step (~28 s of CPU in a quick reproduce).
+    ``grad`` set to None. torch wraps ``zero_grad`` in a dynamo guard and a profiler range:
+    about 23 µs a call on CPU against 3 µs for this loop (a 2-parameter layer, one thread),
+    paid once per training step by the loops here.
 
     Arguments:
         optimizer: any ``torch.optim.Optimizer``.
