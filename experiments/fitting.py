@@ -586,8 +586,14 @@ def clear_grads(optimizer: torch.optim.Optimizer) -> None:
     Arguments:
         optimizer: any ``torch.optim.Optimizer``.
 
+    Raises:
+        ValueError: ``optimizer`` not a ``torch.optim.Optimizer``.
+
     Source: torch.optim.Optimizer.zero_grad (set_to_none=True).
     """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise ValueError(f"optimizer must be a torch.optim.Optimizer, got "
+                         f"{type(optimizer).__name__}")
     for group in optimizer.param_groups:
         for p in group["params"]:
             p.grad = None

@@ -229,6 +229,19 @@ class Case:
     heavy: bool = False  # a whole study or plot: fuzzed with ``HEAVY_SETTINGS``
 
 
+def _optimizer_with_grads():
+    """An Adam optimizer whose parameters hold gradients (``clear_grads``' input)."""
+    p = torch.nn.Parameter(torch.ones(3))
+    (p * p).sum().backward()
+    return torch.optim.Adam([p])
+
+
+def _cleared(optimizer):
+    """``clear_grads`` then whether every gradient is None."""
+    x_fitting.clear_grads(optimizer)
+    return all(p.grad is None for g in optimizer.param_groups for p in g["params"])
+
+
 def _target(n=2):
     return L.RandomPolynomial(n, 3, seed=1)
 
@@ -774,6 +787,7 @@ EXPERIMENT_CASES |= {
     # experiments.fitting: the frozen-feature models' top layer
     "experiments.fitting.SGDConfig": Case(lambda lr, batch_size, steps, epochs, schedule, cache_features, max_cache_bytes: x_fitting.SGDConfig(lr, batch_size, steps, epochs, schedule, (0.9, 0.999), cache_features, max_cache_bytes).lr, {"lr": REAL(0, 1, True), "batch_size": INT(1, 99), "steps": OPTIONAL_INT(1, 99), "epochs": INT(1, 9), "schedule": CHOICE("cosine", "constant"), "cache_features": BOOL, "max_cache_bytes": INT(0, 10**6)}),
     "experiments.fitting.adam_optimizer": Case(lambda lr, b1, b2: type(x_fitting.adam_optimizer([torch.nn.Parameter(torch.zeros(2))], lr, (b1, b2))).__name__, {"lr": REAL(0, 1, True), "b1": REAL(0, 0.99), "b2": REAL(0, 0.999)}, names=("betas",)),
+    "experiments.fitting.clear_grads": Case(lambda optimizer: _cleared(optimizer), {"optimizer": Kind(st.builds(_optimizer_with_grads), st.sampled_from([None, "adam", 3, [torch.zeros(2)]]))}),
     "experiments.fitting.evaluate": Case(lambda X, batch_size: x_fitting.evaluate(_fitted_dense(), X, np.zeros(len(X)), batch_size), {"X": POINTS(2, n_min=1), "batch_size": INT(1, 9)}, names=("y",)),
     "experiments.fitting.fit_model": Case(lambda X, fit, ridge, seed, progress: x_fitting.fit_model(x_models.Dense(2, 4, seed=0), X, _labels(X), fit, sgd=x_fitting.SGDConfig(steps=3, batch_size=4), ridge=ridge, seed=seed, progress=progress).train_mse, {"X": POINTS(2, n_min=4), "fit": CHOICE("exact", "sgd"), "ridge": REAL(0, 1), "seed": INT(0), "progress": BOOL}, names=("y",)),
     # experiments.gallery: the target gallery
