@@ -395,9 +395,12 @@ def fit_offset_law(n, y, weights=None,
         (E, A, α) as floats.
 
     Raises:
-        ValueError: fewer than 3 distinct positive ``n``, non-positive ``y``, mismatched
-            lengths, negative weights, or ``delta`` ≤ 0.
+        ValueError: complex ``n``, ``y`` or ``weights``, fewer than 3 distinct positive
+            ``n``, non-positive ``y``, mismatched lengths, negative weights, or ``delta`` ≤ 0.
     """
+    for name, value in (("n", n), ("y", y), ("weights", weights)):
+        if value is not None and np.iscomplexobj(value):  # not cast silently to the real part
+            raise ValueError(f"{name} must be real, got complex values")
     n, y = np.asarray(n, dtype=float), np.asarray(y, dtype=float)
     weights = np.ones_like(n) if weights is None else np.asarray(weights, dtype=float)
     delta = check_real(delta, "delta", low=0.0, low_open=True)

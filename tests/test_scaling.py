@@ -96,6 +96,11 @@ def test_offset_law_on_exact_data_is_recovered_to_rounding():
         fit_offset_law([1, 2, 2], [1.0, 0.5, 0.5])
     with pytest.raises(ValueError, match="delta"):
         fit_offset_law(SIZES, SIZES**-1.0, delta=0.0)
+    # complex input is refused, not cast to its real part (even with zero imaginary parts)
+    for args, name in (((SIZES + 0j, SIZES**-1.0), "n"), ((SIZES, SIZES**-1.0 + 1j), "y"),
+                       ((SIZES, SIZES**-1.0, np.ones(len(SIZES)) + 0j), "weights")):
+        with pytest.raises(ValueError, match=f"{name} must be real"):
+            fit_offset_law(*args)
 
 
 def test_offset_law_recovers_E_A_alpha_within_their_intervals():
