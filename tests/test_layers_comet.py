@@ -330,11 +330,14 @@ def test_cuda_matches_cpu():
 
 
 @pytest.mark.parametrize("k", [1, 3, 9, 10])
-def test_kwta_fast_path_equals_topk_mask(k):
-    from routing.layers.comet import _kwta_mask
+def test_kwta_mask_fast_and_tie_paths_equal_the_numpy_rule(k):
+    """COMET's C_k is ``routing.torch_twins.topk_mask``: its fast path (no tie at the k-th
+    value) and its tie path both equal ``routing.topk.topk_mask`` (numpy, ties by index)."""
+    from routing.topk import topk_mask as numpy_topk_mask
     from routing.torch_twins import topk_mask
     rng = np.random.default_rng(k)
     real = torch.from_numpy(rng.normal(size=(50, 10)))
     tied = torch.from_numpy(rng.integers(0, 3, size=(50, 10)).astype(np.float64))  # many ties
     for scores in (real, tied, torch.cat([real, tied])):
-        assert torch.equal(_kwta_mask(scores, k), topk_mask(scores, k))
+        np.testing.assert_array_equal(topk_mask(scores, k).numpy(),
+                                      numpy_topk_mask(scores.numpy(), k))

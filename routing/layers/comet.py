@@ -50,7 +50,7 @@ from routing.validation import (check_bool, check_choice, check_finite_tensor, c
                                   check_real)
 from routing.layers._base import RouterLayer, check_layer_config, uniform_fan_in_
 from routing.layers._unit_kernel import routed_unit_mlp
-from routing.torch_twins import kth_largest, topk_mask
+from routing.torch_twins import topk_mask
 
 __all__ = ["COMETConfig", "COMET", "ACTIVATIONS", "k_winners"]
 
@@ -293,7 +293,7 @@ class COMET(RouterLayer):
                 check_finite_tensor(c, "c")
             except ValueError:
                 raise self._routing_error(ell, x) from None
-            m = _kwta_mask(c, k)  # (B, N_ℓ) bool, Eq. 5
+            m = topk_mask(c, k)  # (B, N_ℓ) bool, Eq. 5 (exactly k, ties by lowest index)
             # Eq. 6 with g = identity; not c * m, whose masked-out ±inf would be inf·0 = NaN
             z = torch.where(m, c, 0)
             masks.append(m)
@@ -363,23 +363,6 @@ class COMET(RouterLayer):
 
     def extra_repr(self) -> str:
         return f"p_k={self.config.p_k}, k={self.ks}, activation={self.config.activation}"
-
-
-def _kwta_mask(scores: torch.Tensor, k: int) -> torch.Tensor:
-    """C_k (Eq. 3) with exactly k winners per row, ties by lowest index: ``topk_mask``'s rule.
-
-    Fast path: ``scores >= k-th largest`` is the answer whenever it selects exactly k per row
-    (no tie straddles the threshold, the usual case for real-valued scores); otherwise
-    ``routing.torch_twins.topk_mask`` breaks the ties (it also rejects NaN). The k-th largest
-    value comes from ``routing.torch_twins.kth_largest``.
-    """
-    if scores.shape[0] == 0:
-        return torch.zeros_like(scores, dtype=torch.bool)
-    kth = kth_largest(scores, k)  # (B, 1): numpy's introselect on CPU, else torch.topk
-    mask = scores >= kth
-    if bool((mask.sum(1) == k).all()):
-        return mask
-    return topk_mask(scores, k)
 
 
 def _generators(seed: int) -> tuple[torch.Generator, torch.Generator]:
