@@ -352,8 +352,8 @@ def kth_largest(scores: torch.Tensor, k: int) -> torch.Tensor:
     5–7x faster than ``torch.topk`` with one thread on the routers' shapes (B = 256,
     N = 256…4096, k = N/4: 0.46 against 3.7 ms at N = 1024); elsewhere from ``torch.topk``.
     A selection returns one of the row's own values, so the two agree exactly on rows
-    without NaN (NaN counts as the largest value in both). The caller checks shapes, k and
-    NaN (``topk_mask`` does).
+    without NaN (NaN counts as the largest value in both). Shapes and k are checked here;
+    NaN is the caller's to reject (``topk_mask`` does).
 
     Arguments:
         scores: (N, n_units) real tensor, N ≥ 0 (NaN is not rejected here: ``topk_mask``
@@ -374,7 +374,8 @@ def kth_largest(scores: torch.Tensor, k: int) -> torch.Tensor:
         n = scores.shape[1]
         part = np.partition(scores.numpy(), n - k, axis=1)  # (N, n_units), a copy
         return torch.from_numpy(np.ascontiguousarray(part[:, n - k:n - k + 1]))
-    return torch.topk(scores, k, dim=1).values[:, -1:]  # (amin of unsorted ones: NaN wins)
+    # sorted top-k's last value: the min of an unsorted top-k would be NaN when NaN is in it
+    return torch.topk(scores, k, dim=1).values[:, -1:]
 
 
 def _check_scores(scores, k: int) -> int:
