@@ -40,7 +40,7 @@ def dense_phi(model, X):
 
 def predictions(model, X):
     with torch.no_grad():
-        return model(X).double().numpy()
+        return model(X).double().cpu().numpy()
 
 
 # --------------------------------------------------------------------------------------------
