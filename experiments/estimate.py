@@ -13,7 +13,13 @@ will run on:
    of the thread on a CPU, so that a busy machine does not inflate it; wall time on a GPU)
    (s₁ the
    smallest factor that keeps at least ``MIN_N_TRAIN`` training points, ``MIN_N_EVAL``
-   evaluation points and ``MIN_STEPS`` steps, and at least ``MIN_SCALE``). A row's cost is
+   evaluation points and ``MIN_STEPS`` steps, and at least ``MIN_SCALE``; for a row fitted
+   exactly, also at least ``ROWS_PER_COEF`` training points per coefficient of its model,
+   so that the calibration solves the same kind of system as the full-size row: with fewer
+   rows than coefficients the normal matrix is rank deficient, and the fit takes its
+   minimum-norm eigendecomposition path instead of Cholesky, several times slower — timed
+   there, the 16 384-wide DSM rows of the paper's Table 1 took over 700 s each on 2 000
+   rows, against a full-size row that solves by Cholesky). A row's cost is
    the sum of parts linear in those three (drawing data, the Gram matrix of an exact fit,
    SGD steps, evaluation) and of parts that do not depend on them (building the model, the
    w³ solve of an exact fit), so t(s) = a + b·s, and the full row takes
@@ -41,13 +47,19 @@ import numpy as np
 from experiments.threads import single_threaded
 
 __all__ = ["Estimate", "estimate_sweeps", "MIN_N_TRAIN", "MIN_N_EVAL", "MIN_STEPS",
-           "MIN_SCALE"]
+           "MIN_SCALE", "ROWS_PER_COEF"]
 
 #: The smallest sizes a calibration row is computed at (below these a row is mostly
 #: overhead, and an SGD batch could exceed the training set).
 MIN_N_TRAIN, MIN_N_EVAL, MIN_STEPS = 2_000, 200, 50
 #: The smallest factor s of a calibration row.
 MIN_SCALE = 0.01
+#: The fewest training points per coefficient of a calibration row fitted exactly. Below
+#: about one the normal matrix is rank deficient and ``experiments.fitting._solve_dense``
+#: takes its eigendecomposition path: measured on one thread, 4 096 coefficients took
+#: 11–14 s on 1 000 rows against 2.6–3.2 s by Cholesky on 2 000. Two keeps every calibration
+#: row of the presets on the full-size row's path (fixed before any estimate was compared).
+ROWS_PER_COEF = 2
 
 
 @dataclass
@@ -130,6 +142,27 @@ def _calibration_scale(config) -> float:
     ``MIN_STEPS`` SGD steps (each capped at the sweep's own), at most 1."""
     return min(1.0, max(MIN_SCALE, MIN_N_TRAIN / config.n_train, MIN_N_EVAL / config.n_eval,
                         MIN_STEPS / config.sgd_steps))
+
+
+def _row_scale(config, spec, scale: float) -> float:
+    """The calibration factor of the row ``spec`` of sweep ``config``: ``scale`` (the sweep's
+    s₁), raised for a row fitted exactly until its training points are at least
+    ``ROWS_PER_COEF`` per coefficient of its model (``n_coef`` of the model built with the
+    sweep's first seed; kinds without one keep ``scale``), at most 1.
+
+    Raises:
+        ValueError: what building the model raises (a bad spec).
+    """
+    from experiments.model_kinds import model_kind
+    from experiments.specs import fit_of
+
+    if fit_of(spec, config) != "exact":
+        return scale
+    model = model_kind(spec.kind).build(spec, config.target.n_inputs, config.seeds[0], config)
+    n_coef = getattr(model, "n_coef", None)
+    if n_coef is None:
+        return scale
+    return min(1.0, max(scale, ROWS_PER_COEF * n_coef / config.n_train))
 
 
 def _scaled(config, scale: float):
@@ -246,11 +279,15 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
                                  key=lambda m: m.width or 0), first, torch_device)
                 warmed.add(kind)
             for spec in specs:
-                t1 = timer(small, spec, first, torch_device)
-                t2 = t1 if s1 >= 1.0 else timer(large, spec, first, torch_device)
-                # t(1) = t(s1) + slope·(1 - s1), for the data and for the row
-                data.append(_extrapolate(t1[0], t2[0], s1, s2))
-                full.append(_extrapolate(t1[1], t2[1], s1, s2))
+                r1 = _row_scale(config, spec, s1)  # s1, or more for a wide exact fit
+                r2 = min(1.0, 2 * r1)
+                t1 = timer(small if r1 == s1 else _scaled(config, r1), spec, first,
+                           torch_device)
+                t2 = t1 if r1 >= 1.0 else timer(large if r1 == s1 else _scaled(config, r2),
+                                                spec, first, torch_device)
+                # t(1) = t(r1) + slope·(1 - r1), for the data and for the row
+                data.append(_extrapolate(t1[0], t2[0], r1, r2))
+                full.append(_extrapolate(t1[1], t2[1], r1, r2))
                 sampled += 1
                 bar.update(1)
             totals[name][0] += n_models * seeds

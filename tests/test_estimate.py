@@ -85,6 +85,44 @@ def test_a_small_sweep_is_timed_whole():
         estimate_sweeps({"x": [config]}, per_kind=0)
 
 
+def test_a_wide_exact_fit_is_timed_with_two_rows_per_coefficient():
+    """Below about one training row per coefficient an exact fit's normal matrix is rank
+    deficient and the fit takes another, slower path than the full-size row: a calibration
+    row of an exact fit keeps ROWS_PER_COEF rows per coefficient (issue 27: the paper's
+    16 384-wide Table 1 rows were timed over 700 s each on 2 000 rows); SGD rows are not
+    raised, and a model just under the line keeps the sweep's s1."""
+    from experiments.estimate import ROWS_PER_COEF, _row_scale
+
+    def sweep(width, fit="exact"):
+        return ExperimentConfig(name="x", preset="tiny", target=TargetSpec("polynomial"),
+                                models=(ModelSpec("dense", width=width, label="dense"),),
+                                seeds=(0,), n_train=200_000, n_eval=20_000, sgd_steps=20_000,
+                                sgd_batch=64, fit=fit)
+
+    assert ROWS_PER_COEF == 2
+    s1 = _calibration_scale(sweep(8))
+    assert s1 == 0.01  # 2 000 training rows
+    # the line: 2 rows per coefficient of 2 000 rows is width 1 000
+    assert _row_scale(sweep(1000), sweep(1000).models[0], s1) == s1
+    assert _row_scale(sweep(1001), sweep(1001).models[0], s1) == pytest.approx(0.01001)
+    assert _row_scale(sweep(4096), sweep(4096).models[0], s1) == pytest.approx(0.04096)
+    assert _row_scale(sweep(4096, "sgd"), sweep(4096).models[0], s1) == s1
+    assert _row_scale(sweep(4096).with_(n_train=4_000), sweep(4096).models[0], 0.5) == 1.0
+    calls = []
+    config = sweep(4096)
+    result = estimate_sweeps({"x": [config]}, device="cpu", timer=_linear_timer(calls),
+                             progress=False)
+    # warm-up at the sweep's s1, then the row at 2 rows per coefficient and twice that
+    assert [n for n, _, _ in calls] == [2_000, 8_192, 16_384]
+    # and the row linear in the sizes is still recovered exactly
+    full = 3.0 / 8 * 4096 + 1e-5 * 220_000 + 1e-3 * 20_000 + 2e-5 * 220_000
+    assert result.seconds == pytest.approx(full, rel=1e-3)
+    sgd = []
+    estimate_sweeps({"x": [sweep(4096, "sgd")]}, device="cpu", timer=_linear_timer(sgd),
+                    progress=False)
+    assert [n for n, _, _ in sgd] == [2_000, 2_000, 4_000]
+
+
 def test_a_real_calibration_comes_close_to_the_real_time():
     from experiments.sweep import run_sweep
     import tempfile
