@@ -188,8 +188,8 @@ def pair_similarities(layer: COMET, x_a: torch.Tensor,
     x_b = check_tensor(x_b, "x_b", (len(x_a), d_in), dtype=dtype)
     both = torch.cat([x_a, x_b])
     n = len(x_a)
-    shared = sum((m[:n] & m[n:]).sum(1) for m in layer.masks(both)).double().numpy()
-    hidden = torch.cat(layer.hidden_activations(both), dim=1).double().numpy()  # (2P, ΣN_ℓ)
+    shared = sum((m[:n] & m[n:]).sum(1) for m in layer.masks(both)).double().cpu().numpy()
+    hidden = torch.cat(layer.hidden_activations(both), dim=1).double().cpu().numpy()  # (2P, ΣN_ℓ)
     return {"mask_overlap": shared / sum(layer.ks),
             "activation_cosine": _cosine(hidden[:n], hidden[n:])}
 

@@ -74,6 +74,22 @@ def test_identical_and_scaled_pairs_have_overlap_one():
     np.testing.assert_allclose(scaled["activation_cosine"], 1.0, rtol=1e-5)
 
 
+@pytest.mark.cuda
+def test_pair_similarities_of_a_cuda_layer_are_the_cpu_ones():
+    """A COMET layer on the GPU (float64, as COMET's own CUDA test): the same overlaps and
+    cosines as on the CPU, the arrays brought back to the CPU."""
+    cfg = preset_similarity("tiny")
+    layer = COMET(COMETConfig(d_in=cfg.dim, widths=(cfg.width,) * cfg.n_hidden, p_k=0.25,
+                              bias=False, seed=3)).double()
+    x_a, x_b, _ = make_pairs(cfg)
+    x_a, x_b = torch.from_numpy(x_a).double(), torch.from_numpy(x_b).double()
+    cpu = pair_similarities(layer, x_a, x_b)
+    gpu = pair_similarities(layer.cuda(), x_a.cuda(), x_b.cuda())
+    np.testing.assert_array_equal(gpu["mask_overlap"], cpu["mask_overlap"])
+    np.testing.assert_allclose(gpu["activation_cosine"], cpu["activation_cosine"],
+                               rtol=1e-9, atol=1e-12)
+
+
 def test_pairs_follow_the_paper():
     cfg = SimilarityConfig()  # the paper's 500 pairs of length 100
     x_a, x_b, mu = make_pairs(cfg)
