@@ -77,6 +77,9 @@ class Estimate:
         device: the device the rows were timed on.
         workers: the workers the time is divided by (None: not known, e.g. a cluster).
         excluded: steps whose time is not included.
+        samples: one dict per sampled row: experiment, fit, kind, model (its key), scale
+            (its s₁), seconds_s1 and seconds_s2 (the row timed at s₁ and s₂, s) and
+            seconds_full (extrapolated, s) — what the estimate rests on.
     """
 
     seconds: float
@@ -89,6 +92,7 @@ class Estimate:
     device: str
     workers: int | None = 1
     excluded: list[str] = field(default_factory=list)
+    samples: list[dict] = field(default_factory=list)
 
     @property
     def clock(self) -> str:
@@ -110,9 +114,17 @@ class Estimate:
                      for name, (rows, seconds) in self.per_experiment.items()),
                  f"  based on: {self.sampled} rows sampled at random from the sweeps' model "
                  f"kinds, each timed here ({self.clock}) at two reduced sizes (training and "
-                 f"evaluation sizes and SGD steps × s and × 2s, s ≥ {MIN_SCALE:g}) and "
+                 f"evaluation sizes and SGD steps × s and × 2s, s ≥ {MIN_SCALE:g}, and for an "
+                 f"exact fit ≥ {ROWS_PER_COEF} training points per coefficient) and "
                  f"extrapolated linearly to the full size; calibration took "
                  f"{_duration(self.calibration_seconds)}"]
+        if self.samples:
+            slow = max(self.samples, key=lambda row: row["seconds_full"])
+            timed = ("timed at the full size" if slow["scale"] >= 1.0 else
+                     f"timed {slow['seconds_s1']:.3g} s at s = {slow['scale']:.3g} and "
+                     f"{slow['seconds_s2']:.3g} s at twice that")
+            lines.append(f"  slowest sampled row: {slow['experiment']} {slow['model']} "
+                         f"({slow['fit']}), {_duration(slow['seconds_full'])} a row, {timed}")
         if self.excluded:
             lines.append(f"  not included: {', '.join(self.excluded)}")
         return "\n".join(lines)
@@ -237,6 +249,7 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
     """
     from tqdm.auto import tqdm
 
+    from experiments.specs import fit_of
     from experiments.sweep import resolve_device
     from routing.validation import check_bool, check_int, check_seed
 
@@ -262,7 +275,7 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
     totals = {name: [0, 0.0, 0.0, 0.0] for name in experiments}  # rows, mid, low, high
     bar = tqdm(total=sum(len(picked) for _, _, kinds in plan for _, picked in kinds.values()),
                desc="calibration", disable=not progress)
-    sampled = 0
+    sampled, samples = 0, []
     for name, config, kinds in plan:
         if not kinds or not config.seeds:
             continue
@@ -288,6 +301,10 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
                 # t(1) = t(r1) + slope·(1 - r1), for the data and for the row
                 data.append(_extrapolate(t1[0], t2[0], r1, r2))
                 full.append(_extrapolate(t1[1], t2[1], r1, r2))
+                samples.append({"experiment": name, "fit": fit_of(spec, config), "kind": kind,
+                                "model": spec.key(), "scale": r1,
+                                "seconds_s1": t1[1], "seconds_s2": t2[1],
+                                "seconds_full": full[-1]})
                 sampled += 1
                 bar.update(1)
             totals[name][0] += n_models * seeds
@@ -302,4 +319,5 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
                     rows=sum(t[0] for t in totals.values()),
                     per_experiment={n: (t[0], t[1]) for n, t in totals.items()},
                     sampled=sampled, calibration_seconds=time.perf_counter() - start,
-                    device=str(torch_device), workers=workers, excluded=list(excluded or []))
+                    device=str(torch_device), workers=workers, excluded=list(excluded or []),
+                    samples=samples)

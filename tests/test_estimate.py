@@ -123,6 +123,24 @@ def test_a_wide_exact_fit_is_timed_with_two_rows_per_coefficient():
     assert [n for n, _, _ in sgd] == [2_000, 2_000, 4_000]
 
 
+def test_the_samples_are_kept_and_the_slowest_is_named():
+    """What the estimate rests on: each sampled row's two timings and its extrapolation,
+    and the text names the slowest (the row that sets the range's top)."""
+    result = estimate_sweeps({"fig2": [_config()]}, device="cpu", per_kind=2,
+                             timer=_linear_timer([]), progress=False)
+    assert len(result.samples) == result.sampled == 4
+    by_model = {row["model"]: row for row in result.samples}
+    wide = by_model["dense;width=16;n_tables=1"]
+    assert wide["fit"] == "exact" and wide["scale"] == 0.01
+    # seconds_s1 = 6 + 1e-5·2 200 + 1e-3·200; seconds_s2 adds as much again of the linear part
+    assert wide["seconds_s1"] == pytest.approx(6.0 + 0.022 + 0.2)
+    assert wide["seconds_s2"] == pytest.approx(6.0 + 0.044 + 0.4)
+    assert wide["seconds_full"] == pytest.approx(6.0 + 2.2 + 20.0, rel=1e-9)
+    assert max(row["seconds_full"] for row in result.samples) == wide["seconds_full"]
+    assert ("slowest sampled row: fig2 dense;width=16;n_tables=1 (exact), 28 s a row"
+            in result.text())
+
+
 def test_a_real_calibration_comes_close_to_the_real_time():
     from experiments.sweep import run_sweep
     import tempfile
