@@ -17,9 +17,9 @@ will run on:
    exactly, also at least ``ROWS_PER_COEF`` training points per coefficient of its model,
    so that the calibration solves the same kind of system as the full-size row: with fewer
    rows than coefficients the normal matrix is rank deficient, and the fit takes its
-   minimum-norm eigendecomposition path instead of Cholesky, several times slower — timed
-   there, the 16 384-wide DSM rows of the paper's Table 1 took over 700 s each on 2 000
-   rows, against a full-size row that solves by Cholesky). A row's cost is
+   minimum-norm eigendecomposition path instead of the Cholesky solve of a full-rank
+   system, several times slower — timed there, one 16 384-wide DSM row of the paper's
+   Table 1 took over 700 s on 2 000 rows). A row's cost is
    the sum of parts linear in those three (drawing data, the Gram matrix of an exact fit,
    SGD steps, evaluation) and of parts that do not depend on them (building the model, the
    w³ solve of an exact fit), so t(s) = a + b·s, and the full row takes
