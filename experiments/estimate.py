@@ -57,8 +57,11 @@ MIN_SCALE = 0.01
 #: The fewest training points per coefficient of a calibration row fitted exactly. Below
 #: about one the normal matrix is rank deficient and ``experiments.fitting._solve_dense``
 #: takes its eigendecomposition path: measured on one thread, 4 096 coefficients took
-#: 11–14 s on 1 000 rows against 2.6–3.2 s by Cholesky on 2 000. Two keeps every calibration
-#: row of the presets on the full-size row's path (fixed before any estimate was compared).
+#: 11–14 s on 1 000 rows against 2.6–3.2 s by Cholesky on 2 000. An LSH table's LSQR is no
+#: longer linear in the rows there either: Fig. 4's 16 tables of 2^11 affine buckets took
+#: 0.9 s on 2 000 rows and 8.6 s on 4 000, extrapolated to 762 s a row, where the full-size
+#: row takes 12.5 s (10.2 s estimated at two rows per coefficient). Two was fixed before any
+#: estimate was compared with a full-size row.
 ROWS_PER_COEF = 2
 
 
