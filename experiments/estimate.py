@@ -1,7 +1,7 @@
 """How long a reproduction will take on this device, measured before it starts (issue 27).
 
 ``sparselab reproduce --preset paper`` runs thousands of rows at sizes no laptop finishes in a
-day; it says first how long it expects to take, from a short calibration on the device it
+day; it says first how long it expects to take, from a calibration on the device it
 will run on:
 
 1. Sample. From each sweep (``ExperimentConfig``) of each scaling experiment, ``per_kind``

@@ -173,7 +173,7 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
                        device: str = "auto", workers: int | None = None,
                        scheduler: str | None = None, progress: bool = True):
     """Estimate how long ``run_reproduce`` will take on this device: its scaling steps still
-    to run (not done in ``out``, or all with ``force``), timed by a short calibration
+    to run (not done in ``out``, or all with ``force``), timed by a calibration
     (``experiments.estimate.estimate_sweeps``); the other steps to run are named as not
     included.
 
@@ -453,8 +453,9 @@ def _read_claims(path: pathlib.Path) -> pd.DataFrame:
               show_default=True)
 @click.option("--force", is_flag=True, help="Redo steps that are already done.")
 @click.option("--estimate", is_flag=True,
-              help="Print how long the run would take on this device (a short calibration) "
-                   "and exit; --preset paper prints it before starting anyway.")
+              help="Print how long the run would take on this device (a calibration: about a "
+                   "minute at quick; at paper, minutes on a GPU, about half an hour on one "
+                   "CPU core) and exit; --preset paper prints it before starting anyway.")
 @engine_options
 def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force: bool,
                       estimate: bool, workers: int | None, scheduler: str | None) -> None:
