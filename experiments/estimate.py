@@ -24,7 +24,11 @@ will run on:
    SGD steps, evaluation) and of parts that do not depend on them (building the model, the
    w³ solve of an exact fit), so t(s) = a + b·s, and the full row takes
    t(1) = t(s₁) + (t(s₂) − t(s₁))·(1 − s₁)/(s₂ − s₁). (The first row of each model kind is
-   computed once untimed first: Numba compiles on first use.)
+   computed once untimed first: Numba compiles on first use.) A row that grows more than
+   ``SUPERLINEAR``-fold from s₁ to s₂ is not linear there yet (an LSH table's LSQR on
+   fewer rows than buckets): it is timed again at twice the sizes, until it grows at most
+   that much or reaches the full size; the extrapolation would multiply its growth by
+   (1 − s₁)/(s₂ − s₁), 99 at s₁ = 0.01.
 3. Scale up. A sweep's time is its number of rows (models × seeds) times the mean t(1) of
    its samples; the range printed takes every row of a sweep as fast as its fastest sample,
    or as slow as its slowest. N workers divide the time by N (rows are independent).
@@ -47,7 +51,7 @@ import numpy as np
 from experiments.threads import single_threaded
 
 __all__ = ["Estimate", "estimate_sweeps", "MIN_N_TRAIN", "MIN_N_EVAL", "MIN_STEPS",
-           "MIN_SCALE", "ROWS_PER_COEF"]
+           "MIN_SCALE", "ROWS_PER_COEF", "SUPERLINEAR"]
 
 #: The smallest sizes a calibration row is computed at (below these a row is mostly
 #: overhead, and an SGD batch could exceed the training set).
@@ -57,12 +61,19 @@ MIN_SCALE = 0.01
 #: The fewest training points per coefficient of a calibration row fitted exactly. Below
 #: about one the normal matrix is rank deficient and ``experiments.fitting._solve_dense``
 #: takes its eigendecomposition path: measured on one thread, 4 096 coefficients took
-#: 11–14 s on 1 000 rows against 2.6–3.2 s by Cholesky on 2 000. An LSH table's LSQR is no
-#: longer linear in the rows there either: Fig. 4's 16 tables of 2^11 affine buckets took
-#: 0.9 s on 2 000 rows and 8.6 s on 4 000, extrapolated to 762 s a row, where the full-size
-#: row takes 12.5 s (10.2 s estimated at two rows per coefficient). Two was fixed before any
-#: estimate was compared with a full-size row.
+#: 11–14 s on 1 000 rows against 2.6–3.2 s by Cholesky on 2 000. An LSH table's LSQR is
+#: far from linear in the rows there: Fig. 4's 16 tables of 2^11 affine buckets took 0.6 s
+#: on 2 000 rows and 6.2 s on 4 000 (extrapolated: over 500 s a row), then 1.1 s on 32 000,
+#: 2.2 s on 64 000, 5.0 s on 128 000 and 9.4 s on the full 200 000; from two rows per
+#: coefficient on, the estimate is 6.0 s (LSQR's iterations still grow with the rows, so it
+#: stays low). Two was fixed before any estimate was compared with a full-size row.
 ROWS_PER_COEF = 2
+#: A sampled row whose time grows more than this factor when its sizes double is not yet
+#: linear in them (t = a + b·s grows at most 2×; the margin is for timing noise, fixed
+#: before any estimate was compared): it is timed again at twice the larger size, until it
+#: grows by at most this factor or reaches the full size. Fig. 4's 16 tables of 2^9 sign
+#: buckets grew 2.8× from 2 000 to 4 000 rows, and 10.8× for 2^11 affine buckets.
+SUPERLINEAR = 2.2
 
 
 @dataclass
@@ -81,8 +92,10 @@ class Estimate:
         workers: the workers the time is divided by (None: not known, e.g. a cluster).
         excluded: steps whose time is not included.
         samples: one dict per sampled row: experiment, fit, kind, model (its key), scale
-            (its s₁), seconds_s1 and seconds_s2 (the row timed at s₁ and s₂, s) and
-            seconds_full (extrapolated, s) — what the estimate rests on.
+            (its s₁), doublings (how often s₁ was doubled because the row grew faster than
+            linearly, ``SUPERLINEAR``), seconds_s1 and seconds_s2 (the row timed at s₁ and
+            s₂ = min(1, 2·s₁), s) and seconds_full (extrapolated, s) — what the estimate
+            rests on.
     """
 
     seconds: float
@@ -128,6 +141,11 @@ class Estimate:
                      f"{slow['seconds_s2']:.3g} s at twice that")
             lines.append(f"  slowest sampled row: {slow['experiment']} {slow['model']} "
                          f"({slow['fit']}), {_duration(slow['seconds_full'])} a row, {timed}")
+        grew = sum(row["doublings"] > 0 for row in self.samples)
+        if grew:
+            lines.append(f"  {grew} sampled rows grew faster than linearly at the reduced "
+                         f"sizes (> {SUPERLINEAR:g}× when doubled) and were timed again at "
+                         f"larger ones")
         if self.excluded:
             lines.append(f"  not included: {', '.join(self.excluded)}")
         return "\n".join(lines)
@@ -295,17 +313,26 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
                                  key=lambda m: m.width or 0), first, torch_device)
                 warmed.add(kind)
             for spec in specs:
+                sized = {s1: small, s2: large}  # the sweep's two sizes, drawn already
+
+                def time_at(scale):
+                    return timer(sized.get(scale) or _scaled(config, scale), spec, first,
+                                 torch_device)
+
                 r1 = _row_scale(config, spec, s1)  # s1, or more for a wide exact fit
                 r2 = min(1.0, 2 * r1)
-                t1 = timer(small if r1 == s1 else _scaled(config, r1), spec, first,
-                           torch_device)
-                t2 = t1 if r1 >= 1.0 else timer(large if r1 == s1 else _scaled(config, r2),
-                                                spec, first, torch_device)
+                t1 = time_at(r1)
+                t2 = t1 if r1 >= 1.0 else time_at(r2)
+                doublings = 0
+                while r1 < 1.0 and t2[1] > SUPERLINEAR * t1[1]:
+                    # faster than a + b·s can grow: not yet the full size's regime
+                    r1, t1, r2, doublings = r2, t2, min(1.0, 2 * r2), doublings + 1
+                    t2 = t1 if r1 >= 1.0 else time_at(r2)
                 # t(1) = t(r1) + slope·(1 - r1), for the data and for the row
                 data.append(_extrapolate(t1[0], t2[0], r1, r2))
                 full.append(_extrapolate(t1[1], t2[1], r1, r2))
                 samples.append({"experiment": name, "fit": fit_of(spec, config), "kind": kind,
-                                "model": spec.key(), "scale": r1,
+                                "model": spec.key(), "scale": r1, "doublings": doublings,
                                 "seconds_s1": t1[1], "seconds_s2": t2[1],
                                 "seconds_full": full[-1]})
                 sampled += 1

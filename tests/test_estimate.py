@@ -88,8 +88,8 @@ def test_a_small_sweep_is_timed_whole():
 def test_a_wide_exact_fit_is_timed_with_two_rows_per_coefficient():
     """Below about one training row per coefficient an exact fit's normal matrix is rank
     deficient and the fit takes another, slower path than the full-size row: a calibration
-    row of an exact fit keeps ROWS_PER_COEF rows per coefficient (issue 27: the paper's
-    16 384-wide Table 1 rows were timed over 700 s each on 2 000 rows); SGD rows are not
+    row of an exact fit keeps ROWS_PER_COEF rows per coefficient (issue 27: one of the
+    paper's 16 384-wide Table 1 rows was timed over 700 s on 2 000 rows); SGD rows are not
     raised, and a model just under the line keeps the sweep's s1."""
     from experiments.estimate import ROWS_PER_COEF, _row_scale
 
@@ -121,6 +121,49 @@ def test_a_wide_exact_fit_is_timed_with_two_rows_per_coefficient():
     estimate_sweeps({"x": [sweep(4096, "sgd")]}, device="cpu", timer=_linear_timer(sgd),
                     progress=False)
     assert [n for n, _, _ in sgd] == [2_000, 2_000, 4_000]
+
+
+def test_a_row_growing_faster_than_linearly_is_timed_again_larger():
+    """A row whose time more than SUPERLINEAR-folds when its sizes double (LSQR on fewer rows
+    than buckets) is timed again at twice the sizes until it grows at most SUPERLINEAR-fold;
+    the extrapolation then uses the linear part."""
+    from experiments.estimate import SUPERLINEAR
+
+    assert SUPERLINEAR == 2.2
+
+    def make(growth_below, knee=16_000):
+        """Linear above ``knee`` training rows (1 s + 1e-4 s a row); below it each halving
+        of the rows divides the time by ``growth_below``."""
+        calls = []
+
+        def timer(config, spec, seed, device):
+            n = config.n_train
+            calls.append(n)
+            t = 1.0 + 1e-4 * max(n, knee)
+            while n < knee:
+                n, t = 2 * n, t / growth_below
+            return 0.0, t
+        return calls, timer
+
+    config = _config(seeds=(0,)).with_(models=(ModelSpec("dsm", width=16, k=4, label="DSM"),))
+    full = 1.0 + 1e-4 * 200_000
+    calls, timer = make(growth_below=4.0)
+    result = estimate_sweeps({"x": [config]}, device="cpu", timer=timer, progress=False)
+    # warm-up at 2 000, then 2 000 / 4 000 (×4), 8 000 (×4), 16 000 (×4: t(16 000) = 2.6
+    # against 0.65), 32 000 (linear: 4.2 / 2.6 = 1.6×)
+    assert calls == [2_000, 2_000, 4_000, 8_000, 16_000, 32_000]
+    assert result.samples[0]["doublings"] == 3 and result.samples[0]["scale"] == 0.08
+    assert result.seconds == pytest.approx(full, rel=1e-9)
+    assert "1 sampled rows grew faster than linearly" in result.text()
+    # the line, crossed: growing 2.15-fold from 2 000 to 4 000 rows is kept at the sweep's
+    # sizes (extrapolated as it is); 2.25-fold is timed again
+    for growth, expected in ((2.15, [2_000, 2_000, 4_000]),
+                             (2.25, [2_000, 2_000, 4_000, 8_000])):
+        calls, timer = make(growth_below=growth, knee=4_000)
+        result = estimate_sweeps({"x": [config]}, device="cpu", timer=timer, progress=False)
+        assert calls == expected, growth
+        assert result.samples[0]["doublings"] == len(expected) - 3
+    assert "faster than linearly" in result.text()
 
 
 def test_the_samples_are_kept_and_the_slowest_is_named():
