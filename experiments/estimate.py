@@ -313,21 +313,18 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
                                  key=lambda m: m.width or 0), first, torch_device)
                 warmed.add(kind)
             for spec in specs:
-                sized = {s1: small, s2: large}  # the sweep's two sizes, drawn already
-
-                def time_at(scale):
-                    return timer(sized.get(scale) or _scaled(config, scale), spec, first,
-                                 torch_device)
-
+                sized = {s1: small, s2: large}  # the sweep's two sizes, built already
                 r1 = _row_scale(config, spec, s1)  # s1, or more for a wide exact fit
                 r2 = min(1.0, 2 * r1)
-                t1 = time_at(r1)
-                t2 = t1 if r1 >= 1.0 else time_at(r2)
+                t1 = timer(sized.get(r1) or _scaled(config, r1), spec, first, torch_device)
+                t2 = t1 if r1 >= 1.0 else timer(sized.get(r2) or _scaled(config, r2), spec,
+                                                first, torch_device)
                 doublings = 0
                 while r1 < 1.0 and t2[1] > SUPERLINEAR * t1[1]:
                     # faster than a + b·s can grow: not yet the full size's regime
                     r1, t1, r2, doublings = r2, t2, min(1.0, 2 * r2), doublings + 1
-                    t2 = t1 if r1 >= 1.0 else time_at(r2)
+                    t2 = t1 if r1 >= 1.0 else timer(_scaled(config, r2), spec, first,
+                                                    torch_device)
                 # t(1) = t(r1) + slope·(1 - r1), for the data and for the row
                 data.append(_extrapolate(t1[0], t2[0], r1, r2))
                 full.append(_extrapolate(t1[1], t2[1], r1, r2))
