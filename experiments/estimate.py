@@ -138,7 +138,7 @@ class Estimate:
             slow = max(self.samples, key=lambda row: row["seconds_full"])
             timed = ("timed at the full size" if slow["scale"] >= 1.0 else
                      f"timed {slow['seconds_s1']:.3g} s at s = {slow['scale']:.3g} and "
-                     f"{slow['seconds_s2']:.3g} s at twice that")
+                     f"{slow['seconds_s2']:.3g} s at s = {min(1.0, 2 * slow['scale']):.3g}")
             lines.append(f"  slowest sampled row: {slow['experiment']} {slow['model']} "
                          f"({slow['fit']}), {_duration(slow['seconds_full'])} a row, {timed}")
         grew = sum(row["doublings"] > 0 for row in self.samples)
@@ -303,6 +303,7 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
         s1 = _calibration_scale(config)
         s2 = min(1.0, 2 * s1)
         small, large = _scaled(config, s1), _scaled(config, s2)
+        sized = {s1: small, s2: large}  # the sweep's two sizes, built once
         first, seeds = config.seeds[0], len(config.seeds)
         data = []
         for kind, (n_models, specs) in kinds.items():
@@ -313,7 +314,6 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
                                  key=lambda m: m.width or 0), first, torch_device)
                 warmed.add(kind)
             for spec in specs:
-                sized = {s1: small, s2: large}  # the sweep's two sizes, built already
                 r1 = _row_scale(config, spec, s1)  # s1, or more for a wide exact fit
                 r2 = min(1.0, 2 * r1)
                 t1 = timer(sized.get(r1) or _scaled(config, r1), spec, first, torch_device)
