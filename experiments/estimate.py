@@ -33,6 +33,12 @@ will run on:
    its samples; the range printed takes every row of a sweep as fast as its fastest sample,
    or as slow as its slowest. N workers divide the time by N (rows are independent).
 
+Where the rows are timed: in this process, one after another; or, given an open engine
+(``sparselab reproduce --workers N`` or ``--scheduler``), on its workers, several at once —
+each on one thread, as the run's rows will be, so that the calibration takes about 1/N of
+its time (``_calibrate_row`` is the task). The estimate is assembled in the same order
+either way.
+
 What it does not see: steps other than the scaling experiments (the checks at their paper
 parameters, the target gallery, the SDM curves, the COMET studies) are listed as not
 included; memory limits (a row that does not fit fails; it is not timed here); a busy
@@ -91,6 +97,8 @@ class Estimate:
         device: the device the rows were timed on.
         workers: the workers the time is divided by (None: not known, e.g. a cluster).
         excluded: steps whose time is not included.
+        timed_on: where the rows were timed: "here" (this process) or "on the workers"
+            (``estimate_sweeps``'s ``engine``).
         samples: one dict per sampled row: experiment, fit, kind, model (its key), scale
             (its s₁), doublings (how often s₁ was doubled because the row grew faster than
             linearly, ``SUPERLINEAR``), seconds_s1 and seconds_s2 (the row timed at s₁ and
@@ -109,6 +117,7 @@ class Estimate:
     workers: int | None = 1
     excluded: list[str] = field(default_factory=list)
     samples: list[dict] = field(default_factory=list)
+    timed_on: str = "here"
 
     @property
     def clock(self) -> str:
@@ -129,9 +138,10 @@ class Estimate:
                      f"{name} {rows} rows {_duration(seconds / workers)}"
                      for name, (rows, seconds) in self.per_experiment.items()),
                  f"  based on: {self.sampled} rows sampled at random from the sweeps' model "
-                 f"kinds, each timed here ({self.clock}) at two reduced sizes (training and "
-                 f"evaluation sizes and SGD steps × s and × 2s, s ≥ {MIN_SCALE:g}, and for an "
-                 f"exact fit ≥ {ROWS_PER_COEF} training points per coefficient) and "
+                 f"kinds, each timed {self.timed_on} ({self.clock}) at two reduced sizes "
+                 f"(training and evaluation sizes and SGD steps × s and × 2s, "
+                 f"s ≥ {MIN_SCALE:g}, and for an exact fit ≥ {ROWS_PER_COEF} training points "
+                 f"per coefficient) and "
                  f"extrapolated linearly to the full size; calibration took "
                  f"{_duration(self.calibration_seconds)}"]
         if self.samples:
@@ -243,10 +253,63 @@ def _time_row(config, spec, seed: int, device) -> tuple[float, float]:
         return middle - start, clock() - middle
 
 
+#: The model kinds each calibration has warmed in this process, by the calibration's token:
+#: a Dask worker warms each kind once per calibration (``_calibrate_row``).
+_WARMED: dict[str, set[str]] = {}
+
+
+def _calibrate_row(timer: Callable, token: str, config, spec, seed: int, scale: float,
+                   device, warm_spec) -> tuple[float, float, dict]:
+    """One sampled row of a calibration (step 2 of the module's docstring), in this process
+    (the driver, or a Dask worker: ``Engine.calls``).
+
+    The first row of each model kind a calibration times in a process is preceded by
+    ``warm_spec`` (the kind's narrowest model of the sweep) computed once untimed at the
+    sweep's s₁: Numba compiles and torch allocates on first use.
+
+    Arguments:
+        timer: as ``estimate_sweeps``.
+        token: the calibration's identity (the kinds it warmed here: ``_WARMED[token]``).
+        config: the sweep at full size; spec: the row; seed: its seed.
+        scale: the sweep's s₁ (``_calibration_scale``).
+        device: a torch device, or "auto" / "cpu" / "cuda" resolved here (on a worker).
+        warm_spec: the model computed untimed before the first row of its kind.
+
+    Returns:
+        (the data's seconds and the row's seconds extrapolated to the full size, the
+        sample's record: scale, doublings, seconds_s1, seconds_s2, seconds_full).
+
+    Raises:
+        what computing the row raises.
+    """
+    if isinstance(device, str):  # on a Dask worker: its own device
+        from experiments.sweep import resolve_device
+
+        device = resolve_device(device)
+    warmed = _WARMED.setdefault(token, set())
+    if spec.kind not in warmed:
+        timer(_scaled(config, scale), warm_spec, seed, device)
+        warmed.add(spec.kind)
+    r1 = _row_scale(config, spec, scale)  # s1, or more for a wide exact fit
+    r2 = min(1.0, 2 * r1)
+    t1 = timer(_scaled(config, r1), spec, seed, device)
+    t2 = t1 if r1 >= 1.0 else timer(_scaled(config, r2), spec, seed, device)
+    doublings = 0
+    while r1 < 1.0 and t2[1] > SUPERLINEAR * t1[1]:
+        # faster than a + b·s can grow: not yet the full size's regime
+        r1, t1, r2, doublings = r2, t2, min(1.0, 2 * r2), doublings + 1
+        t2 = t1 if r1 >= 1.0 else timer(_scaled(config, r2), spec, seed, device)
+    # t(1) = t(r1) + slope·(1 - r1), for the data and for the row
+    full = _extrapolate(t1[1], t2[1], r1, r2)
+    return _extrapolate(t1[0], t2[0], r1, r2), full, {
+        "scale": r1, "doublings": doublings, "seconds_s1": t1[1], "seconds_s2": t2[1],
+        "seconds_full": full}
+
+
 def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind: int = 2,
                     seed: int = 0, workers: int | None = 1,
                     timer: Callable[..., float] = _time_row, progress: bool = True,
-                    excluded: list[str] | None = None) -> Estimate:
+                    excluded: list[str] | None = None, engine=None) -> Estimate:
     """Estimate the compute time of the sweeps of ``experiments`` on ``device`` (the module's
     docstring says how).
 
@@ -258,9 +321,15 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
         seed: seed of the sampling.
         workers: workers the time is divided by (None: unknown).
         timer: ``(config, spec, seed, device) -> (data seconds, row seconds)``
-            (``_time_row``; tests give a model of time).
+            (``_time_row``; tests give a model of time). With ``engine`` it runs on the
+            workers: it must pickle (cloudpickle).
         progress: show a progress bar over the sampled rows.
         excluded: steps whose time is not included, named in the text.
+        engine: an open ``experiments.engine.Engine``: the sampled rows are timed on its
+            workers, several at once (each on one thread: the time the row would take
+            there), so the calibration takes about 1/N of its time on N workers; None:
+            one after another in this process. The estimate is assembled in the same
+            order either way: given the same timings, the same numbers.
 
     Returns:
         an ``Estimate``.
@@ -268,6 +337,9 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
     Raises:
         ValueError: per_kind < 1, a bad device or workers; what computing a row raises.
     """
+    import uuid
+
+    import torch
     from tqdm.auto import tqdm
 
     from experiments.specs import fit_of
@@ -279,7 +351,14 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
     progress = check_bool(progress, "progress")
     if workers is not None:
         check_int(workers, "workers", low=1)
-    torch_device = resolve_device(device)
+    if engine is None:
+        torch_device = row_device = resolve_device(device)
+    else:  # the rows are timed on the workers, each resolving ``device`` to its own
+        row_device = device
+        try:
+            torch_device = resolve_device(device)
+        except ValueError:  # "cuda" from a driver without a GPU
+            torch_device = torch.device(device)
     rng = np.random.default_rng(seed)
     plan = []  # (experiment, config, {kind: (models of the kind, sampled specs)})
     for name, configs in experiments.items():
@@ -291,60 +370,61 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
                 kind: (len(specs), [specs[i] for i in sorted(rng.choice(
                     len(specs), size=min(per_kind, len(specs)), replace=False))])
                 for kind, specs in kinds.items()}))
-    start = time.perf_counter()
-    warmed: set[str] = set()
-    totals = {name: [0, 0.0, 0.0, 0.0] for name in experiments}  # rows, mid, low, high
-    bar = tqdm(total=sum(len(picked) for _, _, kinds in plan for _, picked in kinds.values()),
-               desc="calibration", disable=not progress)
-    sampled, samples = 0, []
+    # one task per sampled row, in the plan's order
+    tasks, warmed = [], set()
     for name, config, kinds in plan:
         if not kinds or not config.seeds:
             continue
         s1 = _calibration_scale(config)
-        s2 = min(1.0, 2 * s1)
-        small, large = _scaled(config, s1), _scaled(config, s2)
-        sized = {s1: small, s2: large}  # the sweep's two sizes, built once
-        first, seeds = config.seeds[0], len(config.seeds)
-        data = []
+        for kind, (_, specs) in kinds.items():
+            # the kind's narrowest model of the sweep, computed untimed before its first row
+            narrowest = min((m for m in config.models if m.kind == kind),
+                            key=lambda m: m.width or 0)
+            if engine is None and kind in warmed:
+                narrowest = None  # warmed already in this process: never used
+            warmed.add(kind)
+            tasks += [(config, spec, config.seeds[0], s1, row_device, narrowest)
+                      for spec in specs]
+    token = uuid.uuid4().hex
+    start = time.perf_counter()
+    results: list = [None] * len(tasks)
+    with tqdm(total=len(tasks), desc="calibration", disable=not progress) as bar:
+        try:
+            if engine is None:
+                for i, args in enumerate(tasks):
+                    results[i] = _calibrate_row(timer, token, *args)
+                    bar.update(1)
+            else:
+                for i, result in engine.calls(_calibrate_row, [(token, *args) for args in tasks],
+                                              shared=timer, name="calibration"):
+                    results[i] = result
+                    bar.update(1)
+        finally:
+            _WARMED.pop(token, None)
+    totals = {name: [0, 0.0, 0.0, 0.0] for name in experiments}  # rows, mid, low, high
+    samples, done = [], iter(results)
+    for name, config, kinds in plan:
+        if not kinds or not config.seeds:
+            continue
+        seeds, data = len(config.seeds), []
         for kind, (n_models, specs) in kinds.items():
             full = []
-            if kind not in warmed:  # Numba compiles, torch allocates, on first use: the
-                # kind's narrowest model of the sweep, at the small size, once untimed
-                timer(small, min((m for m in config.models if m.kind == kind),
-                                 key=lambda m: m.width or 0), first, torch_device)
-                warmed.add(kind)
             for spec in specs:
-                r1 = _row_scale(config, spec, s1)  # s1, or more for a wide exact fit
-                r2 = min(1.0, 2 * r1)
-                t1 = timer(sized.get(r1) or _scaled(config, r1), spec, first, torch_device)
-                t2 = t1 if r1 >= 1.0 else timer(sized.get(r2) or _scaled(config, r2), spec,
-                                                first, torch_device)
-                doublings = 0
-                while r1 < 1.0 and t2[1] > SUPERLINEAR * t1[1]:
-                    # faster than a + b·s can grow: not yet the full size's regime
-                    r1, t1, r2, doublings = r2, t2, min(1.0, 2 * r2), doublings + 1
-                    t2 = t1 if r1 >= 1.0 else timer(_scaled(config, r2), spec, first,
-                                                    torch_device)
-                # t(1) = t(r1) + slope·(1 - r1), for the data and for the row
-                data.append(_extrapolate(t1[0], t2[0], r1, r2))
-                full.append(_extrapolate(t1[1], t2[1], r1, r2))
+                data_full, row_full, record = next(done)
+                data.append(data_full)
+                full.append(row_full)
                 samples.append({"experiment": name, "fit": fit_of(spec, config), "kind": kind,
-                                "model": spec.key(), "scale": r1, "doublings": doublings,
-                                "seconds_s1": t1[1], "seconds_s2": t2[1],
-                                "seconds_full": full[-1]})
-                sampled += 1
-                bar.update(1)
+                                "model": spec.key(), **record})
             totals[name][0] += n_models * seeds
             totals[name][1] += n_models * seeds * float(np.mean(full))
             totals[name][2] += n_models * seeds * min(full)
             totals[name][3] += n_models * seeds * max(full)
         for i, value in ((1, float(np.mean(data))), (2, min(data)), (3, max(data))):
             totals[name][i] += seeds * value  # a seed's data, drawn once for all models
-    bar.close()
     mid, low, high = (math.fsum(t[i] for t in totals.values()) for i in (1, 2, 3))
     return Estimate(seconds=mid, low=low, high=high,
                     rows=sum(t[0] for t in totals.values()),
                     per_experiment={n: (t[0], t[1]) for n, t in totals.items()},
-                    sampled=sampled, calibration_seconds=time.perf_counter() - start,
+                    sampled=len(samples), calibration_seconds=time.perf_counter() - start,
                     device=str(torch_device), workers=workers, excluded=list(excluded or []),
-                    samples=samples)
+                    samples=samples, timed_on="here" if engine is None else "on the workers")

@@ -158,20 +158,20 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
     if use_engine:
         check_engine_options(workers, scheduler, device)
     out = pathlib.Path(out)
-    with output_folder.writer(out):
+    with output_folder.writer(out), (open_engine(workers, scheduler, device) if use_engine
+                                     else contextlib.nullcontext()) as engine:
         if preset == "paper":  # days on a laptop: say so before starting
             try:
-                echo(estimate_reproduce(preset, out, force, device, workers, scheduler).text())
+                echo(estimate_reproduce(preset, out, force, device, workers, scheduler,
+                                        engine=engine).text())
             except ValueError as error:  # e.g. a driver without the workers' GPU
                 echo(f"no estimate of the run's time on this machine: {error}")
-        with open_engine(workers, scheduler, device) if use_engine \
-                else contextlib.nullcontext():
-            return _run_steps(preset, out, force, device, echo, workers, scheduler)
+        return _run_steps(preset, out, force, device, echo, workers, scheduler)
 
 
 def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
                        device: str = "auto", workers: int | None = None,
-                       scheduler: str | None = None, progress: bool = True):
+                       scheduler: str | None = None, progress: bool = True, engine=None):
     """Estimate how long ``run_reproduce`` will take on this device: its scaling steps still
     to run (not done in ``out``, or all with ``force``), timed by a calibration
     (``experiments.estimate.estimate_sweeps``); the other steps to run are named as not
@@ -181,6 +181,8 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
         preset, out, force, device, workers, scheduler: as ``run_reproduce`` (the time is
             divided by ``workers``; with ``scheduler`` the workers are not known here).
         progress: show the calibration's progress bar.
+        engine: an open ``experiments.engine.Engine`` whose workers time the sampled rows,
+            several at once (None: this process, one after another).
 
     Returns:
         an ``experiments.estimate.Estimate`` (``.text()`` prints it).
@@ -210,7 +212,7 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
             others.append(name)
     return estimate_sweeps(sweeps, device=device,
                            workers=(workers or 1) if scheduler is None else None,
-                           progress=progress, excluded=others)
+                           progress=progress, excluded=others, engine=engine)
 
 
 def _is_done(folder: pathlib.Path, config: dict) -> bool:
@@ -463,12 +465,18 @@ def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force:
     out = out or pathlib.Path("runs") / preset
     try:
         if estimate:
-            from experiments.engine import check_engine_options
+            import contextlib
 
-            if workers is not None or scheduler is not None:
+            from experiments.engine import check_engine_options, open_engine
+
+            use_engine = workers is not None or scheduler is not None
+            if use_engine:
                 check_engine_options(workers, scheduler, device)
-            click.echo(estimate_reproduce(preset, out, force=force, device=device,
-                                          workers=workers or 1, scheduler=scheduler).text())
+            with open_engine(workers, scheduler, device) if use_engine \
+                    else contextlib.nullcontext() as engine:
+                click.echo(estimate_reproduce(preset, out, force=force, device=device,
+                                              workers=workers or 1, scheduler=scheduler,
+                                              engine=engine).text())
             return
         written = run_reproduce(preset, out, force=force, device=device, echo=click.echo,
                                 workers=workers, scheduler=scheduler)

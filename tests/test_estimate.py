@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from experiments import estimate, reproduce
+from experiments.engine import Engine
 from experiments.estimate import _calibration_scale, _scaled, estimate_sweeps
 from experiments.reproduce import reproduce_command, run_reproduce
 from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
@@ -203,8 +204,9 @@ def test_a_real_calibration_comes_close_to_the_real_time():
 def test_reproduce_paper_prints_the_estimate_first(tmp_path, monkeypatch):
     seen = {}
 
-    def fake_estimate(experiments, device="auto", workers=1, progress=True, excluded=()):
-        seen.update(experiments=experiments, excluded=excluded, workers=workers)
+    def fake_estimate(experiments, device="auto", workers=1, progress=True, excluded=(),
+                      engine=None):
+        seen.update(experiments=experiments, excluded=excluded, workers=workers, engine=engine)
         return estimate.Estimate(seconds=7200.0, low=3600.0, high=14400.0, rows=12,
                                  per_experiment={"fig2": (12, 7200.0)}, sampled=2,
                                  calibration_seconds=1.0, device="cpu", workers=workers,
@@ -234,6 +236,39 @@ def test_reproduce_paper_prints_the_estimate_first(tmp_path, monkeypatch):
     lines.clear()
     run_reproduce("quick", tmp_path, echo=lines.append)  # other presets: no estimate
     assert lines == []
+    assert seen["engine"] is None  # no workers: the calibration runs in this process
+    # with workers, their engine is open before the estimate, which times its rows there
+    run_reproduce("paper", tmp_path, force=True, echo=lines.append, workers=1)
+    assert isinstance(seen["engine"], Engine) and seen["engine"].workers == 1
+    assert list(seen["experiments"]) == ["fig2"] and seen["workers"] == 1
+
+
+def _deterministic_timer(config, spec, seed, device):
+    """A picklable model of a row's time (it runs on Dask workers): linear in the sizes,
+    growing faster than linearly for the LSH rows below 8 000 training points (so that some
+    rows are timed again larger, ``SUPERLINEAR``)."""
+    n = config.n_train + config.n_eval
+    superlinear = 3.0 * (config.n_train / 2_000) ** 2 if spec.kind == "lsh" and \
+        config.n_train < 8_000 else 0.0
+    return 2e-5 * n, (spec.width or 4) * 0.1 + 1e-5 * n + 1e-3 * config.sgd_steps + superlinear
+
+
+def test_a_calibration_on_workers_gives_the_serial_numbers():
+    """``engine``: the sampled rows are timed on Dask workers, several at once, and the
+    estimate is assembled in the serial order: the same timings give the same numbers."""
+    sweeps = {"fig2": [_config(), _config(n_train=40_000).with_(fit="sgd")],
+              "fig4": [_config(seeds=(0, 1, 2), name="fig4")]}
+    serial = estimate_sweeps(sweeps, device="cpu", timer=_deterministic_timer, progress=False)
+    with Engine(workers=2, device="cpu") as engine:
+        parallel = estimate_sweeps(sweeps, device="cpu", timer=_deterministic_timer,
+                                   progress=False, engine=engine)
+    assert any(row["doublings"] for row in serial.samples)  # the loop ran on the workers too
+    for field in ("seconds", "low", "high", "rows", "per_experiment", "sampled", "samples",
+                  "device", "workers"):
+        assert getattr(parallel, field) == getattr(serial, field), field
+    assert parallel.text().splitlines()[1] == serial.text().splitlines()[1]
+    assert "each timed on the workers (CPU time" in parallel.text()
+    assert "each timed here (CPU time" in serial.text()
 
 
 def test_the_estimate_option_prints_and_runs_nothing(tmp_path):
