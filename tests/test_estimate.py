@@ -8,7 +8,8 @@ from click.testing import CliRunner
 
 from experiments import estimate, reproduce
 from experiments.engine import Engine
-from experiments.estimate import _calibration_scale, _scaled, estimate_sweeps
+from experiments.estimate import (_calibration_scale, _scaled, _submission_order,
+                                  estimate_sweeps)
 from experiments.reproduce import reproduce_command, run_reproduce
 from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
 
@@ -279,3 +280,18 @@ def test_the_estimate_option_prints_and_runs_nothing(tmp_path):
     assert "Estimated time of this run on cpu" in result.output
     assert "not included: targets, sdm, checks" in result.output
     assert not any((tmp_path / name).exists() for name in ("fig2", "index.json"))
+
+
+def test_the_widest_exact_fits_are_handed_to_the_workers_first():
+    """A wide exact fit's calibration takes minutes: started last, it would keep every other
+    worker waiting. The order is by the spec's width (or tables × buckets), exact fits only,
+    the plan's order kept among equals."""
+    exact, sgd = _config(), _config().with_(fit="sgd")
+    wide = ModelSpec("dsm", width=4096, k=64, label="wide")
+    table = ModelSpec("lsh", n_bits=10, n_tables=4, family="sign", label="table")
+    tasks = [(exact, spec) for spec in exact.models] + [(sgd, wide), (exact, table),
+                                                        (exact, wide)]
+    order = _submission_order(tasks)
+    assert order[:3] == [5, 6, 1]  # 4 × 2^10 = 4096 and width 4096 (as listed), then 16
+    assert sorted(order) == list(range(len(tasks)))
+    assert order.index(4) > order.index(0)  # the same width trained by Adam: not first
