@@ -457,7 +457,8 @@ def _read_claims(path: pathlib.Path) -> pd.DataFrame:
 @click.option("--estimate", is_flag=True,
               help="Print how long the run would take on this device (a calibration: about a "
                    "minute at quick; at paper, minutes on a GPU, about half an hour on one "
-                   "CPU core) and exit; --preset paper prints it before starting anyway.")
+                   "CPU core, timed on the workers with --workers or --scheduler) and exit; "
+                   "--preset paper prints it before starting anyway.")
 @engine_options
 def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force: bool,
                       estimate: bool, workers: int | None, scheduler: str | None) -> None:

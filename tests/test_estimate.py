@@ -282,6 +282,15 @@ def test_the_estimate_option_prints_and_runs_nothing(tmp_path):
     assert not any((tmp_path / name).exists() for name in ("fig2", "index.json"))
 
 
+def test_the_estimate_option_with_workers_times_the_rows_there(tmp_path):
+    result = CliRunner().invoke(reproduce_command, ["--preset", "tiny", "--out",
+                                                    str(tmp_path), "--estimate", "--device",
+                                                    "cpu", "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    assert "with 2 workers" in result.output and "each timed on the workers" in result.output
+    assert not any((tmp_path / name).exists() for name in ("fig2", "index.json"))
+
+
 def test_the_widest_exact_fits_are_handed_to_the_workers_first():
     """A wide exact fit's calibration takes minutes: started last, it would keep every other
     worker waiting. The order is by the spec's width (or tables × buckets), exact fits only,
