@@ -135,6 +135,8 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
             ``scheduler`` (``experiments.engine``): the scaling experiments' rows, each check
             and each other step are tasks (``experiments.reproduce_parallel``; the results
             are those of the serial run). Both None: one step after another in this process.
+            The paper preset's time estimate, printed first, is calibrated on the same
+            workers (``estimate_reproduce``).
 
     Returns:
         step name -> list of files it wrote (relative to ``out``).
