@@ -391,18 +391,16 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
                     len(specs), size=min(per_kind, len(specs)), replace=False))])
                 for kind, specs in kinds.items()}))
     # one task per sampled row, in the plan's order
-    tasks, warmed = [], set()
+    tasks = []
     for name, config, kinds in plan:
         if not kinds or not config.seeds:
             continue
         s1 = _calibration_scale(config)
         for kind, (_, specs) in kinds.items():
-            # the kind's narrowest model of the sweep, computed untimed before its first row
+            # the kind's narrowest model of the sweep: computed untimed before the first row
+            # of its kind a process times (``_calibrate_row``)
             narrowest = min((m for m in config.models if m.kind == kind),
                             key=lambda m: m.width or 0)
-            if engine is None and kind in warmed:
-                narrowest = None  # warmed already in this process: never used
-            warmed.add(kind)
             tasks += [(config, spec, config.seeds[0], s1, row_device, narrowest)
                       for spec in specs]
     token = uuid.uuid4().hex
