@@ -146,22 +146,15 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
             or ``out`` being written by another process
             (``experiments.output_folder.FolderBusy``).
     """
-    import contextlib
-
     from experiments import output_folder
-    from experiments.engine import check_engine_options, open_engine
-
     from routing.validation import check_bool
 
     if preset not in REPRODUCE_PRESETS:
         raise ValueError(f"preset must be one of {REPRODUCE_PRESETS}, got {preset!r}")
     force = check_bool(force, "force")  # never read by truthiness: 'False' is refused
-    use_engine = workers is not None or scheduler is not None
-    if use_engine:
-        check_engine_options(workers, scheduler, device)
+    engine_context = _engine_or_none(workers, scheduler, device)  # options checked here
     out = pathlib.Path(out)
-    with output_folder.writer(out), (open_engine(workers, scheduler, device) if use_engine
-                                     else contextlib.nullcontext()) as engine:
+    with output_folder.writer(out), engine_context as engine:
         if preset == "paper":  # days on a laptop: say so before starting
             try:
                 echo(estimate_reproduce(preset, out, force, device, workers, scheduler,
@@ -169,6 +162,23 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
             except ValueError as error:  # e.g. a driver without the workers' GPU
                 echo(f"no estimate of the run's time on this machine: {error}")
         return _run_steps(preset, out, force, device, echo, workers, scheduler)
+
+
+def _engine_or_none(workers: int | None, scheduler: str | None, device: str):
+    """The context of ``experiments.engine.open_engine`` when ``workers`` or ``scheduler`` is
+    given, their options checked at once; else a context that yields None (no engine).
+
+    Raises:
+        ValueError: as ``experiments.engine.check_engine_options``.
+    """
+    import contextlib
+
+    from experiments.engine import check_engine_options, open_engine
+
+    if workers is None and scheduler is None:
+        return contextlib.nullcontext()
+    check_engine_options(workers, scheduler, device)
+    return open_engine(workers, scheduler, device)
 
 
 def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
@@ -468,15 +478,7 @@ def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force:
     out = out or pathlib.Path("runs") / preset
     try:
         if estimate:
-            import contextlib
-
-            from experiments.engine import check_engine_options, open_engine
-
-            use_engine = workers is not None or scheduler is not None
-            if use_engine:
-                check_engine_options(workers, scheduler, device)
-            with open_engine(workers, scheduler, device) if use_engine \
-                    else contextlib.nullcontext() as engine:
+            with _engine_or_none(workers, scheduler, device) as engine:
                 click.echo(estimate_reproduce(preset, out, force=force, device=device,
                                               workers=workers or 1, scheduler=scheduler,
                                               engine=engine).text())
