@@ -6,6 +6,10 @@ PY     := $(VENV)/bin/python
 # project runs on, 2.13.0 resolves to a CPU build already on disk instead of GBs of CUDA wheels.
 TORCH_PIN ?= torch==2.13.0
 PRESET ?= quick
+# `make reproduce` runs its steps on a local Dask cluster of one single-threaded worker per
+# core (the results are the serial run's, bit for bit); `make reproduce WORKERS=` runs them
+# one after another in one process instead.
+WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 
 .PHONY: install test test-all reproduce bench docs fuzz clean
 
@@ -31,7 +35,7 @@ test-all: install
 	$(PY) -m pytest -q
 
 reproduce: install
-	$(VENV)/bin/sparselab reproduce --preset $(PRESET)
+	$(VENV)/bin/sparselab reproduce --preset $(PRESET) $(if $(WORKERS),--workers $(WORKERS))
 
 bench: install
 	$(PY) benchmarks/run_all.py --out runs/bench

@@ -1,7 +1,8 @@
 """The experiments of Baykal et al. 2022, §5 (Figures 2–4, Tables 1–2) and the subspace sweep,
-each at three presets: ``tiny`` (seconds; for tests), ``quick`` (all experiments together within
-about 10 minutes on 2 CPU cores; widths scaled down) and ``paper`` (the paper's sizes; meant
-for a GPU).
+each at three presets: ``tiny`` (seconds; for tests), ``quick`` (widths scaled down; the seven
+experiments of this module together: about 820 s of CPU, summed over their rows, in a
+``sparselab reproduce --workers 2`` on a slow 2-core VM) and ``paper`` (the paper's sizes;
+meant for a GPU).
 
 Every frozen-feature experiment (Figures 2–4, Tables 1–2) runs in both training regimes
 (``REGIMES``, one config each): the top layer solved exactly ("exact", ridge least squares:
