@@ -9,7 +9,8 @@ PRESET ?= quick
 # `make reproduce` runs its steps on a local Dask cluster of one single-threaded worker per
 # core (the results are the serial run's, bit for bit); `make reproduce WORKERS=` runs them
 # one after another in one process instead.
-WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
+# (the CPUs this process may run on: not `nproc`, which prints 1 under OMP_NUM_THREADS=1)
+WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)' 2>/dev/null)
 
 .PHONY: install test test-all reproduce bench docs fuzz clean
 

@@ -124,12 +124,17 @@ def fit_windows(configs) -> list[dict]:
 
 def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: str = "auto",
                   echo: Callable[[str], None] = print, workers: int | None = None,
-                  scheduler: str | None = None) -> dict[str, list[str]]:
+                  scheduler: str | None = None,
+                  only: tuple[str, ...] | None = None) -> dict[str, list[str]]:
     """Run (or resume) the steps of ``preset`` into ``out`` and write ``report.md``.
 
     Arguments:
         preset, out, force, device: as ``sparselab reproduce``.
         echo: prints a step's progress line.
+        only: names of the steps to run (``steps``; None: every step). The others are not
+            run, and ``report.md`` and ``index.json`` hold those of them already done in
+            ``out`` under the same configuration (a run of other steps earlier), and name
+            the rest as not run.
         workers, scheduler: run every step at once on a local Dask cluster of ``workers``
             single-threaded processes, started once for every step, or on the cluster at
             ``scheduler`` (``experiments.engine``): the scaling experiments' rows, each check
@@ -139,12 +144,13 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
             workers (``estimate_reproduce``).
 
     Returns:
-        step name -> list of files it wrote (relative to ``out``).
+        step name -> list of files it wrote (relative to ``out``), for the steps in the
+        report (those run and, with ``only``, the others already done).
 
     Raises:
         ValueError: an unknown preset or device, bad workers or scheduler, force not a bool,
-            or ``out`` being written by another process
-            (``experiments.output_folder.FolderBusy``).
+            ``only`` empty or naming no step of the preset, or ``out`` being written by
+            another process (``experiments.output_folder.FolderBusy``).
     """
     from experiments import output_folder
     from routing.validation import check_bool
@@ -152,16 +158,45 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
     if preset not in REPRODUCE_PRESETS:
         raise ValueError(f"preset must be one of {REPRODUCE_PRESETS}, got {preset!r}")
     force = check_bool(force, "force")  # never read by truthiness: 'False' is refused
+    only = check_only(only, preset, device)
     engine_context = _engine_or_none(workers, scheduler, device)  # options checked here
     out = pathlib.Path(out)
     with output_folder.writer(out), engine_context as engine:
         if preset == "paper":  # days on a laptop: say so before starting
             try:
                 echo(estimate_reproduce(preset, out, force, device, workers, scheduler,
-                                        engine=engine).text())
+                                        engine=engine, only=only).text())
             except ValueError as error:  # e.g. a driver without the workers' GPU
                 echo(f"no estimate of the run's time on this machine: {error}")
-        return _run_steps(preset, out, force, device, echo, workers, scheduler)
+        return _run_steps(preset, out, force, device, echo, workers, scheduler, only)
+
+
+def check_only(only, preset: str, device: str = "auto") -> tuple[str, ...] | None:
+    """``only`` (step names, or one string of them joined by commas) as a tuple of names of
+    steps of ``preset`` (``steps``), each once, in the order given; None stays None (every
+    step).
+
+    Raises:
+        ValueError: an unknown preset or device; ``only`` not None, a string or a sequence of
+            strings; empty; or naming a step the preset does not have (naming it and the
+            preset's steps).
+    """
+    from routing.validation import check_choice
+
+    check_choice(preset, "preset", REPRODUCE_PRESETS)
+    check_choice(device, "device", ("auto", "cpu", "cuda"))
+    if only is None:
+        return None
+    if isinstance(only, str):
+        only = [part.strip() for part in only.split(",")]
+    if not isinstance(only, (list, tuple)) or not all(isinstance(n, str) for n in only):
+        raise ValueError(f"only must be step names (strings), got {only!r}")
+    names = [name for name, _, _ in steps(preset, device)]
+    unknown = [n for n in only if n not in names]
+    if unknown or not only:
+        raise ValueError(f"only must name steps of the {preset} preset ({', '.join(names)}), "
+                         f"got {', '.join(map(repr, unknown)) or 'none'}")
+    return tuple(dict.fromkeys(only))
 
 
 def _engine_or_none(workers: int | None, scheduler: str | None, device: str):
@@ -183,7 +218,8 @@ def _engine_or_none(workers: int | None, scheduler: str | None, device: str):
 
 def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
                        device: str = "auto", workers: int | None = None,
-                       scheduler: str | None = None, progress: bool = True, engine=None):
+                       scheduler: str | None = None, progress: bool = True, engine=None,
+                       only: tuple[str, ...] | None = None):
     """Estimate how long ``run_reproduce`` will take on this device: its scaling steps still
     to run (not done in ``out``, or all with ``force``), timed by a calibration
     (``experiments.estimate.estimate_sweeps``); the other steps to run are named as not
@@ -195,13 +231,15 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
         progress: show the calibration's progress bar.
         engine: an open ``experiments.engine.Engine`` whose workers time the sampled rows,
             several at once (None: this process, one after another).
+        only: the steps the run would run (``run_reproduce``; None: every step).
 
     Returns:
         an ``experiments.estimate.Estimate`` (``.text()`` prints it).
 
     Raises:
         ValueError: an unknown preset or device, bad workers or scheduler (as
-            ``experiments.engine.check_engine_options``), force or progress not a bool.
+            ``experiments.engine.check_engine_options``), force or progress not a bool, a bad
+            ``only`` (``check_only``).
     """
     from experiments.estimate import estimate_sweeps
     from routing.validation import check_bool
@@ -214,8 +252,11 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
         from experiments.engine import check_engine_options
 
         check_engine_options(workers, scheduler, device)
+    only = check_only(only, preset, device)
     sweeps, others = {}, []
     for name, config, run in steps(preset, device):
+        if only is not None and name not in only:
+            continue
         if not force and _is_done(pathlib.Path(out) / name, config):
             continue
         if isinstance(run, ScalingStep):
@@ -236,21 +277,24 @@ def _is_done(folder: pathlib.Path, config: dict) -> bool:
     return previous.get("config") == json.loads(json.dumps(config))
 
 
-def _run_steps(preset, out, force, device, echo, workers, scheduler):
+def _run_steps(preset, out, force, device, echo, workers, scheduler, only=None):
     """The loop of ``run_reproduce``, with ``out`` claimed and the engine (if any) open: one
     step after another here, or — with ``workers`` or ``scheduler`` — every step at once on
-    the engine's workers (``experiments.reproduce_parallel``)."""
+    the engine's workers (``experiments.reproduce_parallel``); with ``only``, the steps it
+    names (the others' files are reported where they are done, ``_selection``)."""
     from experiments import output_folder
 
     from experiments.threads import single_threaded
 
-    written: dict[str, list[str]] = {}
+    selected, written, not_run = _selection(preset, device, out, only)
     if workers is not None or scheduler is not None:
         from experiments.engine import open_engine
         from experiments.reproduce_parallel import run_steps_parallel
 
         todo = []
         for name, config, run in steps(preset, device, workers=workers, scheduler=scheduler):
+            if name not in selected:
+                continue
             record, files = _prepare_step(name, config, out, force, echo)
             written[name] = files
             if files is None:
@@ -264,6 +308,8 @@ def _run_steps(preset, out, force, device, echo, workers, scheduler):
         # costs little, and the numbers are the parallel run's bit for bit
         with single_threaded():
             for name, config, run in steps(preset, device):
+                if name not in selected:
+                    continue
                 record, files = _prepare_step(name, config, out, force, echo)
                 if files is not None:
                     written[name] = files
@@ -274,10 +320,29 @@ def _run_steps(preset, out, force, device, echo, workers, scheduler):
                 record.update(files=files, seconds=round(time.perf_counter() - start, 2))
                 output_folder.write_text(folder / "done.json", json.dumps(record, indent=2))
                 written[name] = files
-    output_folder.write_text(out / "index.json",
-                             json.dumps({"preset": preset, "steps": written}, indent=2))
-    write_report(out, preset, written)
+    order = [name for name, _, _ in steps(preset, device)]
+    written = {name: written[name] for name in order if name in written}  # the step order
+    index = {"preset": preset, "steps": written}
+    if not_run:
+        index["not_run"] = not_run
+    output_folder.write_text(out / "index.json", json.dumps(index, indent=2))
+    write_report(out, preset, written, not_run)
     return written
+
+
+def _selection(preset, device, out, only) -> tuple[set[str], dict[str, list[str]], list[str]]:
+    """(the steps ``only`` selects, the others done in ``out`` -> their files (their
+    ``done.json`` holds their configuration: the report keeps them), the others not done).
+    Without ``only``: every step, none left out."""
+    selected, done, not_run = set(), {}, []
+    for name, config, _ in steps(preset, device):
+        if only is None or name in only:
+            selected.add(name)
+        elif _is_done(out / name, config):
+            done[name] = json.loads((out / name / "done.json").read_text())["files"]
+        else:
+            not_run.append(name)
+    return selected, done, not_run
 
 
 def _prepare_step(name: str, config: dict, out: pathlib.Path, force: bool,
@@ -326,10 +391,11 @@ def _without_windows(config):
     return {key: value for key, value in config.items() if key != WINDOWS_KEY}
 
 
-def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) -> pathlib.Path:
+def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]],
+                 not_run: list[str] | tuple[str, ...] = ()) -> pathlib.Path:
     """``report.md``: every figure and table of the run, the paper's numbers beside ours, and
     a summary of the claims (Baykal et al. §5.2; the routers against dense) with our
-    verdicts.
+    verdicts; ``not_run`` names the steps left out (``run_reproduce``'s ``only``).
 
     Raises:
         ValueError: an unknown preset (naming it).
@@ -345,6 +411,9 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]]) 
              "the tiny and quick presets): Baykal et al. §5 CIFAR-10 (`cifar`), Bricken et al. "
              "2023 §5 continual learning (`continual`) and COMET §5.2.1 Fig. 4 "
              "(`comet_images`).", ""]
+    if len(not_run):
+        lines += [f"Not in this report (not run: `--only` left them out): "
+                  f"{', '.join(f'`{name}`' for name in not_run)}.", ""]
     claims = [_read_claims(out / f) for files in written.values() for f in files
               if f.endswith("claims.csv")]
     claims = [table for table in claims if len(table)]
@@ -471,9 +540,15 @@ def _read_claims(path: pathlib.Path) -> pd.DataFrame:
                    "minute at quick; at paper, minutes on a GPU, about half an hour on one "
                    "CPU core, timed on the workers with --workers or --scheduler) and exit; "
                    "--preset paper prints it before starting anyway.")
+@click.option("--only", default=None, metavar="STEP[,STEP...]",
+              help="Run only these steps (e.g. fig2,checks): targets, sdm, checks, "
+                   "comet_similarity, comet_utilisation, the scaling experiments and, at tiny "
+                   "and quick, cifar, continual, comet_images. report.md keeps the other "
+                   "steps already done in the folder and names the rest as not run.")
 @engine_options
 def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force: bool,
-                      estimate: bool, workers: int | None, scheduler: str | None) -> None:
+                      estimate: bool, only: str | None, workers: int | None,
+                      scheduler: str | None) -> None:
     """Reproduce the papers' figures and tables into one folder with report.md (resumable)."""
     out = out or pathlib.Path("runs") / preset
     try:
@@ -481,10 +556,10 @@ def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force:
             with _engine_or_none(workers, scheduler, device) as engine:
                 click.echo(estimate_reproduce(preset, out, force=force, device=device,
                                               workers=workers or 1, scheduler=scheduler,
-                                              engine=engine).text())
+                                              engine=engine, only=only).text())
             return
         written = run_reproduce(preset, out, force=force, device=device, echo=click.echo,
-                                workers=workers, scheduler=scheduler)
+                                workers=workers, scheduler=scheduler, only=only)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"wrote {out / 'report.md'} ({sum(map(len, written.values()))} files)")

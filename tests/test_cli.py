@@ -1,9 +1,11 @@
 """The sparselab command line: --help, --version, the target gallery and reproduce."""
 
+import json
 import subprocess
 import sys
 
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from experiments.cli import main
@@ -280,3 +282,82 @@ def test_plot_errors_are_one_line_and_name_what_is_missing(tmp_path):
 def test_plot_is_listed_in_help():
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0 and "plot" in result.output
+
+
+def _two_fake_steps(ran):
+    """``reproduce.steps`` cut to two steps, "a" and "b", each writing one file and noting
+    that it ran in ``ran``."""
+    def step(name):
+        def run(out):
+            ran.append(name)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "table.md").write_text(f"# {name}\n{name} body")
+            return [out / "table.md"]
+        return run
+
+    def fake_steps(preset, device="auto", workers=None, scheduler=None):
+        return [("a", {"preset": preset}, step("a")), ("b", {"preset": preset}, step("b"))]
+    return fake_steps
+
+
+def test_reproduce_only_runs_the_named_steps_and_reports_the_others_done(tmp_path,
+                                                                        monkeypatch):
+    """``only``: the named steps run; the report keeps the other steps already done in the
+    folder (an earlier run of them) and names the rest as not run."""
+    from experiments import reproduce
+
+    ran = []
+    monkeypatch.setattr(reproduce, "steps", _two_fake_steps(ran))
+    written = run_reproduce("tiny", tmp_path, echo=lambda s: None, only=("b",))
+    assert ran == ["b"] and list(written) == ["b"] and not (tmp_path / "a").exists()
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert index["not_run"] == ["a"] and list(index["steps"]) == ["b"]
+    report = (tmp_path / "report.md").read_text()
+    assert "not run: `--only` left them out): `a`." in report and "b body" in report
+    # then "a" alone: "b" is done (same configuration), so the report holds both, in order
+    written = run_reproduce("tiny", tmp_path, echo=lambda s: None, only="a")
+    assert ran == ["b", "a"] and list(written) == ["a", "b"]
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert "not_run" not in index and list(index["steps"]) == ["a", "b"]
+    report = (tmp_path / "report.md").read_text()
+    assert "Not in this report" not in report and "a body" in report and "b body" in report
+    # every step, already done: nothing runs
+    assert list(run_reproduce("tiny", tmp_path, echo=lambda s: None)) == ["a", "b"]
+    assert ran == ["b", "a"]
+
+
+def test_reproduce_only_with_workers_runs_the_named_steps_there(tmp_path, monkeypatch):
+    from experiments import reproduce
+
+    ran = []
+    monkeypatch.setattr(reproduce, "steps", _two_fake_steps(ran))
+    written = run_reproduce("tiny", tmp_path, echo=lambda s: None, only=("a",), workers=1)
+    assert list(written) == ["a"] and (tmp_path / "a" / "done.json").exists()
+    assert not (tmp_path / "b").exists()
+
+
+def test_reproduce_only_refuses_unknown_or_no_steps(tmp_path):
+    from experiments.reproduce import check_only
+
+    assert check_only(None, "tiny") is None
+    assert check_only("fig2, sdm,fig2", "tiny") == ("fig2", "sdm")
+    assert check_only(["checks"], "quick") == ("checks",)
+    for bad in (("fig9",), "", [], ("cifar",)):  # no image steps at the paper preset
+        with pytest.raises(ValueError, match="only must name steps of the"):
+            check_only(bad, "paper")
+    with pytest.raises(ValueError, match="only must be step names"):
+        check_only(3, "tiny")
+    with pytest.raises(ValueError, match="'nope'"):
+        run_reproduce("tiny", tmp_path, only=("nope",))
+    assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_reproduce_command_only_runs_one_step(tmp_path):
+    result = CliRunner().invoke(main, ["reproduce", "--preset", "tiny", "--out", str(tmp_path),
+                                       "--only", "sdm"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "sdm" / "done.json").exists() and not (tmp_path / "fig2").exists()
+    assert "`fig2`" in (tmp_path / "report.md").read_text()
+    result = CliRunner().invoke(main, ["reproduce", "--preset", "tiny", "--out", str(tmp_path),
+                                       "--only", "fig9"])
+    assert result.exit_code != 0 and "only must name steps of the tiny preset" in result.output

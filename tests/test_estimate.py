@@ -242,6 +242,11 @@ def test_reproduce_paper_prints_the_estimate_first(tmp_path, monkeypatch):
     run_reproduce("paper", tmp_path, force=True, echo=lines.append, workers=1)
     assert isinstance(seen["engine"], Engine) and seen["engine"].workers == 1
     assert list(seen["experiments"]) == ["fig2"] and seen["workers"] == 1
+    # with only: the steps it names, and no other
+    run_reproduce("paper", tmp_path, force=True, echo=lines.append, only=("checks",))
+    assert seen["experiments"] == {} and list(seen["excluded"]) == ["checks"]
+    run_reproduce("paper", tmp_path, force=True, echo=lines.append, only=("fig2",))
+    assert list(seen["experiments"]) == ["fig2"] and list(seen["excluded"]) == []
 
 
 def _deterministic_timer(config, spec, seed, device):

@@ -875,6 +875,7 @@ EXPERIMENT_CASES |= {
     "experiments.report.write_experiment_outputs": Case(lambda name, tmp: len(x_report.write_experiment_outputs(name, [_tiny_config()], _sweep_frame(), tmp)[0]), {"name": Kind(st.sampled_from(["fuzz", "fig2"]), st.sampled_from([None, 3, ""])), "tmp": FIXED(None)}, heavy=True),
     # experiments.reproduce (another engineer's file): argument checks, stopped at step 1
     "experiments.reproduce.claims_summary": Case(lambda n: x_reproduce.claims_summary(pd.DataFrame([dataclasses.asdict(c) for c in x_claims.claims_for("fig2", _golden(), [])][:n])), {"n": H_INT(0, 3)}, names=("table",)),
+    "experiments.reproduce.check_only": Case(lambda only, preset: x_reproduce.check_only(only, preset), {"only": Kind(st.sampled_from([None, "fig2", "sdm,checks", ("targets", "fig3")]), st.sampled_from(["nope", "", (), 3, ("fig2", 3)])), "preset": _PRESET}),
     "experiments.reproduce.fit_windows": Case(lambda preset: x_reproduce.fit_windows(x_presets.subspace(preset)), {"preset": _PRESET}, names=("configs",)),
     "experiments.reproduce.run_reproduce": Case(lambda preset, sub, tmp, force, device: _first_step(lambda echo: x_reproduce.run_reproduce(preset, _under(tmp, sub), force, device, echo)), {"preset": CHOICE("tiny"), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL, "device": CHOICE("cpu", "auto")}, names=("out", "FILE")),
     "experiments.reproduce.steps": Case(lambda preset, device: [name for name, _, _ in x_reproduce.steps(preset, device)], {"preset": _PRESET, "device": CHOICE("cpu", "auto")}),

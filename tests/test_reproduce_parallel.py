@@ -303,3 +303,34 @@ def test_image_rows_on_two_workers_are_the_serial_rows(tmp_path, address, name):
     pd.testing.assert_frame_equal(rows[1], rows[0], check_exact=True)
     assert (tmp_path / "parallel" / "claims.csv").read_text() == \
         (tmp_path / "serial" / "claims.csv").read_text()
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (what the Makefile counts)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+@pytest.mark.skipif(__import__("shutil").which("make") is None, reason="needs make")
+@pytest.mark.parametrize("workers, expected", [(None, f"--workers {_cpus()}"),
+                                               ("3", "--workers 3"), ("", None)])
+def test_make_reproduce_runs_one_worker_per_core_unless_told(workers, expected):
+    """``make reproduce`` hands the CPUs it may run on to ``--workers``; ``WORKERS=3``
+    sets them; ``WORKERS=`` (empty) runs the serial reproduce, without ``--workers``. Read off
+    ``make -n`` (nothing is run)."""
+    import subprocess
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    # OMP_NUM_THREADS=1 (the tests' thread policy) must not make it one worker
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("WORKERS", "PRESET")} | {"OMP_NUM_THREADS": "1"}
+    args = ["make", "-n", "-C", str(root), "reproduce"]
+    if workers is not None:
+        args.append(f"WORKERS={workers}")
+    lines = subprocess.run(args, env=env, capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    (command,) = [line for line in lines if "sparselab reproduce" in line]
+    assert "--preset quick" in command
+    if expected is None:
+        assert "--workers" not in command
+    else:
+        assert command.rstrip().endswith(expected)
