@@ -286,7 +286,8 @@ def _run_steps(preset, out, force, device, echo, workers, scheduler, only=None):
 
     from experiments.threads import single_threaded
 
-    selected, written, not_run = _selection(preset, device, out, only)
+    every = steps(preset, device)
+    selected, written, not_run = _selection(every, out, only)
     if workers is not None or scheduler is not None:
         from experiments.engine import open_engine
         from experiments.reproduce_parallel import run_steps_parallel
@@ -307,7 +308,7 @@ def _run_steps(preset, out, force, device, echo, workers, scheduler, only=None):
         # one thread for every step, as on a worker (``experiments.threads``): a neighbour
         # costs little, and the numbers are the parallel run's bit for bit
         with single_threaded():
-            for name, config, run in steps(preset, device):
+            for name, config, run in every:
                 if name not in selected:
                     continue
                 record, files = _prepare_step(name, config, out, force, echo)
@@ -320,8 +321,7 @@ def _run_steps(preset, out, force, device, echo, workers, scheduler, only=None):
                 record.update(files=files, seconds=round(time.perf_counter() - start, 2))
                 output_folder.write_text(folder / "done.json", json.dumps(record, indent=2))
                 written[name] = files
-    order = [name for name, _, _ in steps(preset, device)]
-    written = {name: written[name] for name in order if name in written}  # the step order
+    written = {name: written[name] for name, _, _ in every if name in written}  # step order
     index = {"preset": preset, "steps": written}
     if not_run:
         index["not_run"] = not_run
@@ -330,12 +330,12 @@ def _run_steps(preset, out, force, device, echo, workers, scheduler, only=None):
     return written
 
 
-def _selection(preset, device, out, only) -> tuple[set[str], dict[str, list[str]], list[str]]:
-    """(the steps ``only`` selects, the others done in ``out`` -> their files (their
-    ``done.json`` holds their configuration: the report keeps them), the others not done).
-    Without ``only``: every step, none left out."""
+def _selection(every, out, only) -> tuple[set[str], dict[str, list[str]], list[str]]:
+    """Of the steps ``every`` (``steps``): (the names ``only`` selects, the others done in
+    ``out`` -> their files (their ``done.json`` holds their configuration: the report keeps
+    them), the others not done). Without ``only``: every step, none left out."""
     selected, done, not_run = set(), {}, []
-    for name, config, _ in steps(preset, device):
+    for name, config, _ in every:
         if only is None or name in only:
             selected.add(name)
         elif _is_done(out / name, config):
