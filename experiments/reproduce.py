@@ -270,11 +270,18 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
 
 def _is_done(folder: pathlib.Path, config: dict) -> bool:
     """Whether ``folder/done.json`` records ``config`` (``_prepare_step`` would skip it)."""
+    return _done_files(folder, config) is not None
+
+
+def _done_files(folder: pathlib.Path, config: dict) -> list[str] | None:
+    """The files ``folder/done.json`` lists when it records ``config``; else None."""
     try:
         previous = json.loads((folder / "done.json").read_text())
     except (OSError, ValueError):
-        return False
-    return previous.get("config") == json.loads(json.dumps(config))
+        return None
+    if previous.get("config") != json.loads(json.dumps(config)):
+        return None
+    return previous.get("files", [])
 
 
 def _run_steps(preset, out, force, device, echo, workers, scheduler, only=None):
@@ -338,8 +345,8 @@ def _selection(every, out, only) -> tuple[set[str], dict[str, list[str]], list[s
     for name, config, _ in every:
         if only is None or name in only:
             selected.add(name)
-        elif _is_done(out / name, config):
-            done[name] = json.loads((out / name / "done.json").read_text())["files"]
+        elif (files := _done_files(out / name, config)) is not None:
+            done[name] = files
         else:
             not_run.append(name)
     return selected, done, not_run
