@@ -61,6 +61,7 @@ from experiments import cli_options as x_cli_options
 from experiments import comet_studies as x_comet_studies
 from experiments import config_file as x_config_file
 from experiments import continual as x_continual
+from experiments import continual_calibration as x_calibration
 from experiments import datasets as x_datasets
 from experiments import engine as x_engine
 from experiments import engine_worker as x_engine_worker
@@ -761,6 +762,7 @@ EXPERIMENT_CASES |= {
     "experiments.continual.forgetting": Case(lambda R: x_continual.forgetting(R), {"R": POINTS(3, 0, 1, 3, 3)}),
     "experiments.continual.register": Case(lambda label, ewc: (lambda kind: (x_continual.register(kind), x_continual.MODELS.pop(label))[1].ewc)(x_continual.ContinualModel(label, x_continual.MODELS["ReLU MLP"].build, x_continual.MODELS["ReLU MLP"].training, ewc=ewc)), {"label": Kind(st.just("fuzz kind"), st.sampled_from([None, 3, ""])), "ewc": BOOL}, names=("kind",)),
     "experiments.continual.run_continual_model": Case(lambda label, seed, k: x_continual.run_continual_model(label, _digits(), x_continual.ContinualSettings(n_tasks=2, classes_per_task=2, n_neurons=16, k=k, n_experts=4, epochs_per_task=1, fisher_samples=8, evals_per_task=1), seed)["final_accuracy"], {"label": CHOICE("SDMLP", "Top-K", "ReLU MLP", "EWC (ReLU MLP)", "COMET", "σ-MoE", "PKM"), "seed": INT(0), "k": CHOICE(4, 8)}, heavy=True),
+    "experiments.continual_calibration.calibrate_continual": Case(lambda epochs_per_task, seed: x_calibration.calibrate_continual(epochs_per_task, seed, overrides=dict(n_tasks=2, classes_per_task=2, n_neurons=16, k=4, n_experts=4, fisher_samples=8, evals_per_task=1))["chosen"]["sgd_lr"], {"epochs_per_task": INT(1, 2), "seed": INT(0)}, heavy=True),
     "experiments.continual.task_masks": Case(lambda y, c: [m.sum() for m in x_continual.task_masks(y, [(0, c), (2,)])], {"y": Kind(st.lists(st.integers(0, 3), max_size=6).map(lambda v: np.array(v, dtype=np.int64)), st.sampled_from([np.array([0.5, 1.0]), np.array(["a"]), np.zeros((2, 2), np.int64)])), "c": H_INT(1, 1)}, names=("tasks", "task")),
     "experiments.continual.unit_activity": Case(lambda X, batch_size: x_continual.unit_activity(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), batch_size), {"X": POINTS(3), "batch_size": INT(1, 5)}),
     # experiments.datasets: the real-data loaders (tiny files written by the case)
