@@ -90,7 +90,9 @@ class ContinualSettings:
     The defaults of sdm_lr (0.3 of 0.3, 1, 3), sgd_lr (0.1 of 0.01, 0.03, 0.1, 0.3: the ReLU
     MLP forgot to ~0.19 at all four) and ewc_lambda (3e4 of 1e4, 3e4, 1e5, 3e5, 1e6, 1e7) are
     the best final accuracy of each on Split digits with seed 100 (N = 256, k = 8, 40 epochs a
-    task), a calibration seed that no verdict uses.
+    task), a calibration seed that no verdict uses; the rule is
+    ``experiments.continual_calibration``'s (the quick preset, at 20 epochs a task, uses its
+    values at 20: ``experiments.real_data.QUICK_CONTINUAL``).
         fisher_samples: training examples per task whose per-example gradients estimate the
             diagonal Fisher (>= 1).
         evals_per_task: test-set evaluations per task for the Fig. 3-style curve (>= 1).

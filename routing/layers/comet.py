@@ -96,7 +96,7 @@ class COMETConfig:
             plain SGD (A.1, A.2, A.5; SGD with momentum in A.6); its ViT/MLP-Mixer runs use
             Adam (A.3) and its GPT-2 runs AdamW (A.4.1). Adam is our default because at our
             budget SGD at the paper's rates falls far behind (measured on the ``routers``
-            quick preset: polynomial target, 1500 steps of batch 1024, eval MSE / target
+            quick preset when it trained 1500 steps: polynomial target, batch 1024, eval MSE / target
             variance at widths 64/256/1024: Adam lr 1e-3 0.28/0.15/0.078; SGD lr 1e-2, A.5's
             rate, 0.72/0.52/0.34; SGD lr 1e-1 0.32/0.26/0.18).
         lr: learning rate, > 0. Default 1e-3 for Adam (above): also the paper's MLP-Mixer
