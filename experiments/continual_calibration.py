@@ -11,7 +11,8 @@ at a time, each with the values chosen before it:
    that ``sdm_lr`` does not (``SGD_JUDGES``: Top-K, the ReLU MLP, EWC);
 3. ``ewc_lambda`` from ``EWC_LAMBDAS`` by EWC's final accuracy.
 
-Ties go to the value listed first. Rerun: ``python -m experiments.continual_calibration
+Ties go to the value listed first. A value not chosen yet is the quick preset's: SDMLP does
+not train with sgd_lr, and λ, not chosen yet when sgd_lr is, comes out at the preset's 3e4. Rerun: ``python -m experiments.continual_calibration
 --epochs-per-task 20``. At 40 epochs a task (the quick preset until issue 27) the rule gives
 the rates the preset had, sdm_lr 0.3, sgd_lr 0.1 and λ 3e4, which the paper preset keeps
 (``experiments.real_data.PAPER_CONTINUAL_RATES``); at 20 (the quick preset since) it gives
