@@ -12,9 +12,11 @@ at a time, each with the values chosen before it:
 3. ``ewc_lambda`` from ``EWC_LAMBDAS`` by EWC's final accuracy.
 
 Ties go to the value listed first. A value not chosen yet is the quick preset's: SDMLP does
-not train with sgd_lr, and λ, not chosen yet when sgd_lr is, comes out at the preset's 3e4. Rerun: ``python -m experiments.continual_calibration
---epochs-per-task 20``. At 40 epochs a task (the quick preset until issue 27) the rule gives
-the rates the preset had, sdm_lr 0.3, sgd_lr 0.1 and λ 3e4, which the paper preset keeps
+not train with sgd_lr, and λ, not chosen yet when sgd_lr is, comes out at the preset's 3e4.
+
+Rerun: ``python -m experiments.continual_calibration --epochs-per-task 20``. At 40 epochs a
+task (the quick preset until issue 27) the rule gives the rates the preset had, sdm_lr 0.3,
+sgd_lr 0.1 and λ 3e4, which the paper preset keeps
 (``experiments.real_data.PAPER_CONTINUAL_RATES``); at 20 (the quick preset since) it gives
 sdm_lr 1, sgd_lr 0.3 and λ 3e4 (``QUICK_CONTINUAL``).
 """
@@ -60,6 +62,9 @@ def calibrate_continual(epochs_per_task: int, seed: int = CALIBRATION_SEED,
         ValueError: ``epochs_per_task`` not an integer >= 1; ``seed`` not a seed or one of
             the verdict seeds; ``overrides`` not a dict, naming a calibrated field or an
             unknown one.
+
+    Source: the set-up is Bricken et al. 2023's (§5, App. F.3: class-incremental Split data,
+    SGD, EWC); they give no rates for Split digits, so the rule is ours.
     """
     from dataclasses import fields
 

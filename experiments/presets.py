@@ -52,20 +52,20 @@ PRESETS = ("tiny", "quick", "paper")
 #: The training regimes of the frozen-feature experiments: ``ExperimentConfig.fit`` values.
 REGIMES = ("exact", "sgd")
 #: The "sgd" regime's Adam budget per preset, the same for every model of an experiment
-#: (``ExperimentConfig`` fields; batches of ``sgd_batch`` examples, cosine decay of the
-#: learning rate, standardised targets: ``experiments.fitting``). Quick: 200 steps of 512
-#: examples, 5.1 epochs of the 20 000 training points, at 20× Adam's default rate since the
-#: budget is short. It was 400 steps until issue 27's time budget halved it, by cost alone
-#: (the regime's rows were a seventh of a quick reproduce's row time); measured in Figure 2's
-#: quick rows (seed 0, eval nMSE; exact fit in brackets), 200×512 gives dense width 2048 0.25
-#: (0.047), DSM 512/k=256 0.30 (0.15), DSM 2048/k=64 0.20 (0.20), 16-table affine LSH of 7
-#: bits 0.50 (0.37; 400 steps: 0.39), one-table sign LSH of 12 bits 0.75 (0.75), in 0.1–0.7 s
-#: a model. Earlier measurements (random polynomial, seed 0): 400×512 at 2e-2 gave dense width 2048 0.18 (0.047), DSM 512/k=256 0.25 (0.15),
-#: DSM 2048/k=64 0.20 (0.20), 16-table affine LSH 0.46 (0.37), one-table sign LSH 0.74 (0.75),
-#: in 0.4–1.6 s a model on one core; 1 000×256 at 1e-2 gave 0.12, 0.21, 0.20, 0.46, 0.74 in
-#: 0.6–2.3 s; 2 000×256 at 1e-3 left dense 2048 at 0.14 and a 16-table LSH at 0.71. The
-#: budget undertrains the widest dense models most: the regime the paper's flat dense column
-#: of Table 1 suggests, and why both regimes are reported.
+#: (``ExperimentConfig`` fields; batches of ``sgd_batch`` examples, cosine decay of the learning
+#: rate, standardised targets: ``experiments.fitting``). Quick: 200 steps of 512 examples, 5.1
+#: epochs of the 20 000 training points, at 20× Adam's default rate since the budget is short.
+#: It was 400 steps until issue 27's time budget halved it, by cost alone (the regime's rows
+#: were a seventh of a quick reproduce's row time); measured in Figure 2's quick rows (seed 0,
+#: eval nMSE; exact fit in brackets), 200×512 gives dense width 2048 0.25 (0.047), DSM 512/k=256
+#: 0.30 (0.15), DSM 2048/k=64 0.20 (0.20), 16-table affine LSH of 7 bits 0.50 (0.37; 400 steps:
+#: 0.39), one-table sign LSH of 12 bits 0.75 (0.75), in 0.1–0.7 s a model. Earlier measurements
+#: (random polynomial, seed 0): 400×512 at 2e-2 gave dense width 2048 0.18 (0.047), DSM
+#: 512/k=256 0.25 (0.15), DSM 2048/k=64 0.20 (0.20), 16-table affine LSH 0.46 (0.37), one-table
+#: sign LSH 0.74 (0.75), in 0.4–1.6 s a model on one core; 1 000×256 at 1e-2 gave 0.12, 0.21,
+#: 0.20, 0.46, 0.74 in 0.6–2.3 s; 2 000×256 at 1e-3 left dense 2048 at 0.14 and a 16-table LSH
+#: at 0.71. The budget undertrains the widest dense models most: the regime the paper's flat
+#: dense column of Table 1 suggests, and why both regimes are reported.
 SGD_BUDGET = {
     "tiny": dict(sgd_steps=60, sgd_batch=256, sgd_lr=1e-2),
     "quick": dict(sgd_steps=200, sgd_batch=512, sgd_lr=2e-2),
