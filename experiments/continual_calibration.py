@@ -69,8 +69,7 @@ def calibrate_continual(epochs_per_task: int, seed: int = CALIBRATION_SEED,
     from dataclasses import fields
 
     from experiments.continual import ContinualSettings, run_continual_model
-    from experiments.datasets import as_float
-    from experiments.real_data import QUICK_CONTINUAL, _data, experiment_config
+    from experiments.real_data import QUICK_CONTINUAL, _data, _flat, experiment_config
 
     epochs_per_task = check_int(epochs_per_task, "epochs_per_task", 1)
     seed = check_seed(seed)
@@ -88,9 +87,7 @@ def calibrate_continual(epochs_per_task: int, seed: int = CALIBRATION_SEED,
     if bad:
         raise ValueError(f"overrides may name ContinualSettings fields other than "
                          f"{sorted(calibrated)}, got {bad}")
-    _, X_train, y_train, X_test, y_test = _data("quick", None, "digits")
-    data = (as_float(X_train).reshape(len(X_train), -1), y_train,
-            as_float(X_test).reshape(len(X_test), -1), y_test)
+    data = _flat(*_data("quick", None, "digits")[1:])
     values = {**QUICK_CONTINUAL, **overrides, "epochs_per_task": epochs_per_task}
 
     def final(label: str, **trial) -> float:

@@ -345,6 +345,13 @@ def _data(preset: str, data_dir, dataset: str | None = None):
     return name, X_train, y_train, X_test, y_test
 
 
+def _flat(X_train, y_train, X_test, y_test) -> tuple:
+    """The continual harness's input (``run_continual_model``'s ``data``): the images as
+    float pixels flattened to (N, d), beside their labels."""
+    return (as_float(X_train).reshape(len(X_train), -1), y_train,
+            as_float(X_test).reshape(len(X_test), -1), y_test)
+
+
 def _fingerprint(config) -> str:
     from experiments.sweep import settings_fingerprint
 
@@ -853,8 +860,7 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
     _write_config(out, "continual", config, settings, torch_device, data_dir, len(y_train),
                   len(y_test))
     continual = ContinualSettings(**config.continual)
-    data = (as_float(X_train).reshape(len(X_train), -1), y_train,
-            as_float(X_test).reshape(len(X_test), -1), y_test)
+    data = _flat(X_train, y_train, X_test, y_test)
 
     def job(label, seed):
         def run(data):  # here or on a worker: the device is the process's own

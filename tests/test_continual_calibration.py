@@ -5,8 +5,7 @@ import pytest
 from experiments.continual import ContinualSettings, run_continual_model
 from experiments.continual_calibration import (EWC_LAMBDAS, SDM_LRS, SGD_JUDGES, SGD_LRS,
                                                _first_best, calibrate_continual)
-from experiments.datasets import as_float
-from experiments.real_data import (PAPER_CONTINUAL_RATES, QUICK_CONTINUAL, _data,
+from experiments.real_data import (PAPER_CONTINUAL_RATES, QUICK_CONTINUAL, _data, _flat,
                                    experiment_config)
 
 #: the tiny preset's sizes: seconds for the whole rule
@@ -45,9 +44,7 @@ def test_an_accuracy_equals_an_independent_run_of_the_harness(small):
     chosen = small["chosen"]
     config = experiment_config("continual", "quick", "digits")
     settings = ContinualSettings(class_order=config.continual["class_order"], **chosen)
-    _, X_train, y_train, X_test, y_test = _data("quick", None, "digits")
-    data = (as_float(X_train).reshape(len(X_train), -1), y_train,
-            as_float(X_test).reshape(len(X_test), -1), y_test)
+    data = _flat(*_data("quick", None, "digits")[1:])
     row = run_continual_model("EWC (ReLU MLP)", data, settings, 100, "cpu")
     assert row["final_accuracy"] == small["accuracy"]["ewc_lambda"][chosen["ewc_lambda"]]
 
