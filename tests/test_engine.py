@@ -224,6 +224,27 @@ def test_each_local_worker_gets_one_gpu(tmp_path):
     assert sorted(visible.values()) == sorted(str(i % n) for i in range(2))
 
 
+def test_local_workers_share_the_visible_gpus_round_robin(monkeypatch):
+    # the GPU choice without a GPU: the ids come from the driver's CUDA_VISIBLE_DEVICES,
+    # which no CPU-only torch reads (the cuda test above runs the rows on real GPUs)
+    from experiments.engine import Engine, worker_gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5,7")
+    assert worker_gpus("auto") == worker_gpus("cuda") == ["3", "5", "7"]
+    assert worker_gpus("cpu") == []
+
+    def visible():
+        return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+    with Engine(workers=2, device="auto") as engine:
+        assert sorted(engine.client.run(visible).values()) == ["3", "5"]
+    with Engine(workers=2, device="cpu") as engine:  # no GPU chosen: the driver's list
+        assert sorted(engine.client.run(visible).values()) == ["3, 5,7", "3, 5,7"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    with Engine(workers=2, device="auto") as engine:  # fewer GPUs than workers: shared
+        assert sorted(engine.client.run(visible).values()) == ["2", "2"]
+
+
 def test_rows_and_tasks_carry_their_priority(cluster, slow_kind):
     from experiments.engine import Engine
 
