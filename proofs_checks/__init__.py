@@ -18,7 +18,8 @@ _SOURCES = {
                      "clopper_pearson", "combine_verdicts", "decide_probability",
                      "final_verdict", "measure_power", "register"],
                     "proofs_checks._framework"),
-    **dict.fromkeys(["ExponentEstimate", "bootstrap_exponent", "decide_exponent"],
+    **dict.fromkeys(["ExponentEstimate", "bootstrap_exponent", "decide_exponent",
+                     "OrderStatistic", "InterpolatedQuantile"],
                     "proofs_checks._scaling"),
     **dict.fromkeys(["load_check_module", "run_checks"], "proofs_checks.cli"),
     **dict.fromkeys(["all_checks", "get_check"], "proofs_checks.registry"),
@@ -28,6 +29,7 @@ __all__ = ["Check", "CheckParams", "CheckResult", "Planted", "PowerEstimate",
            "ProbabilityDecision", "Verdict", "POWER_WANTED", "child_seeds", "clopper_pearson",
            "combine_verdicts", "decide_probability", "final_verdict", "measure_power",
            "register", "ExponentEstimate", "bootstrap_exponent", "decide_exponent",
+           "OrderStatistic", "InterpolatedQuantile",
            "load_check_module", "run_checks", "all_checks", "get_check"]
 
 

@@ -84,7 +84,8 @@ from proofs_checks._framework import (
     decide_probability,
 )
 from proofs_checks._plots import plt, save_figure
-from proofs_checks._scaling import ExponentEstimate, bootstrap_exponent, decide_exponent
+from proofs_checks._scaling import (ExponentEstimate, OrderStatistic, bootstrap_exponent,
+                                    decide_exponent)
 from proofs_checks.op_counts import lsh_forward_ops
 from routing.euclidean_lsh import EuclideanLSH
 from routing.lsh_table import LSHTable
@@ -160,8 +161,7 @@ def quantile_count(values, probability: float = 0.8) -> float:
     if values.size == 0:
         raise ValueError("values must not be empty")
     probability = check_real(probability, "probability", 0.0, 1.0, low_open=True)
-    j = max(1, math.ceil(probability * values.size - 1e-9))
-    return float(np.partition(values, j - 1)[j - 1])
+    return OrderStatistic(probability)(values)
 
 
 def censored_resample_probability(n_censored: int, n_draws: int, probability: float) -> float:
@@ -972,7 +972,7 @@ class NStarCheck(Check):
                                                  child_seeds(seed, 1, 15, k, i)[0]))
         r = np.array([s.r for s in settings])
         arrays = [self._statistic_arrays(s) for s in settings]
-        stat = lambda a: quantile_count(a, p.probability)  # noqa: E731
+        stat = OrderStatistic(p.probability)  # quantile_count, for all resamples at once
         boot_seed = child_seeds(seed, 2, 13, k)
         n_est = bootstrap_exponent(r, [a[0] for a in arrays], stat, n_boot=p.n_boot,
                                    seed=boot_seed[0], offset=np.log(r))

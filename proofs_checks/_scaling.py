@@ -24,6 +24,7 @@ Theorem 4.1, Lemma 4.2, Theorem 4.3.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -32,7 +33,8 @@ import numpy as np
 from routing.validation import check_int, check_real, check_seed
 from proofs_checks._framework import CONFIDENCE, Verdict
 
-__all__ = ["ExponentEstimate", "fit_exponent", "bootstrap_exponent", "decide_exponent", "SIDES"]
+__all__ = ["ExponentEstimate", "fit_exponent", "bootstrap_exponent", "decide_exponent", "SIDES",
+           "OrderStatistic", "InterpolatedQuantile"]
 
 #: The three forms of a scaling claim ``decide_exponent`` decides.
 SIDES = ("at_most", "at_least", "equal")
@@ -101,6 +103,77 @@ def _slopes(x, y: np.ndarray, offset=None) -> np.ndarray:
     return np.where((count >= 2) & (spread > 0), slope, np.nan)
 
 
+class OrderStatistic:
+    """The ⌈q·D⌉-th smallest of D draws (the inverted-CDF q-quantile: an observed value; inf
+    and NaN sort last), raised to ``power``: a statistic of ``bootstrap_exponent`` that it
+    computes for all resamples of a setting at once (``batch``), equal bit for bit to one
+    call per resample.
+
+    Arguments:
+        quantile: q in (0, 1].
+        power: exponent e > 0 applied last (Python's ``float ** e``, as a scalar statistic
+            writes it); 1 leaves the value as it is.
+
+    Raises:
+        ValueError: q outside (0, 1], a power not a finite real > 0.
+
+    Source: the per-draw quantiles of the Theorem 4.1, 4.3 and Lemma 4.2 checks (Baykal et
+    al. 2022), the statistic ``_nstar.quantile_count`` computes.
+    """
+
+    def __init__(self, quantile: float, power: float = 1.0):
+        self.quantile = check_real(quantile, "quantile", 0.0, 1.0, low_open=True)
+        self.power = check_real(power, "power", 0.0, None, low_open=True)
+
+    def index(self, n: int) -> int:
+        """The 0-based rank of the statistic among n ≥ 1 sorted draws."""
+        return max(1, math.ceil(self.quantile * n - 1e-9)) - 1
+
+    def _raise(self, values: np.ndarray) -> np.ndarray:
+        if self.power == 1.0:
+            return values
+        return np.array([v ** self.power for v in values.tolist()], np.float64)
+
+    def __call__(self, values) -> float:
+        """The statistic of float (D,) draws, D ≥ 1."""
+        v = np.asarray(values, np.float64).ravel()
+        if v.size == 0:
+            raise ValueError("values must not be empty")
+        i = self.index(v.size)
+        return float(self._raise(np.partition(v, i)[i:i + 1])[0])
+
+    def batch(self, values) -> np.ndarray:
+        """The statistic of each row of float (B, D) draws: float64 (B,)."""
+        v = np.asarray(values, np.float64)
+        i = self.index(v.shape[1])
+        return self._raise(np.partition(v, i, axis=1)[:, i])
+
+
+class InterpolatedQuantile(OrderStatistic):
+    """``np.quantile(values, q)`` (linear interpolation between the order statistics around
+    q·(D − 1)), raised to ``power``, with the same batch form as ``OrderStatistic``.
+
+    Source: the per-draw diameter and bucket-count quantiles of the Lemma 4.2 checks.
+    """
+
+    def _interpolate(self, v: np.ndarray) -> np.ndarray:
+        """Rows of sorted float (B, D) draws -> float64 (B,)."""
+        pos = self.quantile * (v.shape[1] - 1)
+        i = int(pos)
+        if i + 1 >= v.shape[1]:
+            return v[:, -1]
+        return v[:, i] + (pos - i) * (v[:, i + 1] - v[:, i])
+
+    def __call__(self, values) -> float:
+        v = np.asarray(values, np.float64).ravel()
+        if v.size == 0:
+            raise ValueError("values must not be empty")
+        return float(self.batch(v.reshape(1, -1))[0])
+
+    def batch(self, values) -> np.ndarray:
+        return self._raise(self._interpolate(np.sort(np.asarray(values, np.float64), axis=1)))
+
+
 def bootstrap_exponent(x: Sequence[float], replicates: Sequence[np.ndarray],
                        statistic: Callable[[np.ndarray], float], n_boot: int = 2000,
                        seed: int = 0, confidence: float = CONFIDENCE,
@@ -111,7 +184,9 @@ def bootstrap_exponent(x: Sequence[float], replicates: Sequence[np.ndarray],
         x: (S,) positive settings (e.g. L√d/ε).
         replicates: S arrays; array s holds the independent draws at setting s (first axis
             = draws), e.g. float (n_draws,) per-draw smallest sample counts.
-        statistic: array of draws -> positive float (NaN/inf: not reached at that setting).
+        statistic: array of draws -> positive float (NaN/inf: not reached at that setting);
+            one with a ``batch`` method (``OrderStatistic``) is computed for every resample
+            of a setting at once, from the same resamples.
         n_boot: resamples (≥ 100); each resamples every setting's draws with replacement.
         seed: seed of the resampling.
         confidence: coverage of the percentile interval.
@@ -138,8 +213,17 @@ def bootstrap_exponent(x: Sequence[float], replicates: Sequence[np.ndarray],
         raise ValueError("every setting needs at least one replicate")
     stat = np.array([statistic(r) for r in reps], np.float64)
     slope = fit_exponent(x, stat, offset)
-    resampled = np.array([[statistic(r[rng.integers(0, len(r), len(r))]) for r in reps]
-                          for _ in range(n_boot)], np.float64)  # (n_boot, S)
+    if hasattr(statistic, "batch") and all(r.ndim == 1 for r in reps):
+        # the same draws in the same order as the loop below; the statistic then once per
+        # setting over its (n_boot, draws) resamples
+        picks = [np.empty((n_boot, len(r)), np.int64) for r in reps]
+        for b in range(n_boot):
+            for pick, r in zip(picks, reps):
+                pick[b] = rng.integers(0, len(r), len(r))
+        resampled = np.column_stack([statistic.batch(r[pick]) for pick, r in zip(picks, reps)])
+    else:
+        resampled = np.array([[statistic(r[rng.integers(0, len(r), len(r))]) for r in reps]
+                              for _ in range(n_boot)], np.float64)  # (n_boot, S)
     boots = _slopes(x, resampled, offset)
     finite = boots[np.isfinite(boots)]
     if finite.size < 0.95 * n_boot:

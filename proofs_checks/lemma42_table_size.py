@@ -74,7 +74,7 @@ from proofs_checks._framework import (
     decide_probability_bounds, quantile_upper_bound, register,
 )
 from proofs_checks._plots import plt, save_figure
-from proofs_checks._scaling import bootstrap_exponent, decide_exponent
+from proofs_checks._scaling import InterpolatedQuantile, bootstrap_exponent, decide_exponent
 from proofs_checks.lemma42_diameter import PowerWidthHasher, _quantile, default_hasher
 from proofs_checks.lsh_cells import polytope_vertices
 
@@ -466,7 +466,7 @@ class Lemma42TableSizeCheck(Check):
     def _exponent(self, k, epsilons, draws, side, seed, salt):
         """Bootstrap exponent of q(N)^{1/k} in x over ``epsilons`` from ``draws[e][side]``."""
         p = self.params
-        stat = lambda r: _quantile(r, p.probability) ** (1.0 / k)  # noqa: E731
+        stat = InterpolatedQuantile(p.probability, 1.0 / k)  # _quantile(r, q) ** (1 / k)
         return bootstrap_exponent([self._x(e) for e in epsilons],
                                   [draws[e][side] for e in epsilons], stat, n_boot=p.n_boot,
                                   seed=child_seeds(seed, 1, salt, k)[0])

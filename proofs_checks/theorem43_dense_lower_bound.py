@@ -87,7 +87,8 @@ from proofs_checks._framework import (
     Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts, register,
 )
 from proofs_checks._plots import plt, save_figure
-from proofs_checks._scaling import bootstrap_exponent, decide_exponent, fit_exponent
+from proofs_checks._scaling import (OrderStatistic, bootstrap_exponent, decide_exponent,
+                                    fit_exponent)
 from proofs_checks.packing import PackingFamily
 
 __all__ = ["DenseLowerBoundParams", "Theorem43DenseLowerBoundCheck", "RandomFeatures",
@@ -595,9 +596,7 @@ class Theorem43DenseLowerBoundCheck(Check):
     def _statistic(self, values) -> float:
         """The ``quantile`` of the per-draw values, inverted-CDF (the ⌈q·n⌉-th smallest: an
         observed value; inf when that many draws did not reach)."""
-        v = np.asarray(values, dtype=np.float64)
-        i = max(math.ceil(self.params.quantile * len(v) - 1e-9), 1) - 1
-        return float(np.partition(v, i)[i])
+        return OrderStatistic(self.params.quantile)(values)
 
     # ------------------------------------------------------------------ the decision
     def _scaling_part(self, rows, key, offsets, k, boot_seed, what) -> dict:
@@ -611,7 +610,7 @@ class Theorem43DenseLowerBoundCheck(Check):
                     "needed": f"the {what} at ε = {missing} exceeds the preset's cap for "
                               f"{p.quantile:g} of the draws; a larger cap (max_width, "
                               f"max_samples_factor) would be needed"}
-        est = bootstrap_exponent([r["x"] for r in rows], values, self._statistic,
+        est = bootstrap_exponent([r["x"] for r in rows], values, OrderStatistic(p.quantile),
                                  n_boot=p.n_boot, seed=boot_seed, offset=offsets)
         return {"verdict": decide_exponent(est, claimed=k, margin=p.margin, side="at_least"),
                 "exponent": est.exponent, "ci": [est.ci_low, est.ci_high],

@@ -111,3 +111,69 @@ def test_decide_exponent_on_data_one_power_off():
         decide_exponent(_est(1, 2), 2, 0.5, "below")
     with pytest.raises(ValueError, match="margin"):
         decide_exponent(_est(1, 2), 2, -0.5, "equal")
+
+
+def _censored_draws(rng, rows, size):
+    """Random per-draw values with ties, infinities (censored draws) and NaN."""
+    v = np.round(np.exp(rng.normal(3, 1, (rows, size))), 1)
+    v[rng.random(v.shape) < 0.1] = np.inf
+    v[rng.random(v.shape) < 0.03] = np.nan
+    return v
+
+
+@pytest.mark.parametrize("quantile", [0.05, 0.5, 0.8, 0.9, 1.0])
+@pytest.mark.parametrize("power", [1.0, 0.5, 1 / 3])
+def test_order_statistics_batch_is_the_per_resample_statistic_bit_for_bit(quantile, power):
+    from proofs_checks._nstar import quantile_count
+    from proofs_checks._scaling import InterpolatedQuantile, OrderStatistic
+
+    rng = np.random.default_rng(int(quantile * 100 + power * 10))
+    for size in (1, 2, 7, 20):
+        v = _censored_draws(rng, 50, size)
+        order, interp = OrderStatistic(quantile, power), InterpolatedQuantile(quantile, power)
+        for stat in (order, interp):
+            np.testing.assert_array_equal(stat.batch(v), [stat(row) for row in v])
+        # the scalar forms the checks wrote before: quantile_count, and the interpolation
+        # of np.quantile (raised with Python's float power)
+        for row in v:
+            assert order(row) == pytest.approx(quantile_count(row, quantile) ** power,
+                                               rel=0, abs=0, nan_ok=True)
+            if np.isfinite(row).all():
+                assert interp(row) == pytest.approx(float(np.quantile(row, quantile)) ** power,
+                                                    rel=1e-12)
+
+
+def test_order_statistic_picks_the_inverted_cdf_rank_and_refuses_bad_settings():
+    from proofs_checks._scaling import InterpolatedQuantile, OrderStatistic
+
+    values = [5.0, 1.0, 4.0, 2.0, 3.0]
+    assert [OrderStatistic(q)(values) for q in (0.2, 0.21, 0.6, 0.8, 0.81, 1.0)] == \
+        [1.0, 2.0, 3.0, 4.0, 5.0, 5.0]
+    assert OrderStatistic(0.8, 0.5)(values) == 2.0
+    assert InterpolatedQuantile(0.9)(values) == pytest.approx(4.6)
+    with pytest.raises(ValueError, match="quantile"):
+        OrderStatistic(0.0)
+    with pytest.raises(ValueError, match="quantile"):
+        InterpolatedQuantile(1.5)
+    with pytest.raises(ValueError, match="power"):
+        OrderStatistic(0.5, 0.0)
+    with pytest.raises(ValueError, match="empty"):
+        OrderStatistic(0.5)([])
+
+
+@pytest.mark.parametrize("make", ["order", "interpolated"])
+def test_bootstrap_with_a_batch_statistic_equals_the_per_resample_loop(make):
+    """The batch path draws the same resamples in the same order: every bootstrap exponent
+    and interval equal bit for bit to the loop's (a plain function without ``batch``)."""
+    from proofs_checks._scaling import InterpolatedQuantile, OrderStatistic
+
+    rng = np.random.default_rng(11)
+    x = [2.0, 4.0, 8.0, 16.0]
+    reps = [np.exp(rng.normal(2 * math.log(v), 0.3, int(rng.integers(5, 12)))) for v in x]
+    reps[1][0] = np.inf
+    stat = OrderStatistic(0.8, 0.5) if make == "order" else InterpolatedQuantile(0.9, 0.5)
+    batched = bootstrap_exponent(x, reps, stat, n_boot=300, seed=5, offset=np.log(x))
+    looped = bootstrap_exponent(x, reps, lambda r: stat(r), n_boot=300, seed=5,
+                                offset=np.log(x))
+    assert batched == looped
+    assert math.isfinite(batched.ci_low) and batched.ci_low < batched.ci_high

@@ -951,6 +951,8 @@ EXPERIMENT_CASES |= {
     "proofs_checks.CheckParams": Case(lambda name: (lambda cls: cls.Params.preset(name).summary())(_user_check_params()[0]), {"name": CHOICE("quick", "full")}, names=("preset",)),
     "proofs_checks.bootstrap_exponent": Case(lambda seed, n_boot, confidence: (lambda e: (e.exponent, e.ci_low, e.ci_high))(_toy_estimate((2.0, 4.0, 8.0, 16.0), seed, n_boot, confidence)), {"seed": INT(0), "n_boot": INT(100, 200), "confidence": REAL(0, 1, True, True)}),
     "proofs_checks.child_seeds": Case(lambda seed, n, salt: PC.child_seeds(seed, n, salt), {"seed": INT(0), "n": INT(0, 5), "salt": INT(0)}),
+    "proofs_checks.OrderStatistic": Case(lambda quantile, power: PC.OrderStatistic(quantile, power)([3.0, math.inf, 1.0, 2.0]), {"quantile": REAL(0, 1, True, True), "power": REAL(0, 3, True)}),
+    "proofs_checks.InterpolatedQuantile": Case(lambda quantile, power: PC.InterpolatedQuantile(quantile, power).batch([[3.0, 1.0, 2.0], [0.5, 4.0, 9.0]]), {"quantile": REAL(0, 1, True, True), "power": REAL(0, 3, True)}),
     "proofs_checks.clopper_pearson": Case(lambda successes, trials, confidence: PC.clopper_pearson(successes, trials, confidence), {"successes": INT(0, 3), "trials": INT(1, 9), "confidence": REAL(0, 1, True, True)}),
     "proofs_checks.combine_verdicts": Case(lambda a, b: PC.combine_verdicts([a, b]).value, {"a": CHOICE(*[v for v in PC.Verdict]), "b": CHOICE(*[v.value for v in PC.Verdict])}, names=("verdict",)),
     "proofs_checks.decide_exponent": Case(lambda claimed, margin, side: PC.decide_exponent(_toy_estimate((2.0, 4.0, 8.0), 0, 200, 0.95), claimed, margin, side).value, {"claimed": REAL(-2, 2), "margin": REAL(0, 1), "side": CHOICE("upper", "lower", "two-sided")}),
