@@ -247,14 +247,19 @@ class Engine:
         """Start the cluster (or connect) and install the thread policy on every worker.
 
         Raises:
-            OSError: the scheduler cannot be reached (distributed's timeout).
+            ValueError: the scheduler cannot be reached (within distributed's connect
+                timeout, ``distributed.comm.timeouts.connect``: 30 s by default), naming it.
         """
         from distributed import Client
 
         from experiments.engine_worker import ThreadPolicy
 
         if self.scheduler is not None:
-            self.client = Client(self.scheduler, set_as_default=False)
+            try:
+                self.client = Client(self.scheduler, set_as_default=False)
+            except OSError as error:  # distributed's connect timeout, a refused connection
+                raise ValueError(f"scheduler {self.scheduler!r} cannot be reached: "
+                                 f"{error}") from None
             gpus = []
         else:
             gpus = worker_gpus(self.device)

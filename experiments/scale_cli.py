@@ -33,18 +33,22 @@ def environment(device) -> dict:
 
     Arguments:
         device: the device the run used: a ``torch.device`` or a name torch parses ("cpu",
-            "cuda", "cuda:1").
+            "cuda", "cuda:1"); or "auto" for rows computed on an existing cluster, whose
+            workers each resolve it (recorded as "auto (each worker's)").
 
     Raises:
-        ValueError: ``device`` is no device torch knows.
+        ValueError: ``device`` is no device torch knows, nor "auto".
     """
     import torch
 
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"device must be a torch.device or a device name such as 'cpu' or "
-                         f"'cuda:0', got {device!r}") from None
+    if device == "auto":  # --scheduler: chosen on each worker, which the driver cannot see
+        device = "auto (each worker's)"
+    else:
+        try:
+            device = torch.device(device)
+        except (RuntimeError, TypeError):
+            raise ValueError(f"device must be a torch.device, a device name such as 'cpu' or "
+                             f"'cuda:0', or 'auto', got {device!r}") from None
     versions = {}
     for package in ("sparselab", "numpy", "scipy", "numba", "torch", "pandas"):
         try:

@@ -427,8 +427,8 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
             process is writing (``output_folder.FolderBusy``); rows in ``out/results.csv`` of
             another experiment or made under other settings (``check_results``); a model that
             does not fit in memory; a full disk or a refused write
-            (``output_folder.OutputError``, one line naming the file).
-        OSError: the Dask scheduler at ``scheduler`` cannot be reached.
+            (``output_folder.OutputError``, one line naming the file); a Dask scheduler
+            at ``scheduler`` that cannot be reached (``experiments.engine.Engine.start``).
     """
     progress = check_bool(progress, "progress")
     force = check_bool(force, "force")

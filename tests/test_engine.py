@@ -352,3 +352,38 @@ def test_rows_two_sweeps_share_are_computed_once(tmp_path, cluster):
         assert set(parallel["experiment"]) == {config.name}
         assert set(parallel["settings"]) == {settings_fingerprint(config)}
         assert set(parallel["model_label"]) == {m.display() for m in config.models}
+
+
+@pytest.mark.parametrize("command", [
+    ["scale", "--experiment", "fig2", "--preset", "tiny"],
+    ["scale", "--experiment", "cifar", "--preset", "tiny", "--seeds", "0"],
+    ["reproduce", "--preset", "tiny", "--only", "fig4"]])
+def test_the_commands_run_on_an_existing_cluster_with_the_default_device(tmp_path, cluster,
+                                                                          command):
+    """``--scheduler`` as the README shows it, device left at "auto" (each worker resolves
+    it; the driver may have no GPU): the run ends, and config.json says where the device was
+    chosen. "auto" once reached ``torch.device`` in the driver and every such run failed."""
+    import json
+
+    from experiments.cli import main
+
+    address, _ = cluster
+    result = CliRunner().invoke(main, command + ["--scheduler", address, "--out",
+                                                 str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    config = next(tmp_path.rglob("config.json"))
+    assert json.loads(config.read_text())["device"] == "auto (each worker's)"
+
+
+def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path, monkeypatch):
+    import dask
+
+    from experiments.cli import main
+
+    monkeypatch.setitem(dask.config.config["distributed"]["comm"]["timeouts"], "connect", "1s")
+    result = CliRunner().invoke(main, ["scale", "--experiment", "fig2", "--preset", "tiny",
+                                       "--device", "cpu", "--scheduler", "tcp://127.0.0.1:1",
+                                       "--out", str(tmp_path)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    last = result.output.strip().splitlines()[-1]  # after the progress bar's lines
+    assert last.startswith("Error: scheduler 'tcp://127.0.0.1:1' cannot be reached: ")
