@@ -450,11 +450,12 @@ def _run_rows(out: pathlib.Path, name: str, settings: str, jobs: list, table: pd
         else:
             from experiments.engine import open_engine
 
-            with open_engine(*engine) as client:
-                for i, numbers in client.calls(_seeded_row, [(job[3], job[1])
-                                                                  for job in todo],
-                                               shared=data, name=f"{name}-row"):
-                    add(todo[i], numbers)
+            if todo:  # no row left (the claims and plots of a parallel run): no cluster
+                with open_engine(*engine) as client:
+                    for i, numbers in client.calls(_seeded_row, [(job[3], job[1])
+                                                                      for job in todo],
+                                                   shared=data, name=f"{name}-row"):
+                        add(todo[i], numbers)
             order = {(str(k), str(s)): i for i, (k, s, *_) in enumerate(jobs)}
             rows.sort(key=lambda r: order.get((str(r["model_key"]), str(r["seed"])),
                                               len(order)))

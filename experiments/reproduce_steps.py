@@ -187,7 +187,9 @@ class ImageStep:
         """
         from experiments import real_data
 
-        self._run(out, progress=False)
+        # with the step's workers or scheduler, though no row is left to train: so that the
+        # device is not resolved on a driver that has none of the cluster's GPUs
+        self._run(out, progress=False, workers=self.workers, scheduler=self.scheduler)
         return real_data.output_files(out)
 
 

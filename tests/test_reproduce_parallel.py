@@ -305,6 +305,20 @@ def test_image_rows_on_two_workers_are_the_serial_rows(tmp_path, address, name):
         (tmp_path / "serial" / "claims.csv").read_text()
 
 
+def test_image_outputs_of_a_gpu_cluster_need_no_gpu_in_the_driver(tmp_path):
+    """``--device cuda --scheduler`` from a driver without a GPU (the README's cluster): once
+    the rows are trained on the workers, the outputs half trains nothing, contacts no cluster
+    (the address here is unreachable) and resolves no device here; config.json records the
+    workers' "cuda". It once resolved "cuda" in the driver and failed."""
+    import json
+
+    out = tmp_path / "run"
+    ImageStep("cifar", "tiny", "cpu").rows(out, progress=False)  # as the workers would
+    files = ImageStep("cifar", "tiny", "cuda", scheduler="tcp://127.0.0.1:1").outputs(out)
+    assert out / "claims.csv" in files
+    assert json.loads((out / "config.json").read_text())["device"] == "cuda"
+
+
 def _cpus() -> int:
     """The CPUs this process may run on (what the Makefile counts)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
