@@ -103,15 +103,25 @@ def neighbour_ratios(rows, cap_s: float) -> dict:
     return result
 
 
+def warm_up(rows) -> None:
+    """Compute ``rows`` here (on a worker, through ``Client.run``), discarding them."""
+    from experiments.engine import run_task
+    from experiments.model_kinds import model_kind
+
+    for config, spec, seed in rows:
+        run_task(config, spec, seed, model_kind(spec.kind), "cpu")
+
+
 def worker_rows_per_second(rows, workers: int) -> dict:
     """Rows per second of ``rows`` on a local cluster of ``workers`` (warm workers)."""
     from experiments.engine import Engine
 
-    # each kind once per worker first: imports, Numba compilation (cached on disk after the
-    # first worker), so that the timed rows measure the steady state
+    # each kind once on every worker first: imports, Numba compilation (cached on disk after
+    # the first worker), so that the timed rows measure the steady state. Not through
+    # ``engine.rows``: it computes rows of one identity once, on one worker
     first = list({spec.kind: (c, spec, seed) for c, spec, seed in reversed(rows)}.values())
     with Engine(workers=workers, device="cpu") as engine:
-        list(engine.rows(first * workers))
+        engine.client.run(warm_up, first)
         start = time.perf_counter()
         n = sum(1 for _ in engine.rows(rows))
         seconds = time.perf_counter() - start

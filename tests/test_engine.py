@@ -105,6 +105,23 @@ def test_rows_are_the_same_serial_and_on_two_workers(tmp_path, cluster):
     assert set(trim.values()) == {os.environ.get("MALLOC_TRIM_THRESHOLD_")}
 
 
+def test_the_local_cluster_keeps_dasks_housekeeping_slow(cluster):
+    # engine.WORKER_CONFIG: no stack profiler in the workers (it takes the task's GIL every
+    # 10 ms), event-loop ticks, system and memory monitors at seconds, not 20-500 ms
+    address, client = cluster
+
+    def intervals(dask_worker=None, dask_scheduler=None):
+        server = dask_worker if dask_worker is not None else dask_scheduler
+        return {name: float(pc.callback_time) for name, pc in server.periodic_callbacks.items()}
+
+    workers = client.run(intervals)
+    assert len(workers) == 2
+    for callbacks in [*workers.values(), client.run_on_scheduler(intervals)]:
+        assert not any(name.startswith("profile") for name in callbacks)
+        assert callbacks["tick"] == 1000.0 and callbacks["monitor"] == 5000.0
+    assert all(callbacks["memory_monitor"] == 1000.0 for callbacks in workers.values())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 4])
 def test_rows_are_the_same_on_a_local_cluster_of_one_or_four_workers(tmp_path, workers):
