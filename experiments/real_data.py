@@ -476,14 +476,6 @@ def _seeded_row(data, run, seed: int) -> dict:
     return run(data)
 
 
-def _config_device(device: str, scheduler) -> "str | torch.device":
-    """The device config.json records: resolved here; or, for rows on an existing cluster
-    (``scheduler``), as given, each worker resolving it (the driver may have no GPU)."""
-    from experiments.sweep import resolve_device
-
-    return device if scheduler is not None else resolve_device(device)
-
-
 def _engine(workers, scheduler, device) -> tuple | None:
     """(workers, scheduler, device) for ``_run_rows``, None without workers or scheduler.
 
@@ -708,11 +700,11 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
             (FileNotFoundError too).
     """
     from experiments.image_models import ConvNet, TrainSettings, accuracy, fit_classifier
-    from experiments.sweep import resolve_device
+    from experiments.sweep import resolve_device, run_device
 
     check_choice(preset, "preset", PRESETS)
     engine = _engine(workers, scheduler, device)
-    torch_device = _config_device(device, scheduler)
+    torch_device = run_device(device, scheduler)
     dataset, X_train, y_train, X_test, y_test = _data(preset, data_dir)
     config = _seeds(experiment_config("cifar", preset, dataset), seeds)
     settings = _fingerprint(config)
@@ -853,11 +845,11 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
         JSON, params, relu_mlp_params, params_rel_diff, params_matched, size, sizing, …).
     """
     from experiments.continual import ContinualSettings, run_continual_model
-    from experiments.sweep import resolve_device
+    from experiments.sweep import resolve_device, run_device
 
     check_choice(preset, "preset", PRESETS)
     engine = _engine(workers, scheduler, device)
-    torch_device = _config_device(device, scheduler)
+    torch_device = run_device(device, scheduler)
     dataset, X_train, y_train, X_test, y_test = _data(preset, data_dir)
     config = _seeds(experiment_config("continual", preset, dataset), seeds)
     d_in = int(np.prod(X_train.shape[1:]))
@@ -1044,11 +1036,11 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
     """
     from experiments.image_models import (TrainSettings, accuracy, fit_classifier,
                                           four_layer_mlp)
-    from experiments.sweep import resolve_device
+    from experiments.sweep import resolve_device, run_device
 
     check_choice(preset, "preset", PRESETS)
     engine = _engine(workers, scheduler, device)
-    torch_device = _config_device(device, scheduler)
+    torch_device = run_device(device, scheduler)
     dataset, X_train, y_train, X_test, y_test = _data(preset, data_dir)
     config = _seeds(experiment_config("comet_images", preset, dataset), seeds)
     settings = _fingerprint(config)

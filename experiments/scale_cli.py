@@ -104,8 +104,7 @@ def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "aut
     progress, force = check_bool(progress, "progress"), check_bool(force, "force")
 
     configs = list(configs) if configs is not None else presets.experiment_configs(name, preset)
-    # on a cluster the GPUs are the workers'; the driver may have none
-    torch_device = device if scheduler is not None else sweep.resolve_device(device)
+    torch_device = sweep.run_device(device, scheduler)
     out = pathlib.Path(out)
     with output_folder.writer(out):
         sweep.prepare_out(configs, out, force=force)

@@ -37,7 +37,8 @@ from experiments import output_folder
 from experiments.model_kinds import model_kind
 from experiments.specs import ExperimentConfig, ModelSpec, fit_of
 from experiments.threads import single_threaded
-from routing.validation import as_numpy, check_bool, check_points, check_real, check_seed
+from routing.validation import (as_numpy, check_bool, check_choice, check_points, check_real,
+                                check_seed)
 
 COLUMNS = ["experiment", "target", "model", "model_label", "model_key", "width", "k", "buckets",
            "nonempty_buckets", "activated_units", "params", "flops_paper", "flops_true",
@@ -67,6 +68,30 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return torch.device(device)
+
+
+def run_device(device: str, scheduler: str | None = None) -> torch.device | str:
+    """The device a run's driver records (``config.json``) and hands to its rows: resolved
+    here (``resolve_device``); or, for rows on an existing cluster (``scheduler`` given), the
+    name as given, each worker resolving it (the GPUs are the workers'; the driver may have
+    none, and ``experiments.scale_cli.environment`` records "auto" as "auto (each worker's)").
+
+    Arguments:
+        device: "auto", "cpu" or "cuda".
+        scheduler: the cluster's address (``--scheduler``), or None for rows computed here or
+            on a local cluster (whose workers see this machine's GPUs).
+
+    Returns:
+        a ``torch.device`` without ``scheduler``, else ``device`` itself.
+
+    Raises:
+        ValueError: ``device`` not one of "auto", "cpu", "cuda"; without ``scheduler``,
+            "cuda" on a machine without CUDA (``resolve_device``).
+    """
+    if scheduler is None:
+        return resolve_device(device)
+    check_choice(device, "device", ("auto", "cpu", "cuda"))
+    return device
 
 
 def normalised_errors(train_mse: float, eval_mse: float, y_train, y_eval) -> dict[str, float]:

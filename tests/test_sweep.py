@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from experiments.presets import experiment_configs
-from experiments.sweep import COLUMNS, resolve_device, run_sweep
+from experiments.sweep import COLUMNS, resolve_device, run_device, run_sweep
 
 
 class Interrupt(Exception):
@@ -61,6 +61,19 @@ def test_bad_names_and_devices():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="cuda"):
             resolve_device("cuda")
+
+
+def test_the_run_device_is_resolved_here_unless_the_rows_go_to_an_existing_cluster():
+    assert run_device("cpu") == torch.device("cpu")
+    assert run_device("auto") == resolve_device("auto")
+    # on a cluster each worker resolves it: "cuda" from a driver without a GPU is no error
+    for name in ("auto", "cpu", "cuda"):
+        assert run_device(name, "tcp://127.0.0.1:8786") == name
+    with pytest.raises(ValueError, match="device must be one of"):
+        run_device("tpu", "tcp://127.0.0.1:8786")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="cuda"):
+            run_device("cuda")
 
 
 def test_unwritable_out_is_a_clear_error(tmp_path):
