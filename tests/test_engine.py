@@ -2,6 +2,7 @@
 shipped to workers that never registered it, a worker killed mid-task, a driver killed."""
 
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -404,3 +405,32 @@ def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path, monkeypatch):
     assert result.exit_code == 1 and "Traceback" not in result.output
     last = result.output.strip().splitlines()[-1]  # after the progress bar's lines
     assert last.startswith("Error: scheduler 'tcp://127.0.0.1:1' cannot be reached: ")
+
+
+def test_the_readmes_dask_configuration_file_is_the_local_clusters():
+    # workers started by hand (README, "A cluster of several machines") get the same
+    # configuration as the local cluster's: the file's keys and values, flattened, are
+    # engine.WORKER_CONFIG's
+    import re
+
+    import dask
+    import yaml
+
+    from experiments.engine import WORKER_CONFIG
+
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"sparselab\.yaml <<'EOF'\n(.*?)\nEOF\n", readme, re.S)
+    assert block is not None, "the README's Dask configuration file is gone"
+
+    def flat(tree, prefix=""):
+        for key, value in tree.items():
+            if isinstance(value, dict):
+                yield from flat(value, f"{prefix}{key}.")
+            else:
+                yield f"{prefix}{key}", value
+
+    from_readme = dict(flat(yaml.safe_load(block.group(1))))
+    assert from_readme == WORKER_CONFIG
+    # and Dask reads each key as the local cluster sets it
+    with dask.config.set(from_readme):
+        assert all(dask.config.get(key) == value for key, value in WORKER_CONFIG.items())
