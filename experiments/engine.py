@@ -133,12 +133,12 @@ def worker_gpus(device: str) -> list[str]:
 #: default each worker samples its task thread's stack every 10 ms for the dashboard's
 #: profile (``worker.profile``), every server checks its event loop every 20 ms
 #: (``admin.tick``) and polls psutil every 0.5 s (``admin.system-monitor``), and each nanny
-#: polls its worker's memory every 0.1 s — the scheduler and the nannies in the driver. On 2
-#: cores that took 13 % of a core with the cluster idle (5 % driver, 8 % workers; 1.8 % with
-#: these settings), and under load the profiler takes the GIL from the task 100 times a
-#: second: the fig2 quick sweep on 2 workers ran at 4.90–5.13 rows/s with Dask's defaults
-#: and 5.62–6.17 with these (same VM, alternated). Nothing here uses the profiles or the
-#: dashboard; the memory limits are still enforced, within 1 s instead of 0.1 s.
+#: polls its worker's memory every 0.1 s (a local cluster's scheduler and nannies run in the
+#: driver's process). On 2 cores that took 13 % of a core with the cluster idle (5 % driver,
+#: 8 % workers; 1.8 % with these settings), and under load the profiler takes the GIL from
+#: the task 100 times a second: the fig2 quick sweep on 2 workers ran at 4.90–5.13 rows/s
+#: with Dask's defaults and 5.62–6.17 with these (same VM, alternated). Nothing here uses the
+#: profiles or the dashboard; the memory limits are still enforced, within 1 s, not 0.1 s.
 WORKER_CONFIG = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
                  "distributed.worker.profile.enabled": False,
                  "distributed.admin.tick.interval": "1s",

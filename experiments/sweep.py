@@ -87,6 +87,9 @@ def run_device(device: str, scheduler: str | None = None) -> torch.device | str:
     Raises:
         ValueError: ``device`` not one of "auto", "cpu", "cuda"; without ``scheduler``,
             "cuda" on a machine without CUDA (``resolve_device``).
+
+    Source: issue 27, item 1 (``--scheduler`` an existing cluster, ``--device cuda`` on its
+    workers).
     """
     if scheduler is None:
         return resolve_device(device)
