@@ -69,7 +69,8 @@ def calibrate_continual(epochs_per_task: int, seed: int = CALIBRATION_SEED,
     from dataclasses import fields
 
     from experiments.continual import ContinualSettings, run_continual_model
-    from experiments.real_data import QUICK_CONTINUAL, _data, _flat, experiment_config
+    from experiments.real_data import QUICK_CONTINUAL, experiment_config
+    from experiments.real_data._rows import _data, _flat
 
     epochs_per_task = check_int(epochs_per_task, "epochs_per_task", 1)
     seed = check_seed(seed)

@@ -5,8 +5,8 @@ import pytest
 from experiments.continual import ContinualSettings, run_continual_model
 from experiments.continual_calibration import (EWC_LAMBDAS, SDM_LRS, SGD_JUDGES, SGD_LRS,
                                                _first_best, calibrate_continual)
-from experiments.real_data import (PAPER_CONTINUAL_RATES, QUICK_CONTINUAL, _data, _flat,
-                                   experiment_config)
+from experiments.real_data import PAPER_CONTINUAL_RATES, QUICK_CONTINUAL, experiment_config
+from experiments.real_data._rows import _data, _flat
 
 #: the tiny preset's sizes: seconds for the whole rule
 SMALL = dict(n_neurons=64, k=4, n_experts=16, fisher_samples=20, evals_per_task=1)
