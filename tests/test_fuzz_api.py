@@ -557,6 +557,14 @@ def _single_threaded(n):
     return inside
 
 
+def _model_outputs(model, X) -> np.ndarray:
+    """A regression model's predictions at X with every top-layer coefficient 1: the
+    features (or bucket values) summed, so that a wrong feature shows."""
+    with torch.no_grad():
+        model.coefficient_parameter().fill_(1.0)
+        return model(X).numpy()
+
+
 @functools.cache
 def _fitted_dense_model():
     model = x_models.Dense(2, 4, seed=0)
@@ -811,6 +819,11 @@ EXPERIMENT_CASES |= {
 }
 EXPERIMENT_CASES |= {
     # experiments.model_kinds: the registry of model kinds
+    # experiments.models: the regression models of Baykal et al. §5, each with a top layer of ones
+    "experiments.models.Dense": Case(lambda X, width, seed: _model_outputs(x_models.Dense(2, width, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "seed": INT(0)}),
+    "experiments.models.DSM": Case(lambda X, width, k, seed: _model_outputs(x_models.DSM(2, width, k, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "k": INT(1, 16), "seed": INT(0)}),
+    "experiments.models.RandomHashModel": Case(lambda X, width, k, seed: _model_outputs(x_models.RandomHashModel(2, width, k, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "k": INT(1, 16), "seed": INT(0)}),
+    "experiments.models.LSHModel": Case(lambda X, n_bits, n_tables, degree, seed: _model_outputs(x_models.LSHModel(2, n_bits=n_bits, n_tables=n_tables, degree=degree, seed=seed), X), {"X": POINTS(2), "n_bits": INT(1, 8), "n_tables": INT(1, 4), "degree": INT(0, 2), "seed": INT(0)}),
     "experiments.model_kinds.ModelKind": Case(lambda kind, width, seed: (lambda spec: x_model_kinds.model_kind(kind).run(spec, _tiny_config(), _tiny_config().make_data(seed), seed, torch.device("cpu"))["eval_mse"])(x_specs.ModelSpec(kind, width=width, **({"k": 1} if kind == "dsm" else {}))), {"kind": CHOICE("dense", "dsm"), "width": INT(1, 8), "seed": INT(0)}),
     "experiments.model_kinds.load_kind_module": Case(lambda name: _with_kind(lambda k: k) if name == "own_router.py" else x_model_kinds.load_kind_module(EXAMPLES / name), {"name": Kind(st.just("own_router.py"), st.sampled_from(["own_target.py", "nope.py", "README"]))}, names=("module",)),
     "experiments.model_kinds.model_kind": Case(lambda name: x_model_kinds.model_kind(name).name, {"name": CHOICE("dense", "lsh", "sdmlp")}, names=("model kind",)),
@@ -1002,6 +1015,8 @@ def _no_calibration(call):
 CASES |= EXPERIMENT_CASES
 ALIASES |= {
     "experiments.estimate.Estimate": "experiments.estimate.estimate_sweeps",  # its result
+    "experiments.models.RegressionModel": "experiments.models.Dense",  # their base class
+    "experiments.models.Features": "experiments.models.Dense",  # the record features() returns
     "experiments.claims.Claim": "experiments.claims.claims_for",  # the record claims_for returns
     "experiments.config_file.ExperimentFile": "experiments.config_file.config_file_from_mapping",
     "experiments.continual.ContinualModel": "experiments.continual.register",  # a record register files
@@ -1026,8 +1041,9 @@ KNOWN_DEFECTS: dict[str, str] = {
 
 # ---------------------------------------------------------------- introspection
 def public_callables() -> list[str]:
-    """Every public callable: the ``__all__`` of the library packages and the public
-    functions and classes defined in each top-level module of ``experiments``."""
+    """Every public callable: the ``__all__`` of the library packages and of the packages of
+    ``experiments``, and the public functions and classes defined in each of its top-level
+    modules."""
     names = []
     for package in ("lipschitz", "routing", "routing.sdm", "routing.layers", "proofs_checks"):
         module = importlib.import_module(package)
@@ -1035,11 +1051,14 @@ def public_callables() -> list[str]:
     import experiments
 
     for info in pkgutil.iter_modules(experiments.__path__):
-        if info.ispkg:
-            continue
         try:
             module = importlib.import_module(f"experiments.{info.name}")
         except ImportError:  # a module being written right now that does not import yet
+            continue
+        if info.ispkg:  # a package's public names are its __all__, as the library's
+            names += [f"experiments.{info.name}.{n}" for n in getattr(module, "__all__", ())
+                      if inspect.isfunction(getattr(module, n))
+                      or inspect.isclass(getattr(module, n))]
             continue
         for n, obj in vars(module).items():
             if (not n.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
