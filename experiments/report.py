@@ -266,7 +266,7 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
                   table.to_markdown(index=False, floatfmt=".3g"), ""]
     lines += _cost_formula_lines(frame)
     if claims:
-        lines += ["Claims: (verdict rules in experiments/claims.py and experiments/subspace.py; "
+        lines += ["Claims: (verdict rules in experiments/claims/ and experiments/subspace.py; "
                   "significance paired across seeds)", "",
                   "| claim | source | verdict | evidence | significance | diagnosis |",
                   "| --- | --- | --- | --- | --- | --- |"]

@@ -508,7 +508,7 @@ def claims_summary(table: pd.DataFrame) -> list[str]:
             "of reach* (a window too short for the asymptotic law); *not tested*. Significance "
             "is paired across seeds (mean Δ ln nMSE with a Student-t 95 % interval); the reason is "
             "computed from the run's rows. Each experiment's section gives its evidence, "
-            "sizes against the paper's and the rules (experiments/claims.py, "
+            "sizes against the paper's and the rules (experiments/claims/, "
             "experiments/subspace.py). Claims are judged per training regime present.", "",
             *rows, ""]
 

@@ -1,4 +1,4 @@
-"""The claims of the report (experiments/claims.py): paired significance by hand, the Table 1
+"""The claims of the report (experiments/claims/): paired significance by hand, the Table 1
 and Table 2 rules in the paper's words (each threshold moved across its edge, and the paper's
 own tables read as the paper reads them), the DSM-width anomaly explained, the verdict per
 regime, and claims.csv files of the old four columns still read."""

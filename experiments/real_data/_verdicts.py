@@ -34,7 +34,7 @@ def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: 
         TypeError: ``better`` or ``worse`` is not a string.
         ValueError: ``x`` or ``value`` is not a column of ``frame``.
     """
-    from experiments.claims import _check_column, _check_label
+    from experiments.claims._paired import _check_column, _check_label
 
     _check_label(better, "better")
     _check_label(worse, "worse")
