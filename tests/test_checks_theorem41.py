@@ -84,17 +84,17 @@ def test_the_learner_at_grid_n_holds_the_first_n_points_offered(monkeypatch, kee
     kept ones among them), and the stream gives back what the stop left unused. Blocks once
     ended between grid values and the points after the last one were dropped: at n = 19,005
     the learner held 15,546."""
-    import proofs_checks._nstar as nstar
+    import proofs_checks._first_passage as first_passage
 
     seen = []
 
-    class Recording(nstar.BucketMeans):
+    class Recording(first_passage.BucketMeans):
         def add_and_score(self, keys, y, slots, *args):
             result = super().add_and_score(keys, y, slots, *args)
             seen.append((self.n_points, np.concatenate(self._keys) if self._keys else None))
             return result
 
-    monkeypatch.setattr(nstar, "BucketMeans", Recording)
+    monkeypatch.setattr(first_passage, "BucketMeans", Recording)
     subspace = UniformSubspace(8, 2, seed=3)
     f = RidgeTarget.in_span(subspace.basis, 1.0, 4)
     Xt = subspace.sample(3, seed=5)
