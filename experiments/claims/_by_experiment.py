@@ -9,13 +9,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from experiments.claims._paired import (Claim, seed_log_errors, mean_mse, paired_difference,
-                                        significance_text, _key_fields, comparison_diagnosis,
-                                        lsh_description, _regimes, _line, _compare)
+from experiments.claims._paired import (Claim, _compare, _key_fields, _line, _regimes,
+                                        comparison_diagnosis, lsh_description, mean_mse,
+                                        paired_difference, seed_log_errors, significance_text)
 from experiments.claims._tables import AS_WELL_AS, _table1_claims, _table2_claims
 from experiments.scaling import error_column
 from routing.validation import check_choice, check_real
-
 
 #: Where each experiment's sizes stand against the paper's.
 PAPER_SIZES = {

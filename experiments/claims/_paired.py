@@ -11,7 +11,6 @@ import pandas as pd
 from experiments.scaling import error_column
 from routing.validation import check_choice, check_int, check_real, check_points
 
-
 #: Two-sided level of every paired interval.
 LEVEL = 0.95
 

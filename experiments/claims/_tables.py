@@ -8,12 +8,11 @@ import re
 import numpy as np
 import pandas as pd
 
-from experiments.claims._paired import (REGIMES, Claim, seed_log_errors, mean_mse,
-                                        paired_difference, significance_text, _gmean,
-                                        comparison_diagnosis, _line, _compare)
+from experiments.claims._paired import (REGIMES, Claim, _compare, _gmean, _line,
+                                        comparison_diagnosis, mean_mse, paired_difference,
+                                        seed_log_errors, significance_text)
 from experiments.scaling import error_column
 from routing.validation import check_choice, check_real
-
 
 #: Baykal et al. 2022, Table 1: FLOPs → eval MSE (dense, DSM 50 % sparsity, DSM 25 % sparsity).
 PAPER_TABLE1 = pd.DataFrame(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-
 from experiments.datasets import DATASETS
 from experiments.specs import check_seeds
 from routing.validation import check_choice, check_int, check_real
@@ -13,7 +12,6 @@ from routing.validation import check_choice, check_int, check_real
 PRESETS = ("tiny", "quick", "paper")
 #: The experiments' names (``experiments.real_data.EXPERIMENTS`` maps them to their functions).
 NAMES = ("cifar", "continual", "comet_images")
-
 
 
 def _check_common(config) -> None:

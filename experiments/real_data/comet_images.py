@@ -13,9 +13,9 @@ import torch
 
 from experiments.claims import Claim
 from experiments.real_data._configs import PRESETS, CometImagesConfig, experiment_config
-from experiments.real_data._rows import (_data, _fingerprint, _holding_out, _prepare, _run_rows,
-                                         _engine, _write_config, _seeds, _tensor, _write_claims,
-                                         _mean_sd, _write_table)
+from experiments.real_data._rows import (_data, _engine, _fingerprint, _holding_out, _mean_sd,
+                                         _prepare, _run_rows, _seeds, _tensor, _write_claims,
+                                         _write_config, _write_table)
 from experiments.real_data._verdicts import paired_claim
 from routing.validation import check_choice
 

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from experiments.claims import Claim
-from experiments.real_data._configs import (PRESETS, ContinualConfig, experiment_config,
-                                            _with_matched)
-from experiments.real_data._rows import (_data, _flat, _fingerprint, _holding_out, _prepare,
-                                         _run_rows, _engine, _write_config, _seeds, _write_claims,
+from experiments.real_data._configs import (PRESETS, ContinualConfig, _with_matched,
+                                            experiment_config)
+from experiments.real_data._rows import (_data, _engine, _fingerprint, _flat, _holding_out,
+                                         _prepare, _run_rows, _seeds, _write_claims, _write_config,
                                          _write_table)
 from experiments.real_data._verdicts import paired_claim
 from routing.validation import check_choice
@@ -28,7 +28,6 @@ PAPER_BRICKEN = pd.DataFrame([
     ("EWC (ReLU MLP)", 0.61, 0.67, None), (("oracle (ReLU MLP, joint)"), 0.98, 0.93, None)],
     columns=["model", "Split MNIST (Table 7, k=10)", "Split CIFAR-10 (Table 5, k=10)",
              "ablations (Table 2)"])
-
 
 
 @_holding_out
