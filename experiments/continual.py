@@ -288,6 +288,9 @@ class EWC:
     Arguments:
         model: the network (maps x to (logits, aux)).
         lam: λ >= 0. fisher_samples: >= 1.
+
+    Raises:
+        ValueError: ``lam`` < 0 or not real, ``fisher_samples`` < 1 or not an integer.
     """
 
     def __init__(self, model: nn.Module, lam: float, fisher_samples: int):
@@ -385,6 +388,11 @@ class ContinualModel:
             …] in order of preference: the first whose closest knob is within the tolerance
             is taken, else the closest of all, reported not matched with the reason.
         size_rule: how the size is chosen, in words.
+
+    Raises:
+        ValueError: an empty ``label``, ``ewc`` or ``joint`` not a bool, ``grad_clip``
+            not a real > 0.
+        TypeError: ``build`` or ``training`` not callable.
     """
 
     label: str

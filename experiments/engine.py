@@ -244,6 +244,9 @@ class Engine:
     Attributes:
         client: the ``distributed.Client`` once started; cluster: the ``LocalCluster`` (None
             with ``scheduler``).
+
+    Raises:
+        ValueError: as ``check_engine_options``; neither ``workers`` nor ``scheduler``.
     """
 
     def __init__(self, workers: int | None = None, scheduler: str | None = None,

@@ -90,6 +90,9 @@ def lipschitz_ratios(config: GalleryConfig, progress: bool = True) -> pd.DataFra
     The ratio is ``estimate_lipschitz(f, X).value / f.lipschitz_bound`` on ``n_points``
     uniform points of the cube plus, for n ≤ 10, the 2^n corners (where the hypercube
     function's gradient is largest, so its ratio reaches 1); it must never exceed 1.
+
+    Raises:
+        ValueError: ``progress`` not a bool.
     """
     import numpy as np
     import pandas as pd

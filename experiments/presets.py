@@ -249,12 +249,20 @@ def _dsm_vs_dense_and_lsh(name, family, preset):
 
 
 def fig2(preset: str) -> list[ExperimentConfig]:
-    """Figure 2: degree-4 random polynomial, n_inputs = 8 (one config per regime)."""
+    """Figure 2: degree-4 random polynomial, n_inputs = 8 (one config per regime).
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
+    """
     return _dsm_vs_dense_and_lsh("fig2", "polynomial", preset)
 
 
 def fig3(preset: str) -> list[ExperimentConfig]:
-    """Figure 3: random hypercube function, n_inputs = 8 (one config per regime)."""
+    """Figure 3: random hypercube function, n_inputs = 8 (one config per regime).
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
+    """
     return _dsm_vs_dense_and_lsh("fig3", "hypercube", preset)
 
 
@@ -263,7 +271,11 @@ def fig4(preset: str) -> list[ExperimentConfig]:
     config per regime: (a) at equal activated units with the sparse models at one total width;
     (b) the LSH families vs dense by non-empty buckets / width — in the quick preset at
     s ∈ {1, 16} with the first, third and last size of Figure 2's grid (Figure 2 fits the
-    whole grid on the same target), elsewhere every s of ``LSH_TABLES``."""
+    whole grid on the same target), elsewhere every s of ``LSH_TABLES``.
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
+    """
     _check_preset(preset)
     W, ks, widest = {
         "tiny": (128, [8, 32], 128),
@@ -298,7 +310,11 @@ TABLE1_ACTIVATED = {"tiny": (16, 32, 64), "quick": (64, 128, 256), "paper": (102
 def table1(preset: str) -> list[ExperimentConfig]:
     """Table 1: eval MSE at equal FLOPs (paper's convention 2·(dim+1)·activated units) for
     dense and DSM at 50 % and 25 % sparsity (widths 2× and 4× the activated units); one
-    config per regime."""
+    config per regime.
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
+    """
     _check_preset(preset)
     models = []
     for a in TABLE1_ACTIVATED[preset]:
@@ -325,7 +341,11 @@ TABLE2_KS = {"tiny": (4, 8), "quick": (8, 16, 32, 64, 128, 256),
 
 def table2(preset: str) -> list[ExperimentConfig]:
     """Table 2: random 3-layer NN target, dense and DSM with several k at each total width;
-    one config per regime."""
+    one config per regime.
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
+    """
     _check_preset(preset)
     models = []
     for w in TABLE2_WIDTHS[preset]:
@@ -427,6 +447,9 @@ def subspace(preset: str) -> list[ExperimentConfig]:
     (about 100 widths over the five k, ~300 rows). History: until issue 25 the quick preset
     used n_train = 50 000, ten widths 32·0.6^j and the sample condition as the only window,
     both set after a first run; the grid, sizes and window here replace them.
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
     """
     from experiments.subspace import WINDOW_RULE, sample_regime_max_buckets
 
@@ -480,6 +503,9 @@ def routers(preset: str) -> list[ExperimentConfig]:
     features and are trained end to end with their own optimiser for ``sgd_steps`` steps
     (``experiments.router_training``), so a router is compared with dense both ways: against
     the paper's frozen features, and against a network that learns its features too.
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
     """
     _check_preset(preset)
     experts = ROUTERS_EXPERTS[preset]

@@ -183,6 +183,10 @@ class ModelSpec:
     For the routers, ``width`` is the total number of hidden units and ``k`` the activated
     units per example: comet (one hidden layer, p_k = k / width), pkm (width = n_keys², k
     values), sdmlp (width neurons, k_target = k).
+
+    Raises:
+        ValueError: ``lr`` <= 0, ``n_tables`` < 1, or a field the kind does not take or
+            accept (``ModelKind.check_spec``: an unknown kind names the registered ones).
     """
 
     kind: str
@@ -263,6 +267,11 @@ class ExperimentConfig:
             without an entry are fitted whole. None: every fit uses every row. Written to
             ``config.json``; it changes no row of ``results.csv``, so it is no setting of the
             resume fingerprint (``experiments.sweep.NOT_SETTINGS``).
+
+    Raises:
+        ValueError: a field out of its range, naming it (``fit`` not one of ``FITS``;
+            ``n_train``, ``n_eval``, ``sgd_steps``, ``sgd_batch`` < 1; ``sgd_lr`` <= 0;
+            ``ridge`` or ``noise_std`` < 0; bad seeds or ``fit_window``).
     """
 
     name: str

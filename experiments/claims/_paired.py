@@ -154,6 +154,9 @@ def paired_difference(better: pd.DataFrame, worse: pd.DataFrame,
     Returns:
         {"mean", "low", "high": floats; "n_seeds": int; "per_x": DataFrame with x, ref, n,
         mean, low, high, significant (bool: the interval excludes 0)}.
+
+    Raises:
+        ValueError: ``pairs`` not a list of (x, x') pairs, or a pair not in the tables.
     """
     try:
         pairs = [(x, ref) for x, ref in pairs]
