@@ -99,6 +99,9 @@ class Estimate:
         excluded: steps whose time is not included.
         timed_on: where the rows were timed: "here" (this process) or "on the workers"
             (``estimate_sweeps``'s ``engine``).
+        per_kind: (model kind, regime) -> (rows, seconds), over every sweep; ("data", "")
+            holds the drawing of each seed's data (where the time goes: the heaviest kind
+            is where a sweep is best trimmed).
         samples: one dict per sampled row: experiment, fit, kind, model (its key), scale
             (its s₁), doublings (how often s₁ was doubled because the row grew faster than
             linearly, ``SUPERLINEAR``), seconds_s1 and seconds_s2 (the row timed at s₁ and
@@ -118,6 +121,7 @@ class Estimate:
     excluded: list[str] = field(default_factory=list)
     samples: list[dict] = field(default_factory=list)
     timed_on: str = "here"
+    per_kind: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
 
     @property
     def clock(self) -> str:
@@ -126,8 +130,8 @@ class Estimate:
             "CPU time of one thread: the cores free"
 
     def text(self) -> str:
-        """The estimate in a few lines: total, per experiment, what it is based on, what it
-        leaves out."""
+        """The estimate in a few lines: total, per experiment, per model kind (heaviest
+        first), what it is based on, what it leaves out."""
         workers = self.workers or 1
         lines = [f"Estimated time of this run on {self.device}: {_duration(self.seconds / workers)}"
                  f" (range {_duration(self.low / workers)} – {_duration(self.high / workers)})"
@@ -144,6 +148,13 @@ class Estimate:
                  f"per coefficient) and "
                  f"extrapolated linearly to the full size; calibration took "
                  f"{_duration(self.calibration_seconds)}"]
+        if self.per_kind:
+            heaviest = sorted(self.per_kind.items(), key=lambda item: -item[1][1])
+            lines.insert(2, "  by model kind: " + ", ".join(
+                (f"drawing the data {_duration(seconds / workers)}" if kind == "data" else
+                 f"{kind} ({fit}) {rows} rows {_duration(seconds / workers)}")
+                + f" ({seconds / self.seconds:.0%})" for (kind, fit), (rows, seconds)
+                in heaviest if self.seconds > 0))
         if self.samples:
             slow = max(self.samples, key=lambda row: row["seconds_full"])
             timed = ("timed at the full size" if slow["scale"] >= 1.0 else
@@ -422,6 +433,7 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
         finally:
             _WARMED.pop(token, None)
     totals = {name: [0, 0.0, 0.0, 0.0] for name in experiments}  # rows, mid, low, high
+    per_kind: dict[tuple[str, str], list] = {}  # (kind, regime) -> [rows, mid]
     samples, done = [], iter(results)
     for name, config, kinds in plan:
         if not kinds or not config.seeds:
@@ -439,12 +451,17 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
             totals[name][1] += n_models * seeds * float(np.mean(full))
             totals[name][2] += n_models * seeds * min(full)
             totals[name][3] += n_models * seeds * max(full)
+            kind_total = per_kind.setdefault((kind, str(fit_of(specs[0], config))), [0, 0.0])
+            kind_total[0] += n_models * seeds
+            kind_total[1] += n_models * seeds * float(np.mean(full))
         for i, value in ((1, float(np.mean(data))), (2, min(data)), (3, max(data))):
             totals[name][i] += seeds * value  # a seed's data, drawn once for all models
+        per_kind.setdefault(("data", ""), [0, 0.0])[1] += seeds * float(np.mean(data))
     mid, low, high = (math.fsum(t[i] for t in totals.values()) for i in (1, 2, 3))
     return Estimate(seconds=mid, low=low, high=high,
                     rows=sum(t[0] for t in totals.values()),
                     per_experiment={n: (t[0], t[1]) for n, t in totals.items()},
                     sampled=len(samples), calibration_seconds=time.perf_counter() - start,
                     device=str(torch_device), workers=workers, excluded=list(excluded or []),
-                    samples=samples, timed_on="here" if engine is None else "on the workers")
+                    samples=samples, timed_on="here" if engine is None else "on the workers",
+                    per_kind={key: (rows, seconds) for key, (rows, seconds) in per_kind.items()})

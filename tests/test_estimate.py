@@ -186,6 +186,26 @@ def test_the_samples_are_kept_and_the_slowest_is_named():
             "timed 6.22 s at s = 0.01 and 6.44 s at s = 0.02" in result.text())
 
 
+def test_the_time_is_broken_down_by_model_kind_heaviest_first():
+    """Where the hours go: per (model kind, regime), the rows times the mean of the kind's
+    samples, and the data drawn once per seed; the parts add up to the total."""
+    result = estimate_sweeps({"fig2": [_config()]}, device="cpu", per_kind=2,
+                             timer=_linear_timer([]), progress=False)
+    # a full row: its fixed part + 1e-5·220 000 + 1e-3·20 000 = fixed + 22.2 s
+    assert result.per_kind[("dense", "exact")] == (4, pytest.approx(4 * (3.0 + 6.0) / 2
+                                                                    + 4 * 22.2))
+    assert result.per_kind[("dsm", "exact")] == (2, pytest.approx(2 * (1.0 + 22.2)))
+    assert result.per_kind[("lsh", "exact")] == (2, pytest.approx(2 * (0.5 + 22.2)))
+    assert result.per_kind[("data", "")] == (0, pytest.approx(2 * 2e-5 * 220_000))
+    assert sum(s for _, s in result.per_kind.values()) == pytest.approx(result.seconds)
+    line = next(li for li in result.text().splitlines() if "by model kind" in li)
+    assert line == ("  by model kind: dense (exact) 4 rows 2 min (51%), dsm (exact) 2 rows "
+                    "46 s (22%), lsh (exact) 2 rows 45 s (22%), drawing the data 9 s (4%)")
+    two = estimate_sweeps({"fig2": [_config()]}, device="cpu", per_kind=2,
+                          timer=_linear_timer([]), progress=False, workers=2)
+    assert "dense (exact) 4 rows 53 s (51%)" in two.text()  # divided by the workers
+
+
 def test_a_real_calibration_comes_close_to_the_real_time():
     from experiments.sweep import run_sweep
     import tempfile
