@@ -148,13 +148,15 @@ class Estimate:
                  f"per coefficient) and "
                  f"extrapolated linearly to the full size; calibration took "
                  f"{_duration(self.calibration_seconds)}"]
-        if self.per_kind:
+        if self.per_kind and self.seconds > 0:
+            def part(key, rows, seconds):
+                what = ("drawing the data" if key == ("data", "") else
+                        f"{key[0]} ({key[1]}) {rows} rows")
+                return f"{what} {_duration(seconds / workers)} ({seconds / self.seconds:.0%})"
+
             heaviest = sorted(self.per_kind.items(), key=lambda item: -item[1][1])
             lines.insert(2, "  by model kind: " + ", ".join(
-                (f"drawing the data {_duration(seconds / workers)}" if kind == "data" else
-                 f"{kind} ({fit}) {rows} rows {_duration(seconds / workers)}")
-                + f" ({seconds / self.seconds:.0%})" for (kind, fit), (rows, seconds)
-                in heaviest if self.seconds > 0))
+                part(key, rows, seconds) for key, (rows, seconds) in heaviest))
         if self.samples:
             slow = max(self.samples, key=lambda row: row["seconds_full"])
             timed = ("timed at the full size" if slow["scale"] >= 1.0 else
