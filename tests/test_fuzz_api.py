@@ -818,12 +818,12 @@ EXPERIMENT_CASES |= {
     "experiments.image_models.router_layers": Case(lambda n_hidden: len(x_image_models.router_layers(torch.nn.Sequential(*[x_image_models.TopKMLP(2, 4, 2, 2) for _ in range(n_hidden)]))), {"n_hidden": H_INT(0, 3)}, names=("model",)),
 }
 EXPERIMENT_CASES |= {
-    # experiments.model_kinds: the registry of model kinds
     # experiments.models: the regression models of Baykal et al. §5, each with a top layer of ones
     "experiments.models.Dense": Case(lambda X, width, seed: _model_outputs(x_models.Dense(2, width, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "seed": INT(0)}),
     "experiments.models.DSM": Case(lambda X, width, k, seed: _model_outputs(x_models.DSM(2, width, k, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "k": INT(1, 16), "seed": INT(0)}),
     "experiments.models.RandomHashModel": Case(lambda X, width, k, seed: _model_outputs(x_models.RandomHashModel(2, width, k, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "k": INT(1, 16), "seed": INT(0)}),
     "experiments.models.LSHModel": Case(lambda X, n_bits, n_tables, degree, seed: _model_outputs(x_models.LSHModel(2, n_bits=n_bits, n_tables=n_tables, degree=degree, seed=seed), X), {"X": POINTS(2), "n_bits": INT(1, 8), "n_tables": INT(1, 4), "degree": INT(0, 2), "seed": INT(0)}),
+    # experiments.model_kinds: the registry of model kinds
     "experiments.model_kinds.ModelKind": Case(lambda kind, width, seed: (lambda spec: x_model_kinds.model_kind(kind).run(spec, _tiny_config(), _tiny_config().make_data(seed), seed, torch.device("cpu"))["eval_mse"])(x_specs.ModelSpec(kind, width=width, **({"k": 1} if kind == "dsm" else {}))), {"kind": CHOICE("dense", "dsm"), "width": INT(1, 8), "seed": INT(0)}),
     "experiments.model_kinds.load_kind_module": Case(lambda name: _with_kind(lambda k: k) if name == "own_router.py" else x_model_kinds.load_kind_module(EXAMPLES / name), {"name": Kind(st.just("own_router.py"), st.sampled_from(["own_target.py", "nope.py", "README"]))}, names=("module",)),
     "experiments.model_kinds.model_kind": Case(lambda name: x_model_kinds.model_kind(name).name, {"name": CHOICE("dense", "lsh", "sdmlp")}, names=("model kind",)),
