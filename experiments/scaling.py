@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from inference import fit_exponent
 from routing.validation import check_choice, check_int, check_real
 
 
@@ -41,7 +42,8 @@ class PowerLaw:
 
 
 def fit_log_log(n: np.ndarray, mse: np.ndarray) -> tuple[float, float]:
-    """Least squares of ln(mse) on ln(n): returns (α, ln C) for mse ≈ C · n^(−α).
+    """Least squares of ln(mse) on ln(n): returns (α, ln C) for mse ≈ C · n^(−α)
+    (``inference.fit_exponent``: α is minus its slope, ln C its intercept).
 
     Raises:
         ValueError: ``n`` and ``mse`` not finite real 1-D arrays of one length; fewer than two
@@ -55,8 +57,8 @@ def fit_log_log(n: np.ndarray, mse: np.ndarray) -> tuple[float, float]:
         raise ValueError(f"n and mse must have one length, got {len(n)} and {len(mse)}")
     if len(np.unique(n)) < 2 or np.any(n <= 0) or np.any(mse <= 0):
         raise ValueError("need at least two distinct positive n and positive mse values")
-    slope, intercept = np.polyfit(np.log(n), np.log(mse), 1)
-    return float(-slope), float(intercept)
+    fit = fit_exponent(n, mse)
+    return float(-fit.slope), float(fit.intercept)
 
 
 def fit_power_law(frame: pd.DataFrame, x: str, y: str = "eval_mse", n_boot: int = 1000,

@@ -65,6 +65,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from inference import fit_exponent
 from lipschitz import sample_inputs
 from routing.validation import check_int, check_real
 
@@ -358,9 +359,10 @@ def shape_diagnosis(window: pd.DataFrame) -> str:
     third = max(1, len(table) // 3)
     low, high = table.iloc[:third], table.iloc[-third:]
     y = error_column(window)
-    per_seed = [-np.polyfit(np.log(rows["buckets"].to_numpy(float)),
-                            np.log(rows[y].to_numpy(float)), 1)[0]
-                for _, rows in window.groupby("seed") if rows["buckets"].nunique() >= 3]
+    per_seed = [-fit_exponent(rows["buckets"].to_numpy(float), rows[y].to_numpy(float)).slope
+                for _, rows in window.groupby("seed")
+                if rows["buckets"].nunique() >= 3
+                and np.all(np.isfinite(rows[y])) and np.all(rows[y] > 0)]
     seeds = (f"each seed's own log-log slope: {', '.join(f'{a:.2f}' for a in per_seed)} (each "
              f"seed hashes with its own directions, so its constant differs: the pooled "
              f"interval carries that spread); " if per_seed else "")

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+import inference
 from routing.validation import as_numpy, check_int, check_points, check_real, check_seed
 
 __all__ = [
@@ -235,8 +236,10 @@ def collision_probability_cross_polytope(theta, dim: int, n_hashes: int = 1):
 def clopper_pearson(k, n: int, confidence: float = 0.95):
     """Exact (Clopper-Pearson) binomial confidence interval, vectorised over k.
 
-    The bounds are Beta quantiles: low = B(α/2; k, n-k+1) (0 when k = 0) and
-    high = B(1-α/2; k+1, n-k) (1 when k = n), α = 1 - confidence; identical to
+    The two-sided interval of ``inference.clopper_pearson`` (the module where sparselab's
+    statistics live), kept here under routing's argument names: the bounds are Beta quantiles,
+    low = B(α/2; k, n-k+1) (0 when k = 0) and high = B(1-α/2; k+1, n-k) (1 when k = n),
+    α = 1 - confidence; identical to
     ``scipy.stats.binomtest(k, n).proportion_ci(confidence, method="exact")``.
 
     Arguments:
@@ -257,14 +260,7 @@ def clopper_pearson(k, n: int, confidence: float = 0.95):
     karr = np.asarray(k)
     if not np.issubdtype(karr.dtype, np.integer) or (karr < 0).any() or (karr > n).any():
         raise ValueError(f"k must be integers in [0, n={n}]")
-    alpha = 1.0 - confidence
-    kf = karr.astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        low = np.where(karr == 0, 0.0, stats.beta.ppf(alpha / 2, kf, n - kf + 1))
-        high = np.where(karr == n, 1.0, stats.beta.ppf(1 - alpha / 2, kf + 1, n - kf))
-    if karr.ndim == 0:
-        return float(low), float(high)
-    return low, high
+    return inference.clopper_pearson(karr, n, confidence)
 
 
 @dataclass(frozen=True)
