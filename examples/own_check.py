@@ -50,7 +50,7 @@ class SignHashParams(CheckParams):
     angles: tuple[float, ...] = (0.3, 0.6, 0.9, 1.2, 1.5)
     trials: int = 1500
     family_confidence: float = 0.95
-    n_power: int = 10
+    n_power: int = 14
 
 
 @register

@@ -1,7 +1,7 @@
 """Executable checks of the theorems and lemmas of Baykal et al. 2022 (§3–§4, App. B).
 
 A check draws the random objects a claim quantifies over, measures, and decides by a rule
-fixed in code before the run (``../shared/VERDICTS.md``); its power is measured on planted
+fixed in code before the run (``docs/checks.md``); its power is measured on planted
 violations, and a check that could not have failed reports *underpowered*. Verdicts: holds /
 refuted / inconclusive / underpowered / out of reach / exact identity. ``run_checks`` runs the
 registered ones (``sparselab check``; ``--module PATH`` adds one's own);

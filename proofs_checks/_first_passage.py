@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from inference.exponents import fit_exponent
 from proofs_checks._framework import child_seeds
 from routing.lsh_table import LSHTable
 
@@ -378,15 +379,16 @@ def _needed_by_extrapolation(tails, n_test: int) -> float:
     """Samples at which the fraction of violating test points, extrapolated as a power law
     of n over the last grid values of the censored draws, falls below half a test point —
     a rough order of magnitude for "what would be needed" (inf when it does not fall)."""
-    xs, ys = [], []
+    ns, bads = [], []
     for tail in tails:
         for n, bad in tail:
             if bad > 0:
-                xs.append(math.log(n))
-                ys.append(math.log(bad))
-    if len(set(xs)) < 2:
+                ns.append(float(n))
+                bads.append(float(bad))
+    if len(set(ns)) < 2:
         return math.nan
-    slope, icpt = np.polyfit(xs, ys, 1)
+    fit = fit_exponent(ns, bads)  # least squares of ln bad on ln n
+    slope, icpt = fit.slope, fit.intercept
     if slope >= 0:
         return math.inf
     target = math.log(0.5 / n_test)

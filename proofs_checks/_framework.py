@@ -7,15 +7,28 @@ claims ("with probability ≥ 0.9") are decided over repeated independent draws 
 claimed probability, *refuted* when its upper end is below it, *inconclusive* otherwise — then
 ``draws_needed`` says how many more draws would decide if the observed rate persisted.
 
-**Power.** Every check ships planted violations (``Check.planted_violations``): the same check
-built around an object that breaks the claim by the smallest amount the claim rules out (a
-hasher whose buckets grow as ε^0.5, an exponent off by one power, …). ``Check.run`` runs the
-check's own decision (``Check.decide``) on ``n_power`` independent draws of each planted
-violation; the *power* is the smallest fraction of them refuted, over the planted violations,
-with its Clopper–Pearson interval. A check whose power is below ``POWER_WANTED`` (0.9) reports
-*underpowered* whatever its data said — it could not have failed — and keeps the verdict of its
-data as ``raw_verdict``. A claim true by algebra that holds (and whose planted non-identities
-are refuted) reports *exact identity*.
+**What *holds* means.** Every violation at least as large as the pre-registered *smallest
+violation of interest* (SVI) would have been refuted with power ≥ 0.8, established at 95 %
+confidence. Each decisive part of a check declares its SVI in code (``SVI``: the part, the
+size in the claim's own units, a one-line reason; ``Check.smallest_violations``) and ships
+planted violations (``Check.planted_violations``): the check rebuilt around a real object that
+breaks that part's claim *at* the SVI (``Planted(part=..., size=svi)``), plus plants at other
+sizes for a short power curve. ``Check.run`` runs the check's own decision (``Check.decide``)
+on independent draws of every plant and counts a run as refuted when *the plant's part* is
+refuted (a plant another part also catches does not measure this part's power). The power of
+a part counts only through its one-sided 95 % Clopper–Pearson lower bound, wanted ≥
+``POWER_WANTED`` = 0.8 (14 of 14 runs: 0.807); the *minimal detectable violation* (MDV) is the
+smallest planted size whose bound reaches 0.8 (``part_powers``). A part whose MDV is missing or
+above its SVI makes the check *underpowered* (with what would be needed), whatever its data
+said; the verdict of the data stays in ``raw_verdict``. A check without declared SVIs gates on
+every plant's lower bound and says that no SVI was declared. A claim true by algebra that holds
+(and whose planted non-identities are refuted) reports *exact identity*.
+
+**Multiplicity and seeds.** A check whose verdict combines parts decided with p-values controls
+the family-wise error of a false refutation across them (``holm_parts``: Holm 1979). The
+decisive run is repeated on ``SEED_RUNS`` seeds (quick; ``SEED_RUNS_FULL`` at full) and decided
+by ``SEED_RULE`` (``seed_rule``); the per-seed verdicts are part of the result. Choices made
+after seeing data are the class attribute ``post_hoc``, printed with the result.
 
 **Pre-registration.** A check's deciding settings are its frozen ``Params`` dataclass (the
 ``quick`` and ``full`` presets are code), its class attribute ``rule`` (the decision rule in
@@ -23,7 +36,7 @@ words) and its planted violations; all three are written into the result (``prer
 before anything is measured, so nothing in them can depend on the run that decides.
 
 Every check is a subclass of ``Check`` registered by name with ``@register``. The protocol is
-``../shared/VERDICTS.md``'s: holds / refuted / inconclusive / underpowered / out of reach /
+``docs/checks.md``'s: holds / refuted / inconclusive / underpowered / out of reach /
 exact identity.
 """
 
@@ -39,8 +52,10 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, Callable, ClassVar
 
 import numpy as np
-from scipy import stats
 
+from inference.intervals import clopper_pearson as _inference_cp
+from inference.intervals import power_lower_bound
+from inference.multiplicity import holm
 from routing.validation import check_bool, check_int, check_real, check_seed
 
 __all__ = [
@@ -49,26 +64,38 @@ __all__ = [
     "combine_verdicts", "CheckResult", "Check", "CheckParams", "register", "REGISTRY",
     "child_seeds", "to_jsonable", "CONFIDENCE", "POWER_WANTED", "POWER_RUNS", "Planted",
     "PowerEstimate", "measure_power", "power_estimate", "final_verdict", "clopper_pearson",
+    "SVI", "PartPower", "part_powers", "seed_rule", "holm_parts", "power_lower_bound",
+    "POWER_CONFIDENCE", "SEED_RUNS", "SEED_RUNS_FULL",
 ]
 
 #: Confidence level of every Clopper–Pearson decision.
 CONFIDENCE = 0.95
 #: Never propose more draws than this in ``draws_needed``.
 MAX_DRAWS = 10**7
-#: The power a check needs before its verdict may be *holds* (VERDICTS.md).
-POWER_WANTED = 0.9
-#: Planted runs per planted violation when a check's ``Params`` has no ``n_power`` field.
-POWER_RUNS = 10
+#: The power a check needs before its verdict may be *holds* (docs/checks.md): the one-sided
+#: Clopper–Pearson lower bound (at ``POWER_CONFIDENCE``) of the fraction of planted runs refuted
+#: must reach it — 14 of 14 runs give 0.807, 13 of 13 only 0.794.
+POWER_WANTED = 0.8
+#: One-sided confidence of the power's lower bound.
+POWER_CONFIDENCE = 0.95
+#: Planted runs per planted violation when a check's ``Params`` has no ``n_power`` field: the
+#: fewest whose all-refuted count reaches ``POWER_WANTED`` (14 of 14: 0.807).
+POWER_RUNS = 14
+#: Seeds of the decisive run at the quick preset (``Check.run``), and at the full one.
+SEED_RUNS = 3
+SEED_RUNS_FULL = 5
 
 
 class Verdict(str, enum.Enum):
-    """Outcome of a check (``../shared/VERDICTS.md``).
+    """Outcome of a check (``docs/checks.md``).
 
-    * holds: the validation data agree with the claim by the pre-registered rule, and the
-      power on the planted violations is ≥ 0.9;
-    * refuted: the validation data contradict the claim by the rule (and power ≥ 0.9);
+    * holds: the validation data agree with the claim by the pre-registered rule (over its
+      seeds, after family-wise control), and every decisive part's MDV is ≤ its SVI (power
+      at the SVI with a one-sided 95 % lower bound ≥ 0.8);
+    * refuted: the validation data contradict the claim by the rule (with that power);
     * inconclusive: neither (``draws_needed`` or the details say what would decide);
-    * underpowered: power < 0.9 — the procedure could not have told, whatever the data;
+    * underpowered: an MDV above its SVI (or power not established at 95 %) — the
+      procedure could not have told, whatever the data;
     * out of reach: the settings the claim needs exceed the preset (the details say what
       would be needed);
     * exact identity: a claim true by algebra, checked to rounding on random instances, with
@@ -87,8 +114,7 @@ class Verdict(str, enum.Enum):
 
 
 def _cp_interval(successes: int, trials: int, confidence: float) -> tuple[float, float]:
-    ci = stats.binomtest(successes, trials).proportion_ci(confidence, method="exact")
-    return float(ci.low), float(ci.high)
+    return _inference_cp(successes, trials, confidence)
 
 
 def clopper_pearson(successes: int, trials: int,
@@ -112,13 +138,8 @@ def clopper_pearson(successes: int, trials: int,
 
 
 def _cp_beta(successes: np.ndarray, trials: np.ndarray, confidence: float):
-    """Vectorised Clopper–Pearson bounds (the Beta quantiles binomtest uses)."""
-    alpha = 1.0 - confidence
-    k, n = successes.astype(float), trials.astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        low = np.where(k == 0, 0.0, stats.beta.ppf(alpha / 2, k, n - k + 1))
-        high = np.where(k == n, 1.0, stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
-    return low, high
+    """Vectorised Clopper–Pearson bounds (``inference.clopper_pearson`` on arrays)."""
+    return _inference_cp(np.asarray(successes), np.asarray(trials), confidence)
 
 
 def draws_to_decide(successes: int, trials: int, claimed: float,
@@ -208,7 +229,8 @@ def decide_probability(successes: int, trials: int, claimed: float,
                        confidence: float = CONFIDENCE) -> ProbabilityDecision:
     """Decide "P(event) ≥ claimed" from ``successes`` out of ``trials`` independent draws.
 
-    Uses ``scipy.stats.binomtest(successes, trials).proportion_ci(confidence, method="exact")``.
+    Uses ``inference.clopper_pearson`` (the numbers of ``scipy.stats.binomtest(successes,
+    trials).proportion_ci(confidence, method="exact")``).
 
     Raises:
         ValueError: counts out of range, ``claimed`` or ``confidence`` outside (0, 1).
@@ -315,6 +337,42 @@ def combine_verdicts(verdicts) -> Verdict:
 
 
 @dataclass(frozen=True)
+class SVI:
+    """The smallest violation of interest of one decisive part of a check, fixed in code
+    before the run (``docs/checks.md``).
+
+    Attributes:
+        part: the part's name (a key of the result's ``details["parts"]``, or the prefix of a
+            group of them, e.g. "sparse_lookup"; "all" for the combined verdict).
+        size: the violation's size in the claim's own units (e.g. 0.25 for "an exponent off
+            by +0.25"), > 0.
+        units: what ``size`` measures, in words (e.g. "exponent β of a lookup growing as N^β
+            instead of log N").
+        reason: one line: why violations smaller than this do not matter or cannot be told.
+
+    Raises:
+        ValueError: an empty part, units or reason, a size that is not a finite real > 0.
+    """
+
+    part: str
+    size: float
+    units: str
+    reason: str
+
+    def __post_init__(self):
+        for name in ("part", "units", "reason"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
+                raise ValueError(f"SVI.{name} must be a non-empty string")
+        check_real(self.size, "SVI.size", 0.0, None, low_open=True)
+        if not math.isfinite(self.size):
+            raise ValueError(f"SVI.size must be finite, got {self.size!r}")
+
+    def text(self) -> str:
+        """'sparse_lookup: 0.25 (exponent β …) — reason'."""
+        return f"{self.part}: {self.size:.3g} ({self.units}) — {self.reason}"
+
+
+@dataclass(frozen=True)
 class Planted:
     """A planted violation: the check rebuilt around an object that breaks its claim.
 
@@ -326,11 +384,34 @@ class Planted:
             in place (through real objects — a hasher, a family, a model — never by patching
             the comparison). Its ``decide(seed)`` must come out *refuted* for the check to
             have power.
+        part: the decisive part whose power this plant measures (an ``SVI.part``): a run
+            counts as refuted when *that part* is refuted (``Check.part_verdict``), not when
+            another part catches the plant. None: the combined verdict (a legacy plant, not
+            tied to an SVI).
+        size: the planted violation's size in the SVI's units (None with ``part`` None).
+            A plant at its part's SVI gates the verdict; plants at other sizes make the
+            power curve the MDV is read from.
+        runs: planted runs of this plant (None: the check's ``n_power``); curve points away
+            from the SVI may use fewer.
+
+    Raises:
+        ValueError: a size without a part, a size that is not a real > 0, runs < 1.
     """
 
     name: str
     description: str
     build: Callable[[], "Check"]
+    part: str | None = None
+    size: float | None = None
+    runs: int | None = None
+
+    def __post_init__(self):
+        if self.size is not None:
+            if self.part is None:
+                raise ValueError("Planted.size needs Planted.part (the part it measures)")
+            check_real(self.size, "Planted.size", 0.0, None, low_open=True)
+        if self.runs is not None:
+            check_int(self.runs, "Planted.runs", low=1)
 
 
 @dataclass(frozen=True)
@@ -341,8 +422,11 @@ class PowerEstimate:
         planted: the ``Planted.name``. description: its ``description``.
         refuted, runs: refuted decisions out of independent planted runs (fresh seeds).
         power: refuted / runs.
-        ci_low, ci_high: Clopper–Pearson interval (95 %) of the power.
-        verdicts: the raw verdict of each run.
+        ci_low, ci_high: two-sided Clopper–Pearson interval (95 %) of the power.
+        verdicts: the raw verdict of each run (of the plant's part when it has one).
+        part, size: the plant's ``part`` and ``size`` (None for a legacy plant).
+        lower: one-sided 95 % Clopper–Pearson lower bound of the power
+            (``inference.power_lower_bound``): the number the gate compares with 0.8.
     """
 
     planted: str
@@ -353,14 +437,19 @@ class PowerEstimate:
     ci_low: float
     ci_high: float
     verdicts: tuple[str, ...]
+    part: str | None = None
+    size: float | None = None
+    lower: float = 0.0
 
 
-def measure_power(planted: Planted, seeds) -> PowerEstimate:
-    """Run ``planted.build().decide(s)`` for every seed and count the refutations.
+def measure_power(planted: Planted, seeds, check: "Check | None" = None) -> PowerEstimate:
+    """Run ``planted.build().decide(s)`` for every seed and count the refutations (of
+    ``planted.part`` when it names one: ``Check.part_verdict``).
 
     Arguments:
         planted: the planted violation.
         seeds: non-empty iterable of non-negative int seeds (independent of the real run's).
+        check: unused (kept for callers that pass the check the plant belongs to).
 
     Returns:
         ``PowerEstimate``.
@@ -374,8 +463,9 @@ def measure_power(planted: Planted, seeds) -> PowerEstimate:
     seeds = [check_seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)]
     if not seeds:
         raise ValueError("seeds must not be empty")
-    check = planted.build()
-    return power_estimate(planted, [check.decide(s).verdict for s in seeds])
+    built = planted.build()
+    return power_estimate(planted, [built.part_verdict(built.decide(s), planted.part)
+                                    for s in seeds])
 
 
 def power_estimate(planted: Planted, verdicts) -> PowerEstimate:
@@ -388,7 +478,7 @@ def power_estimate(planted: Planted, verdicts) -> PowerEstimate:
         verdicts: non-empty sequence of ``Verdict`` (or their values), one per planted run.
 
     Returns:
-        ``PowerEstimate``.
+        ``PowerEstimate`` with its two-sided interval and one-sided lower bound.
 
     Raises:
         ValueError: no verdicts, or a value that is not a verdict.
@@ -398,15 +488,109 @@ def power_estimate(planted: Planted, verdicts) -> PowerEstimate:
         raise ValueError("verdicts must not be empty")
     refuted = sum(v == Verdict.REFUTED.value for v in verdicts)
     low, high = _cp_interval(refuted, len(verdicts), CONFIDENCE)
+    lower = float(power_lower_bound(refuted, len(verdicts), POWER_CONFIDENCE))
     return PowerEstimate(planted.name, planted.description, refuted, len(verdicts),
-                         refuted / len(verdicts), low, high, verdicts)
+                         refuted / len(verdicts), low, high, verdicts, planted.part,
+                         planted.size, lower)
+
+
+@dataclass(frozen=True)
+class PartPower:
+    """The power of one decisive part: its SVI, its gate at the SVI and its MDV.
+
+    Attributes:
+        part: the part (``SVI.part``). svi: its ``SVI`` (as a dict).
+        gate: the ``PowerEstimate`` (as a dict) of the plant at the SVI, or None when no
+            plant sits at it.
+        power_lower: that plant's one-sided 95 % lower bound (0 without one).
+        mdv: the minimal detectable violation: the smallest planted size on the part's power
+            curve whose lower bound is ≥ ``POWER_WANTED``; None when no size reaches it
+            (curve points with fewer runs than ``POWER_RUNS`` cannot: 13 of 13 give 0.794).
+        curve: [(size, refuted, runs, lower)] of the part's plants, by size.
+        underpowered: mdv is None or > the SVI.
+        needs: when underpowered, what would be needed, in words.
+    """
+
+    part: str
+    svi: dict
+    gate: dict | None
+    power_lower: float
+    mdv: float | None
+    curve: list
+    underpowered: bool
+    needs: str = ""
+
+    def text(self) -> str:
+        """'sparse_lookup: SVI 0.25, MDV 0.25, power 14/14 ≥ 0.807'."""
+        gate = ("no plant at the SVI" if self.gate is None else
+                f"power at SVI {self.gate['refuted']}/{self.gate['runs']}, one-sided 95% lower "
+                f"bound {self.power_lower:.3f} (wanted ≥ {POWER_WANTED:g})")
+        mdv = "none on the curve" if self.mdv is None else f"{self.mdv:.3g}"
+        curve = ", ".join(f"{s:.3g}: {r}/{n}" for s, r, n, _ in self.curve)
+        text = f"{self.part}: SVI {self.svi['size']:.3g}, MDV {mdv}; {gate}; curve {curve}"
+        if self.underpowered:
+            text += f" — underpowered: {self.needs}"
+        return text
+
+
+def part_powers(svis, estimates) -> list[PartPower]:
+    """Each SVI's gate and MDV from the planted runs of its part.
+
+    The gate of a part is its plant at the SVI (``Planted.size == SVI.size``; of several, the
+    worst): power counts only through its one-sided 95 % Clopper–Pearson lower bound, wanted
+    ≥ ``POWER_WANTED``.
+    The MDV is the smallest size of the part's power curve (its plants at every size) whose
+    lower bound reaches ``POWER_WANTED``. A part is *underpowered* when
+    the MDV is missing or above the SVI; ``needs`` then says how many more planted runs would
+    establish the power at the SVI if its refuted fraction persisted
+    (``draws_to_decide`` at the one-sided level), or that these settings cannot (the refuted
+    fraction itself is below the wanted power).
+
+    Arguments:
+        svis: ``SVI`` objects (one per decisive part).
+        estimates: ``PowerEstimate`` objects (those with ``part`` None are ignored).
+
+    Returns:
+        One ``PartPower`` per SVI, in order.
+    """
+    out = []
+    for svi in svis:
+        mine = [e for e in estimates if e.part == svi.part and e.size is not None]
+        sizes = sorted({float(e.size) for e in mine})
+        # several plants of one size (e.g. one per family): the worst of them counts
+        worst = {size: min((e for e in mine if math.isclose(e.size, size, rel_tol=1e-9)),
+                           key=lambda e: (e.lower, e.power)) for size in sizes}
+        gate = next((e for size, e in worst.items()
+                     if math.isclose(size, svi.size, rel_tol=1e-9)), None)
+        curve = [(size, e.refuted, e.runs, float(e.lower)) for size, e in worst.items()]
+        mdv = next((c[0] for c in curve if c[3] >= POWER_WANTED), None)
+        under = mdv is None or mdv > svi.size * (1 + 1e-9)
+        needs = ""
+        if under:
+            if gate is None:
+                needs = f"plant a violation at the SVI ({svi.size:g}) and run it"
+            elif gate.power <= POWER_WANTED:
+                needs = (f"these settings: {gate.refuted}/{gate.runs} refuted at the SVI, a "
+                         f"rate ≤ {POWER_WANTED:g}; more validation draws or a wider grid")
+            else:
+                more = draws_to_decide(gate.refuted, gate.runs, POWER_WANTED,
+                                       confidence=1 - 2 * (1 - POWER_CONFIDENCE))
+                needs = (f"needs {more} more planted runs at the SVI (if the rate "
+                         f"{gate.power:.2f} persisted)" if more is not None else
+                         "these settings: no feasible number of planted runs")
+        out.append(PartPower(svi.part, to_jsonable(svi), None if gate is None else
+                             to_jsonable(gate), 0.0 if gate is None else float(gate.lower),
+                             mdv, curve, under, needs))
+    return out
 
 
 def final_verdict(raw: Verdict, power: float | None, identity: bool = False) -> Verdict:
-    """The verdict a check prints from the verdict of its data and its measured power.
+    """The verdict a check prints from the verdict of its data and its power's lower bound.
 
-    * ``power`` None (not measured) or < ``POWER_WANTED``: *underpowered* — unless the data
-      were *out of reach*, which stays (nothing was measured that power could qualify);
+    * ``power`` (the one-sided 95 % Clopper–Pearson lower bound of the power at the SVI —
+      the smallest over the decisive parts) None (not measured) or < ``POWER_WANTED`` (0.8):
+      *underpowered* — unless the data were *out of reach*, which stays (nothing was
+      measured that power could qualify);
     * otherwise the raw verdict, with *holds* printed as *exact identity* for an ``identity``
       claim (true by algebra).
 
@@ -429,6 +613,71 @@ def final_verdict(raw: Verdict, power: float | None, identity: bool = False) -> 
     if identity and raw in (Verdict.HOLDS, Verdict.EXACT_IDENTITY):
         return Verdict.EXACT_IDENTITY
     return raw
+
+
+#: The pre-registered rule over the seeds of a check's decisive run (``seed_rule``).
+SEED_RULE = ("over the seeds of the decisive run: refuted when more than half of them are "
+             "refuted; holds (exact identity) when every one holds (is one); out of reach "
+             "when every one is; inconclusive otherwise")
+
+
+def seed_rule(verdicts) -> Verdict:
+    """The verdict of a check over the seeds of its decisive run (``SEED_RULE``).
+
+    The power is measured on single-seed decisions; when one seed refutes a planted
+    violation with probability p ≥ 1/2, "more than half of n seeds refute" does so with
+    probability ≥ p, so the single-seed power is a lower bound for this rule.
+
+    Arguments:
+        verdicts: non-empty sequence of ``Verdict`` (or values), one per seed.
+
+    Raises:
+        ValueError: an empty sequence or an unknown verdict.
+    """
+    verdicts = [Verdict(v) for v in verdicts]
+    if not verdicts:
+        raise ValueError("verdicts must not be empty")
+    if 2 * sum(v == Verdict.REFUTED for v in verdicts) > len(verdicts):
+        return Verdict.REFUTED
+    if all(v == Verdict.EXACT_IDENTITY for v in verdicts):
+        return Verdict.EXACT_IDENTITY
+    if all(v in (Verdict.HOLDS, Verdict.EXACT_IDENTITY) for v in verdicts):
+        return Verdict.HOLDS
+    if all(v == Verdict.OUT_OF_REACH for v in verdicts):
+        return Verdict.OUT_OF_REACH
+    return Verdict.INCONCLUSIVE
+
+
+def holm_parts(parts: dict, alpha: float = 0.025) -> dict:
+    """Family-wise control over the decisive parts of one check (Holm 1979).
+
+    Each part is a dict with ``verdict`` (its verdict at its own level) and ``p_refute`` (the
+    one-sided p-value of the claim at that part: small values refute; NaN or missing: a
+    part decided without a p-value, e.g. an exact part, left out of the family). A part
+    refuted at its own level stays refuted only when Holm's adjusted p-value
+    (``inference.holm``) is ≤ ``alpha``; otherwise it becomes *inconclusive*.
+
+    Arguments:
+        parts: name -> part dict (not modified).
+        alpha: the family-wise error of a false refutation (0.025: the one-sided tail of a
+            two-sided 95 % interval).
+
+    Returns:
+        name -> a copy of the part dict with ``p_adjusted`` and ``verdict_raw`` added and
+        ``verdict`` adjusted.
+    """
+    names = list(parts)
+    p = np.array([float(parts[n].get("p_refute", float("nan"))) for n in names])
+    adjusted = holm(p, alpha).p_adjusted if names else np.array([])
+    out = {}
+    for n, q in zip(names, adjusted):
+        part = dict(parts[n])
+        part["verdict_raw"] = part["verdict"]
+        part["p_adjusted"] = float(q)
+        if Verdict(part["verdict"]) == Verdict.REFUTED and np.isfinite(q) and q > alpha:
+            part["verdict"] = Verdict.INCONCLUSIVE.value
+        out[n] = part
+    return out
 
 
 def child_seeds(seed: int, n: int, *salt: int) -> list[int]:
@@ -501,8 +750,18 @@ class CheckResult:
         power_interval: its Clopper–Pearson interval (95 %).
         power_details: one ``PowerEstimate`` (as a dict) per planted violation.
         preregistered: the deciding settings fixed in code before the run: ``params``,
-            ``rule``, ``planted`` (name → description), ``n_power``, ``power_wanted``.
+            ``rule``, ``planted`` (name → description), ``n_power``, ``power_wanted``,
+            ``svi``, ``seed_rule``, ``seeds``.
         settings: the pre-registered settings in one line.
+        svi: the decisive parts' smallest violations of interest (``SVI`` as dicts; empty:
+            none declared — the power then gates on every plant, with no stated SVI).
+        mdv: part -> its ``PartPower`` (as a dict): SVI, gate at the SVI, MDV, power curve.
+        power_lower: the one-sided 95 % Clopper–Pearson lower bound of the power that gates
+            the verdict (the smallest over the parts; None: not measured).
+        seed_verdicts: [{"seed", "verdict"}] of the decisive run's seeds (the first is the
+            run whose details are shown), combined by ``SEED_RULE``.
+        post_hoc: the choices made after seeing data (raised sample sizes, grids cut), in
+            words.
     """
 
     name: str
@@ -526,6 +785,11 @@ class CheckResult:
     power_details: list[dict[str, Any]] = field(default_factory=list)
     preregistered: dict[str, Any] = field(default_factory=dict)
     settings: str = ""
+    svi: list[dict[str, Any]] = field(default_factory=list)
+    mdv: dict[str, Any] = field(default_factory=dict)
+    power_lower: float | None = None
+    seed_verdicts: list[dict[str, Any]] = field(default_factory=list)
+    post_hoc: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dictionary of every field."""
@@ -617,6 +881,9 @@ class Check(abc.ABC):
     Params: ClassVar[type]
     rule: ClassVar[str] = ""
     identity: ClassVar[bool] = False
+    #: Choices made after seeing data (raised sample sizes, grids cut to where the claim
+    #: holds), each in words; printed as ``post_hoc`` with the result.
+    post_hoc: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params=None):
         params = self.Params() if params is None else params
@@ -627,28 +894,69 @@ class Check(abc.ABC):
 
     @classmethod
     def preset(cls, name: str) -> "Check":
-        """The check with the ``quick`` or ``full`` parameters."""
-        return cls(cls.Params.preset(name))
+        """The check with the ``quick`` or ``full`` parameters (the full ones repeat the
+        decisive run on ``SEED_RUNS_FULL`` seeds, the quick ones on ``SEED_RUNS``)."""
+        check = cls(cls.Params.preset(name))
+        check.seed_runs = SEED_RUNS_FULL if name == "full" else SEED_RUNS
+        return check
+
+    #: Seeds of the decisive run (``run``); ``preset("full")`` sets ``SEED_RUNS_FULL``.
+    seed_runs: int = SEED_RUNS
 
     def planted_violations(self) -> list[Planted]:
         """The planted violations the power is measured on (override; default none, so a
         check that ships none reports *underpowered*)."""
         return []
 
+    def smallest_violations(self) -> list[SVI]:
+        """The SVI of each decisive part, fixed in code (override; default none: the power
+        then gates on every plant and the output says no SVI was declared)."""
+        return []
+
+    def part_verdict(self, result: CheckResult, part: str | None) -> Verdict:
+        """The verdict of one decisive part in a result (how a planted run of that part is
+        counted): ``details["parts"][part]["verdict"]``, or the combined verdict of the parts
+        named ``part`` followed by a space (a group, e.g. "sparse_eps d=4,k=1"); the result's
+        raw verdict when ``part`` is None or "all".
+
+        Raises:
+            ValueError: a part the result does not have.
+        """
+        if part is None or part == "all":
+            return result.raw_verdict if result.raw_verdict is not None else result.verdict
+        parts = result.details.get("parts", {}) if isinstance(result.details, dict) else {}
+        group = [v for k, v in parts.items() if k == part or k.startswith(part + " ")]
+        if not group:
+            raise ValueError(f"part {part!r} is not in the result's details['parts'] "
+                             f"(has {sorted(parts)})")
+        return combine_verdicts([Verdict(v["verdict"]) for v in group])
+
     @property
     def n_power(self) -> int:
         """Planted runs per planted violation: ``params.n_power`` or ``POWER_RUNS``."""
         return int(getattr(self.params, "n_power", POWER_RUNS))
 
+    def _runs_of(self, planted: Planted) -> int:
+        return self.n_power if planted.runs is None else planted.runs
+
     def preregistration(self) -> dict[str, Any]:
         """The deciding settings, fixed in code before any run: params, rule, planted
-        violations (name → description), planted runs and the power wanted."""
+        violations (name → description), planted runs, the power wanted, the SVIs, the seed
+        rule and the number of seeds."""
         return to_jsonable({
             "params": asdict(self.params), "rule": self.rule,
             "planted": {p.name: p.description for p in self.planted_violations()},
             "n_power": self.n_power, "power_wanted": POWER_WANTED,
-            "confidence": CONFIDENCE,
+            "power_confidence": POWER_CONFIDENCE, "confidence": CONFIDENCE,
+            "svi": [asdict(v) for v in self.smallest_violations()],
+            "seed_rule": SEED_RULE, "seeds": self.seed_runs,
         })
+
+    def seed_list(self, seed: int) -> list[int]:
+        """The seeds of the decisive run: ``seed`` then ``seed_runs − 1`` derived ones
+        (``child_seeds(seed, ·, 104729)``), disjoint from the planted runs' streams."""
+        seed = check_seed(seed)
+        return [seed] + child_seeds(seed, max(self.seed_runs, 1) - 1, 104729)
 
     def decide(self, seed: int = 0) -> CheckResult:
         """The check's measurement and decision alone (no power, no plots): ``verdict`` is
@@ -661,20 +969,23 @@ class Check(abc.ABC):
 
     def run(self, seed: int = 0, out: str | pathlib.Path | None = None,
             power: bool = True) -> CheckResult:
-        """Run the check and measure its power on the planted violations.
+        """Run the check on its seeds and measure its power on the planted violations.
 
         Arguments:
-            seed: non-negative integer; the same seed gives the same numbers. The planted
-                runs use seeds derived from it (``child_seeds(seed, n_power, 7919, i)``),
-                disjoint from the real run's.
+            seed: non-negative integer; the same seed gives the same numbers. The decisive
+                run is repeated on ``seed_list(seed)`` (``seed_runs`` seeds; the details and
+                plots are the first's) and decided by ``SEED_RULE``. The planted runs use
+                seeds derived from it (``child_seeds(seed, runs, 7919, i)``), disjoint from
+                the real runs'.
             out: folder for plots (created if needed); None writes nothing.
             power: measure the power (False: the verdict is *underpowered* unless out of
                 reach; for quick looks at the data, whose verdict stays in ``raw_verdict``).
 
         Returns:
-            ``CheckResult`` with ``verdict`` (``final_verdict`` of the raw verdict and the
-            power), ``raw_verdict``, ``power``, ``power_interval``, ``power_details``,
-            ``preregistered``, ``settings`` and ``seconds`` filled in.
+            ``CheckResult`` with ``verdict`` (``final_verdict`` of the seeds' verdict and the
+            power's lower bound), ``raw_verdict``, ``power``, ``power_interval``,
+            ``power_lower``, ``power_details``, ``svi``, ``mdv``, ``seed_verdicts``,
+            ``post_hoc``, ``preregistered``, ``settings`` and ``seconds`` filled in.
 
         Raises:
             ValueError: a negative seed, ``power`` not a bool, or invalid parameters.
@@ -686,43 +997,49 @@ class Check(abc.ABC):
             out = pathlib.Path(out)
             out.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
-        result = self._run(seed, out)
+        seeds = self.seed_list(seed)
+        result = self._run(seeds[0], out)
+        per_seed = [result.raw_verdict if result.raw_verdict is not None else result.verdict]
+        per_seed += [self._run(s, None).verdict for s in seeds[1:]]
+        result = replace(result, raw_verdict=seed_rule(per_seed), seed_verdicts=[
+            {"seed": s, "verdict": Verdict(v).value} for s, v in zip(seeds, per_seed)])
         estimates = []
         if power:
-            planted = self.planted_violations()
-            for i, p in enumerate(planted):
-                estimates.append(measure_power(p, child_seeds(seed, self.n_power, 7919, i)))
+            for i, p in enumerate(self.planted_violations()):
+                estimates.append(measure_power(p, child_seeds(seed, self._runs_of(p), 7919, i)))
         return self._with_estimates(result, estimates, preregistered,
                                     time.perf_counter() - start)
 
     def power_runs(self, seed: int = 0) -> list[tuple[int, int]]:
         """The planted runs ``run(seed)`` makes, as (index into ``planted_violations()``, seed
-        of the run): ``n_power`` per planted violation, seeds
-        ``child_seeds(seed, n_power, 7919, index)``. ``sparselab reproduce --workers`` makes
+        of the run): ``Planted.runs`` (default ``n_power``) per planted violation, seeds
+        ``child_seeds(seed, runs, 7919, index)``. ``sparselab reproduce --workers`` makes
         each one a task (``planted_run``) and assembles them with ``with_power``.
 
         Raises:
             ValueError: a negative or non-integer seed.
         """
         seed = check_seed(seed)
-        return [(i, s) for i in range(len(self.planted_violations()))
-                for s in child_seeds(seed, self.n_power, 7919, i)]
+        return [(i, s) for i, p in enumerate(self.planted_violations())
+                for s in child_seeds(seed, self._runs_of(p), 7919, i)]
 
     def planted_run(self, index: int, seed: int) -> Verdict:
         """The raw verdict of one planted run: ``planted_violations()[index]`` built and
-        decided at ``seed``, as ``measure_power`` runs it.
+        decided at ``seed`` — the verdict of the plant's part when it names one — as
+        ``measure_power`` runs it.
 
         Raises:
             ValueError: ``index`` outside [0, number of planted violations), a bad seed.
         """
         planted = self.planted_violations()
         index = check_int(index, "index", 0, len(planted) - 1)
-        return planted[index].build().decide(check_seed(seed)).verdict
+        built = planted[index].build()
+        return built.part_verdict(built.decide(check_seed(seed)), planted[index].part)
 
     def with_power(self, result: CheckResult, verdicts: dict[int, list],
                    seconds: float) -> CheckResult:
-        """``result`` (the real run's, made apart: ``decide(seed)``, or ``run(seed, out,
-        power=False)`` for its plots) completed as ``run(seed)`` completes it, from planted
+        """``result`` (the real run's, made apart: ``run(seed, out, power=False)``, whose
+        seeds' verdicts it carries) completed as ``run(seed)`` completes it, from planted
         runs made apart (``planted_run``): the same verdict, power, interval and details as
         ``run`` gives, ``seconds`` excepted.
 
@@ -736,7 +1053,7 @@ class Check(abc.ABC):
 
         Raises:
             ValueError: verdicts of some planted violations but not all, a run count other
-                than ``n_power``, a negative ``seconds``.
+                than the plant's runs, a negative ``seconds``.
         """
         planted = self.planted_violations()
         seconds = check_real(seconds, "seconds", low=0.0)
@@ -744,26 +1061,46 @@ class Check(abc.ABC):
             raise ValueError(f"verdicts must hold the runs of every planted violation "
                              f"(indices 0..{len(planted) - 1}), got indices {sorted(verdicts)}")
         counts = {i: len(v) for i, v in verdicts.items()}
-        if any(n != self.n_power for n in counts.values()):
-            raise ValueError(f"verdicts must hold n_power = {self.n_power} runs per planted "
-                             f"violation, got {counts}")
+        wanted = {i: self._runs_of(p) for i, p in enumerate(planted)}
+        if any(n != wanted[i] for i, n in counts.items()):
+            raise ValueError(f"verdicts must hold the planted runs of each planted violation "
+                             f"({wanted}; n_power = {self.n_power}), got {counts}")
         estimates = ([power_estimate(p, verdicts[i]) for i, p in enumerate(planted)]
                      if verdicts else [])
         return self._with_estimates(result, estimates, self.preregistration(), seconds)
 
     def _with_estimates(self, result, estimates, preregistered, seconds) -> CheckResult:
         """``result`` with its final verdict from its raw verdict and the planted runs'
-        ``PowerEstimate``s (``run`` and ``with_power``)."""
+        ``PowerEstimate``s (``run`` and ``with_power``): with SVIs declared, the gate is the
+        smallest lower bound over the parts' plants at their SVIs (a part without one
+        gates at 0); without, the smallest over every plant."""
         raw = result.raw_verdict if result.raw_verdict is not None else result.verdict
-        worst = min(estimates, key=lambda e: (e.power, e.ci_low), default=None)
-        verdict = final_verdict(raw, None if worst is None else worst.power,
-                                identity=self.identity)
+        svis = self.smallest_violations()
+        parts = part_powers(svis, estimates) if estimates else []
+        if svis and estimates:
+            gating = [e for e in estimates if e.part is not None and any(
+                e.part == v.part and e.size is not None
+                and math.isclose(e.size, v.size, rel_tol=1e-9) for v in svis)]
+            lower = min([pp.power_lower for pp in parts], default=None)
+        else:
+            gating = list(estimates)
+            lower = min((e.lower for e in gating), default=None)
+        worst = min(gating, key=lambda e: (e.lower, e.power), default=None)
+        verdict = final_verdict(raw, lower, identity=self.identity)
+        if any(pp.underpowered for pp in parts) and verdict != Verdict.OUT_OF_REACH:
+            verdict = Verdict.UNDERPOWERED
         return replace(
             result, verdict=verdict, raw_verdict=raw,
             power=None if worst is None else worst.power,
             power_interval=None if worst is None else (worst.ci_low, worst.ci_high),
+            power_lower=lower,
             power_details=[to_jsonable(e) for e in estimates], preregistered=preregistered,
             settings=self.params.summary() if hasattr(self.params, "summary") else "",
+            svi=[to_jsonable(v) for v in svis],
+            mdv={pp.part: to_jsonable(pp) for pp in parts},
+            post_hoc=list(self.post_hoc),
+            seed_verdicts=result.seed_verdicts or [
+                {"seed": result.seed, "verdict": Verdict(raw).value}],
             seconds=round(seconds, 3))
 
     @abc.abstractmethod

@@ -64,7 +64,7 @@ k's verdict combines the three; the claim's verdict combines every decided k (wi
 *Probes* (``probes``) are k measured at one calibration setting only: n*, C_n, table size,
 or out of reach — reported, not decided.
 
-Source: Baykal et al. 2022, Theorem 4.1, Theorem B.1 (§4), Lemma 4.2; ``../shared/VERDICTS.md``.
+Source: Baykal et al. 2022, Theorem 4.1, Theorem B.1 (§4), Lemma 4.2; ``docs/checks.md``.
 """
 
 from __future__ import annotations
@@ -352,7 +352,7 @@ class NStarParams(CheckParams):
     margin: float = 0.5
     floor_z: float = 5.0
     n_boot: int = 1000
-    n_power: int = 10
+    n_power: int = 14
     stop_at_refutation: bool = True
 
     @property

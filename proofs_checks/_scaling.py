@@ -18,7 +18,7 @@ one power),
 
 *inconclusive* otherwise.
 
-Source: ``../shared/VERDICTS.md`` ("O(·) claims are scaling claims"); Baykal et al. 2022,
+Source: ``docs/checks.md`` ("Scaling claims"); Baykal et al. 2022,
 Theorem 4.1, Lemma 4.2, Theorem 4.3.
 """
 

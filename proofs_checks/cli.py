@@ -3,9 +3,11 @@
 ``run_checks(preset, out)`` is the function behind it (``sparselab reproduce`` can call it);
 ``check_command`` is the click command to register as ``sparselab check``. For every check
 the table gives the claim and its source, the pre-registered settings in one line, the
-measured value with its interval, the bound, the power on the planted violations (with its
-Clopper–Pearson interval) and the verdict; ``--json`` carries the same fields
-(``preregistered``, ``power``, ``power_interval``, ``verdict``, ``raw_verdict``, ``details``).
+measured value with its interval, the bound, each decisive part's SVI and MDV with its power at
+the SVI (n, refuted, one-sided 95 % Clopper–Pearson lower bound), the per-seed verdicts, the
+post-hoc choices and the verdict; ``--json`` carries the same fields (``preregistered``,
+``svi``, ``mdv``, ``power``, ``power_lower``, ``power_interval``, ``seed_verdicts``,
+``post_hoc``, ``verdict``, ``raw_verdict``, ``details``).
 ``--module PATH`` imports a user's Python file whose ``@register``-ed checks then run with the
 same machinery.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import pathlib
 import sys
 import tempfile
@@ -61,7 +64,9 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
 
     Raises:
         ValueError: an unknown preset or check name (the message lists the known ones); a bad
-            seed; ``progress`` or ``power`` not a bool (checked before any check runs).
+            seed; ``progress`` or ``power`` not a bool; ``out`` a file or inside one (all
+            checked before any check runs).
+        TypeError: ``out`` neither a path nor None.
     """
     from tqdm.auto import tqdm
 
@@ -72,6 +77,7 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
     seed = check_seed(seed)
     progress, power = check_bool(progress, "progress"), check_bool(power, "power")
+    out = None if out is None else _check_out_folder(out)
     params = PARAMS_OF_PRESET[preset]
     checks = all_checks()
     names = list(checks) if not only else list(dict.fromkeys(only))
@@ -79,7 +85,6 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
     if unknown:
         raise ValueError(f"unknown check(s) {', '.join(map(repr, unknown))}; "
                          f"known checks: {', '.join(checks)}")
-    out = None if out is None else pathlib.Path(out)
     results = []
     bar = tqdm(names, desc="sparselab check", unit="check", disable=not progress,
                file=sys.stderr, leave=False)
@@ -102,6 +107,26 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
     return results
 
 
+def _check_out_folder(out) -> pathlib.Path:
+    """``out`` as a Path to a folder that exists or can be made: not a file, not under one.
+
+    Raises:
+        TypeError: if ``out`` is not a path (str or os.PathLike).
+        ValueError: if ``out`` or one of its parents is an existing file.
+    """
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a folder path (str or os.PathLike) or None, got "
+                        f"{type(out).__name__} {out!r}")
+    out = pathlib.Path(out)
+    for path in (out, *out.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise ValueError(f"out must be a folder (existing or to be created), but "
+                                 f"{str(path)!r} is a file")
+            break
+    return out
+
+
 def write_checks(out: str | pathlib.Path, preset: str = "quick", seed: int = 0,
                  only: Iterable[str] | None = None) -> list[pathlib.Path]:
     """Run the checks (all, or ``only``) into ``out`` and return the files written
@@ -119,10 +144,17 @@ def write_checks(out: str | pathlib.Path, preset: str = "quick", seed: int = 0,
 
 
 def _power_text(r: CheckResult) -> str:
+    """'14/14 refuted, one-sided 95% lower bound 0.807 (wanted ≥ 0.8)' for the gating plant."""
     if r.power is None:
         return "not measured"
-    lo, hi = r.power_interval
-    return f"{r.power:.2f} [{lo:.2f}, {hi:.2f}]"
+    worst = min((e for e in r.power_details), key=lambda e: (e.get("lower", 0.0),
+                                                             e["power"]), default=None)
+    gating = [pp["gate"] for pp in r.mdv.values() if pp.get("gate")] if r.mdv else []
+    if gating:
+        worst = min(gating, key=lambda e: (e.get("lower", 0.0), e["power"]))
+    lower = r.power_lower if r.power_lower is not None else worst.get("lower", 0.0)
+    return (f"{worst['refuted']}/{worst['runs']} refuted ({worst['planted']}), one-sided 95% "
+            f"lower bound {lower:.3f} (wanted ≥ 0.8)")
 
 
 def _verdict_text(r: CheckResult) -> str:
@@ -137,11 +169,42 @@ def _verdict_text(r: CheckResult) -> str:
     return text
 
 
+def _part_lines(r: CheckResult) -> list[tuple[str, str]]:
+    """(label, text) rows of the SVIs, the parts' power and MDV, the seeds and post_hoc."""
+    rows = []
+    if r.svi:
+        for v in r.svi:
+            rows.append(("svi", f"{v['part']}: {v['size']:.3g} ({v['units']}) — "
+                                f"{v['reason']}"))
+    else:
+        rows.append(("svi", "not declared: the power gates on every planted violation, none "
+                            "stated at a smallest violation of interest"))
+    for part, pp in (r.mdv or {}).items():
+        gate = pp.get("gate")
+        mdv = "none on the curve" if pp["mdv"] is None else f"{pp['mdv']:.3g}"
+        text = (f"{part}: MDV {mdv} (SVI {pp['svi']['size']:.3g}); " + (
+            "no plant at the SVI" if gate is None else
+            f"at the SVI n={gate['runs']}, refuted {gate['refuted']}, one-sided 95% lower "
+            f"bound {pp['power_lower']:.3f}") + "; curve " + ", ".join(
+            f"{c[0]:.3g}: {c[1]}/{c[2]}" for c in pp["curve"]))
+        if pp["underpowered"]:
+            text += f" — underpowered: {pp['needs']}"
+        rows.append(("mdv", text))
+    if r.seed_verdicts:
+        rows.append(("seeds", ", ".join(f"{s['seed']}: {s['verdict']}"
+                                        for s in r.seed_verdicts)
+                     + " (refuted if most seeds refute, holds if all hold)"))
+    for line in r.post_hoc:
+        rows.append(("post_hoc", line))
+    return rows
+
+
 def format_table(results: list[CheckResult], width: int = 100) -> str:
     """The checks as text, one block per check: its name and verdict, then claim [source],
-    the pre-registered settings (one line), measured [interval], bound, power [Clopper–Pearson
-    interval over the planted runs] and the planted violations, each wrapped to ``width``
-    characters."""
+    the pre-registered settings (one line), measured [interval], bound, the SVI of each
+    decisive part, its MDV and power at the SVI (n, refuted, one-sided 95 % lower bound), the
+    per-seed verdicts, the post-hoc choices, the gating power and the planted violations,
+    each wrapped to ``width`` characters."""
     lines = []
     for r in results:
         lines.append(f"== {r.name}: {_verdict_text(r)} ==")
@@ -152,10 +215,11 @@ def format_table(results: list[CheckResult], width: int = 100) -> str:
         headline += f"; bound {r.bound:.4g} (the decisive part's value, in the check's units)"
         planted = ", ".join(f"{e['planted']} {e['refuted']}/{e['runs']}"
                             for e in r.power_details) or "none"
-        for label, text in (("claim", f"{r.claim} [{r.source}]"),
-                            ("settings", r.settings or "-"), ("measured", r.measured_text),
-                            ("headline", headline), ("bound", r.bound_text), ("power", _power_text(r)),
-                            ("planted", f"refuted/runs: {planted}")):
+        rows = [("claim", f"{r.claim} [{r.source}]"), ("settings", r.settings or "-"),
+                ("measured", r.measured_text), ("headline", headline),
+                ("bound", r.bound_text)] + _part_lines(r) + [
+                ("power", _power_text(r)), ("planted", f"refuted/runs: {planted}")]
+        for label, text in rows:
             wrapped = textwrap.wrap(text, width - 10) or [""]
             lines.append(f"{label:<9} {wrapped[0]}")
             lines += [" " * 10 + w for w in wrapped[1:]]
@@ -256,8 +320,10 @@ def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], pres
                   json_path: pathlib.Path | None, out: pathlib.Path | None, seed: int) -> None:
     """Run the theorems of Baykal et al. 2022 (§3–§4, App. B) as executable checks.
 
-    Each check's power is measured on planted violations; a check with power < 0.9 says
-    "underpowered". Prints one block per check (claim, settings, measured, headline with its
+    Each decisive part declares its smallest violation of interest (SVI); its power is
+    measured on planted violations at the SVI and counts through its one-sided 95 %
+    Clopper–Pearson lower bound (wanted ≥ 0.8); a part whose minimal detectable violation
+    exceeds its SVI makes the check "underpowered". Prints one block per check (claim, settings, measured, headline with its
     interval, bound, power, planted runs, verdict) and exits with status 1 when a check is
     refuted.
     """

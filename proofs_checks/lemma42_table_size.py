@@ -332,7 +332,7 @@ class TableSizeParams(CheckParams):
     margin: float = 0.5
     n_boot: int = 500
     max_grid: int = 2_000_000
-    n_power: int = 10
+    n_power: int = 14
 
     @classmethod
     def full(cls):

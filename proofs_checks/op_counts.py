@@ -34,7 +34,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from routing.validation import check_int
 
-__all__ = ["lsh_forward_ops", "dense_forward_ops", "LSH_OPS", "DENSE_OPS", "SYMBOLS"]
+__all__ = ["lsh_forward_ops", "dense_forward_ops", "LSH_OPS", "DENSE_OPS", "SYMBOLS",
+           "binary_search", "linear_scan", "jump_search", "power_lookup", "CountedLSHForward",
+           "count_torch_flops", "OpCount", "counted_codebook_id"]
 
 #: The symbols of the expressions: d (input dimension), m (hashes), N (non-empty buckets),
 #: w (dense width), k (subspace dimension), eps (accuracy ε), L (Lipschitz constant),
@@ -200,6 +202,66 @@ def linear_scan(keys: np.ndarray, key: int) -> tuple[int, int]:
     return len(keys), len(keys)
 
 
+def jump_search(keys: np.ndarray, key: int, levels: int = 2) -> tuple[int, int]:
+    """Lower bound of ``key`` in sorted ``keys`` by a ``levels``-level jump search, counting
+    the comparisons: a real lookup whose cost grows as a power of the number of keys.
+
+    On a range of n candidate positions, level l (from ``levels`` down to 1) jumps in steps of
+    ⌈n^((l − 1)/l)⌉ keys, comparing the last key of each block with ``key`` until one is not
+    smaller, and recurses into that block; level 1 scans key by key. Each level makes at most
+    about n^(1/levels) comparisons, so the cost is O(levels · N^(1/levels)): the classic jump
+    search (levels = 2) makes O(√N) comparisons, levels = 4 O(N^(1/4)) — the planted lookups
+    of Eq. (1)'s sparse side.
+
+    Arguments:
+        keys: (N,) sorted int64. key: int. levels: ≥ 1.
+
+    Returns:
+        (position, comparisons): the position equals ``np.searchsorted(keys, key)`` (side
+        "left").
+
+    Raises:
+        ValueError: levels < 1.
+
+    Source: Shneiderman 1978, "Jump searching: a fast sequential search technique" (CACM 21).
+    """
+    levels = check_int(levels, "levels", 1)
+    lo, hi, comparisons = 0, len(keys), 0  # the answer is in [lo, hi]
+    for level in range(levels, 0, -1):
+        size = hi - lo
+        if size <= 0:
+            break
+        step = max(1, math.ceil(size ** ((level - 1) / level)))
+        while lo + step <= hi:
+            end = lo + step - 1
+            comparisons += 1
+            if keys[end] < key:
+                lo = end + 1
+            else:
+                hi = end
+                break
+        # with hi set to a block's last key the block [lo, hi] remains; else [lo, hi]
+    return lo, comparisons
+
+
+def power_lookup(levels: int):
+    """``jump_search`` with a fixed number of levels, as a ``search`` callable (keys, key) ->
+    (position, comparisons), carrying its ``levels`` and its growth exponent 1/levels.
+
+    Raises:
+        ValueError: levels < 1.
+    """
+    levels = check_int(levels, "levels", 1)
+
+    def search(keys, key):
+        return jump_search(keys, key, levels)
+
+    search.levels = levels
+    search.exponent = 1.0 / levels
+    search.__name__ = f"jump_search_{levels}"
+    return search
+
+
 _U64 = (1 << 64) - 1
 _M1, _M2, _M3 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
@@ -284,6 +346,7 @@ class CountedLSHForward:
     table: object
     search: object = binary_search
     verified: dict = field(default_factory=dict)
+    search_counts: list = field(default_factory=list)
 
     def __post_init__(self):
         from routing.euclidean_lsh import EuclideanLSH
@@ -303,7 +366,9 @@ class CountedLSHForward:
 
         Returns:
             (predictions (N,), one ``OpCount`` per query, counts summed over queries by stage
-            "hash" / "codebook" / "search" / "value"). ``verified`` is filled with booleans:
+            "hash" / "codebook" / "search" / "value"). ``search_counts`` is filled with each
+            query's lookup operations (the "search" stage, summed over tables: int list of
+            length N). ``verified`` is filled with booleans:
             codes, ids, positions and predictions equal to the real computation's
             (``hasher.hash``, ``hasher.bucket_ids(add=False)``, ``np.searchsorted``,
             ``table.predict``).
@@ -319,8 +384,9 @@ class CountedLSHForward:
         stages = {s: OpCount() for s in ("hash", "codebook", "search", "value")}
         ok = {"codes": True, "ids": True, "positions": True}
         y_mean = tab.y_mean_
+        self.search_counts = []
         for q, x in enumerate(X):
-            total, out = OpCount(), 0.0
+            total, out, q_search = OpCount(), 0.0, 0
             for t in range(n_tables):
                 c_hash = OpCount()
                 codes = np.empty(n_hashes, np.int64)
@@ -344,6 +410,7 @@ class CountedLSHForward:
                 pos = min(pos, len(sorted_keys) - 1)
                 c_search = OpCount(cmp=n_cmp + 1, memory=n_cmp + 1)  # + the found test
                 found = bool(sorted_keys[pos] == bucket)
+                q_search += c_search.total
                 c_value = OpCount(mul=1, memory=1)
                 out += float(coef[pos, 0]) if found else y_mean
                 for stage, c in zip(("hash", "codebook", "search", "value"),
@@ -354,6 +421,7 @@ class CountedLSHForward:
             stages["value"] += OpCount(add=n_tables - 1, div=1)
             preds[q] = out / n_tables
             counts.append(total)
+            self.search_counts.append(q_search)
         ok["predictions"] = bool(np.allclose(preds, tab.predict(X), rtol=1e-12, atol=1e-12))
         self.verified = ok
         return preds, counts, stages

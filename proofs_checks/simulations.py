@@ -73,7 +73,7 @@ __all__ = ["dsm_output", "SimulationOutcome", "simulate_interpolation", "simulat
            "WrongKTopK", "identity_block_map", "ShuffledBlockMap", "argmax_controller",
            "RunnerUpController", "OffByOneKeys"]
 
-#: Largest |DSM − reference| accepted (the issue's 1e-6).
+#: Largest |DSM − reference| accepted.
 TOLERANCE = 1e-6
 
 

@@ -37,10 +37,10 @@ table size — or out of reach with the samples needed: k = 3 needs ≈ 2·10^6 
 already at ε = 1). Deciding k = 2 costs ≈ 10^8 samples (several minutes): the full preset
 decides k = 1 and 2 and probes k = 3 and 4.
 
-Changed from the previous version (issue 24): the check used s = 3 tables, while the
+Changed from the previous version: the check used s = 3 tables, while the
 theorem's learner has one; it decided at the sample constant C_n = 64, the top of a grid chosen
 after seeing the data, and its "measured exponent" was the theorem's own formula read back on
-a doubling grid. With one table C_n = 64 is not enough (the issue saw success rates 0.70 /
+a doubling grid. With one table C_n = 64 is not enough (its runs saw success rates 0.70 /
 0.53 / 0.00). The check now measures n* of the single table and judges its exponent with a
 bootstrap interval, whatever the constant; the multi-table learner is gone (a model with s
 tables is a different member of §2.2's LSH(d, s, m, Δ)), and so is the sympy read-back of the

@@ -286,7 +286,7 @@ class DenseLowerBoundParams(CheckParams):
     n_lipschitz_points: int = 500
     n_lipschitz_members: int = 2
     n_boot: int = 1000
-    n_power: int = 10
+    n_power: int = 14
 
     @classmethod
     def full(cls):

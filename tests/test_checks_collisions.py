@@ -29,7 +29,7 @@ def test_collisions_hold_for_the_real_families():
     assert r.details["n_intervals"] == 14
     assert r.details["interval_confidence"] == pytest.approx(1 - 0.05 / 14)
     # three angles and 1500 trials resolve less than the planted sizes: the verdict says so
-    assert r.verdict == (Verdict.HOLDS if r.power >= 0.9 else Verdict.UNDERPOWERED)
+    assert r.verdict == (Verdict.HOLDS if r.power_lower >= 0.8 else Verdict.UNDERPOWERED)
 
 
 def test_planted_violations_are_refuted_at_the_quick_preset():
@@ -114,3 +114,46 @@ def test_determinism_and_validation():
         with pytest.raises(ValueError, match=name):
             CollisionsCheck(CollisionsParams(**bad)).decide(0)
     assert math.isclose(CollisionsCheck.preset("full").params.trials, 20_000)
+
+
+def test_halving_the_bonferroni_correction_changes_the_decision():
+    """A key-level count whose closed form lies inside its exact interval at 1 − 0.05/m (m = 14
+    intervals: every distance and angle, per hash and per key) but outside the one at
+    1 − 0.05/(m/2): the check holds. With half the correction (a family level of 0.90 gives
+    each interval 1 − 0.10/m = 1 − 0.05/(m/2)) the same counts refute it. The intervals here
+    are scipy's exact ones, not the check's."""
+    from dataclasses import replace
+
+    from scipy.stats import binomtest
+
+    m = 2 * (len(SMALL.distances) + len(SMALL.angles))
+    p0 = float(collision_probability_hyperplane(SMALL.angles[0], SMALL.key_hashes))
+
+    def upper(count, level):
+        return binomtest(count, SMALL.trials).proportion_ci(level, method="exact").high
+
+    # the smallest count whose interval reaches p0, by bisection (the upper end grows with it)
+    low, high = 0, SMALL.trials
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if upper(middle, 1 - 0.05 / m) >= p0 else (middle + 1, high)
+    count = low
+    assert upper(count, 1 - 0.05 / (m / 2)) < p0  # inside at the full correction only
+
+    def check(params):
+        closed = collision_probability_hyperplane(np.asarray(params.angles), params.key_hashes)
+        counts = np.round(closed * params.trials).astype(int)
+        counts[0] = count
+
+        def factory(d, m_, T, s):
+            if T == params.trials:  # the key-level part: scripted counts
+                return _ScriptedKeys(d, T, counts)
+            return HyperplaneLSH(d, m_, n_tables=T, seed=s)
+
+        return CollisionsCheck(params, hyperplane_factory=factory).decide(0)
+
+    corrected = check(SMALL)
+    assert corrected.verdict == Verdict.HOLDS and corrected.measured == 0
+    halved = check(replace(SMALL, family_confidence=0.90))
+    assert halved.verdict == Verdict.REFUTED
+    assert halved.details["per_family"]["hyperplane_key"]["outside"] == [True, False, False]

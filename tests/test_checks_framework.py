@@ -168,12 +168,15 @@ def test_cli_table_json_and_exit_codes(tmp_path, monkeypatch):
     try:
         res = runner.invoke(check_command, ["--only", "threshold_for_test"])
         assert res.exit_code == 0 and "threshold_for_test: holds" in res.output
-        assert "power     1.00" in res.output and "settings  threshold=1" in res.output
+        assert "power     20/20 refuted (effect_3), one-sided 95% lower bound 0.861" in \
+            res.output and "settings  threshold=1" in res.output
+        assert "svi       not declared" in res.output and "seeds     0: holds" in res.output
         fw.register(_Threshold)  # registering the same class again is harmless
     finally:
         fw.REGISTRY.pop("threshold_for_test")
 
 
+@pytest.mark.slow
 def test_run_checks_is_deterministic():
     a = run_checks("quick", None, only=["simulations"], seed=5, progress=False)[0]
     b = run_checks("quick", None, only=["simulations"], seed=5, progress=False)[0]
@@ -184,6 +187,7 @@ def test_run_checks_is_deterministic():
         run_checks("quick", None, only=["x"])
 
 
+@pytest.mark.slow
 def test_write_checks_returns_the_files_it_wrote(tmp_path):
     files = write_checks(tmp_path, "quick", only=["simulations"])
     assert all(f.exists() and f.stat().st_size > 0 for f in files)
@@ -239,14 +243,21 @@ def test_a_blind_check_reports_underpowered():
     assert _Threshold(_ThresholdParams(threshold=3.5)).run(0).verdict == Verdict.UNDERPOWERED
 
 
-def test_power_threshold_is_point_estimate_0_9():
-    # fractions of refuting planted runs around 0.9 (20 runs): the verdict flips there
+def test_power_gate_is_the_one_sided_lower_bound_0_8():
+    # fractions of refuting planted runs around 0.9 (20 runs): the verdict flips where the
+    # one-sided 95 % Clopper–Pearson lower bound crosses 0.8 (20/20: 0.861, 19/20: 0.784)
     verdicts = {}
     for frac in (0.6, 0.8, 0.95, 1.0):
         r = _Threshold(bad_fraction=frac).run(1)
+        d = r.power_details[0]
         verdicts[frac] = (r.power, r.verdict)
-        assert r.verdict == (Verdict.HOLDS if r.power >= 0.9 else Verdict.UNDERPOWERED)
+        assert r.power_lower == pytest.approx(
+            stats.binomtest(d["refuted"], d["runs"], alternative="greater")
+            .proportion_ci(0.95, method="exact").low)
+        assert r.verdict == (Verdict.HOLDS if r.power_lower >= 0.8 else Verdict.UNDERPOWERED)
     assert {v for _, v in verdicts.values()} == {Verdict.HOLDS, Verdict.UNDERPOWERED}
+    assert fw.power_lower_bound(14, 14) >= 0.8 > fw.power_lower_bound(13, 13)
+    assert fw.POWER_RUNS == 14
 
 
 def test_measure_power_counts_and_interval():
@@ -261,8 +272,8 @@ def test_measure_power_counts_and_interval():
 
 def test_final_verdict_table():
     fv = fw.final_verdict
-    assert fv(Verdict.HOLDS, 0.9) == Verdict.HOLDS
-    assert fv(Verdict.HOLDS, 0.89) == Verdict.UNDERPOWERED
+    assert fv(Verdict.HOLDS, 0.8) == Verdict.HOLDS
+    assert fv(Verdict.HOLDS, 0.79) == Verdict.UNDERPOWERED
     assert fv(Verdict.REFUTED, 0.5) == Verdict.UNDERPOWERED
     assert fv(Verdict.REFUTED, 1.0) == Verdict.REFUTED
     assert fv(Verdict.HOLDS, None) == Verdict.UNDERPOWERED
@@ -277,9 +288,13 @@ def test_result_carries_preregistration_and_json_fields():
     r = _Threshold().run(2)
     d = r.to_dict()
     for key in ("preregistered", "power", "power_interval", "verdict", "raw_verdict",
-                "details", "settings", "power_details"):
+                "details", "settings", "power_details", "svi", "mdv", "power_lower",
+                "seed_verdicts", "post_hoc"):
         assert key in d
+    assert [s["verdict"] for s in d["seed_verdicts"]] == ["holds"] * fw.SEED_RUNS
+    assert d["seed_verdicts"][0]["seed"] == 2 and d["preregistered"]["seed_rule"]
     assert d["preregistered"]["params"] == {"threshold": 1.0, "n_power": 20}
+    assert d["preregistered"]["seeds"] == fw.SEED_RUNS and d["svi"] == [] and d["mdv"] == {}
     assert d["preregistered"]["rule"] == _Threshold.rule
     assert d["preregistered"]["planted"] == {"effect_3": "an effect of 3, three times what "
                                                          "the claim allows"}
@@ -287,6 +302,7 @@ def test_result_carries_preregistration_and_json_fields():
     json.dumps(d)
 
 
+@pytest.mark.slow
 def test_own_check_module_from_the_command_line(tmp_path, monkeypatch):
     import pathlib
 
@@ -313,3 +329,163 @@ def test_own_check_module_from_the_command_line(tmp_path, monkeypatch):
     (tmp_path / "empty.py").write_text("x = 1\n")
     res = runner.invoke(check_command, ["--module", str(tmp_path / "empty.py")])
     assert res.exit_code == 2 and "registered no check" in res.output
+
+
+# --- per-part power at the SVI, MDV, Holm, seeds: a check of two parts "a" and "b", each
+# refuted when its measured effect (plus noise drawn from the seed) exceeds half its SVI.
+
+@dataclass(frozen=True)
+class _PartsParams(CheckParams):
+    noise: float = 0.05
+    n_power: int = 14
+
+
+class _Parts(Check):
+    name = "parts_for_test"
+    claim = "effects a and b are 0"
+    source = "test"
+    rule = "each part refuted when its effect exceeds 0.5 (half its SVI of 1)"
+    Params = _PartsParams
+    post_hoc = ("the noise level was lowered after a first look",)
+
+    def __init__(self, params=None, a=0.0, b=0.0, svi_b=1.0, sizes=(0.5, 1.0, 2.0)):
+        super().__init__(params)
+        self.a, self.b, self.svi_b, self.sizes = a, b, svi_b, sizes
+
+    def smallest_violations(self):
+        return [fw.SVI("a", 1.0, "effect", "reason a"),
+                fw.SVI("b", self.svi_b, "effect", "reason b")]
+
+    def planted_violations(self):
+        out = []
+        for size in self.sizes:
+            runs = None if size == 1.0 else 4
+            # the plant of part "a" breaks b too (by 3): b's refutation must not count for a
+            out.append(fw.Planted(f"a={size}", "a", lambda s=size: _Parts(self.params, a=s,
+                                  b=3.0), part="a", size=size, runs=runs))
+            out.append(fw.Planted(f"b={size}", "b", lambda s=size: _Parts(self.params, b=s),
+                                  part="b", size=size, runs=runs))
+        return out
+
+    def _run(self, seed, out):
+        rng = np.random.default_rng(seed)
+        parts = {}
+        for name, effect in (("a", self.a), ("b", self.b)):
+            measured = effect + self.params.noise * rng.standard_normal()
+            parts[name] = {"verdict": (Verdict.REFUTED if measured > 0.5 else
+                                       Verdict.HOLDS).value, "measured": measured}
+        verdict = combine_verdicts([v["verdict"] for v in parts.values()])
+        return self.result(seed=seed, measured=0, bound=0.5, measured_text="-",
+                           bound_text="0.5", verdict=verdict, details={"parts": parts})
+
+
+def test_svi_declaration_is_validated():
+    assert "0.25" in fw.SVI("x", 0.25, "u", "r").text()
+    for bad in (dict(part=""), dict(size=0.0), dict(size=math.inf), dict(reason=" ")):
+        with pytest.raises(ValueError, match="SVI"):
+            fw.SVI(**{**dict(part="x", size=0.25, units="u", reason="r"), **bad})
+    with pytest.raises(ValueError, match="part"):
+        fw.Planted("p", "d", lambda: None, size=0.3)
+
+
+def test_power_is_per_part_and_gates_at_the_svi():
+    r = _Parts().run(0)
+    assert r.verdict == Verdict.HOLDS and r.power_lower == pytest.approx(0.05 ** (1 / 14))
+    assert set(r.mdv) == {"a", "b"}
+    for part in ("a", "b"):
+        pp = r.mdv[part]
+        assert pp["mdv"] == 1.0 and not pp["underpowered"]
+        assert [c[0] for c in pp["curve"]] == [0.5, 1.0, 2.0]
+        assert pp["gate"]["runs"] == 14 and pp["gate"]["refuted"] == 14
+    # the plant at a = 0.5 sits on the rule's line: about half refuted, though every run
+    # breaks b: only the part's own verdict counts
+    assert r.mdv["a"]["curve"][0][1] < 4
+    text = format_table([r])
+    assert "mdv       a: MDV 1 (SVI 1); at the SVI n=14, refuted 14, one-sided 95% lower" in text
+    assert "post_hoc  the noise level was lowered after a first look" in text
+    assert "svi       a: 1 (effect) — reason a" in text
+    assert r.to_dict()["post_hoc"] == list(_Parts.post_hoc)
+
+
+def test_an_svi_below_the_mdv_makes_the_check_underpowered():
+    # part b's SVI moved to 0.5, the rule's own line: its plant there is refuted about half the
+    # time, the MDV is 1 > 0.5 (or missing): underpowered, with what would be needed
+    r = _Parts(svi_b=0.5, sizes=(0.5, 1.0, 2.0)).run(0)
+    pp = r.mdv["b"]
+    assert pp["underpowered"] and (pp["mdv"] is None or pp["mdv"] > 0.5)
+    assert r.raw_verdict == Verdict.HOLDS and r.verdict == Verdict.UNDERPOWERED
+    assert "these settings" in pp["needs"] or "more planted runs" in pp["needs"]
+    # 13 of 13 at the SVI (bound 0.794) is not enough; 14 of 14 (0.807) is
+    thirteen = _Parts(_PartsParams(n_power=13)).run(0)
+    assert thirteen.verdict == Verdict.UNDERPOWERED and thirteen.raw_verdict == Verdict.HOLDS
+    assert "needs 1 more planted runs" in thirteen.mdv["a"]["needs"]
+
+
+def test_part_powers_mdv_and_needs():
+    e = lambda size, k, n: fw.power_estimate(  # noqa: E731
+        fw.Planted(f"p{size}", "", lambda: None, part="x", size=size), ["refuted"] * k
+        + ["holds"] * (n - k))
+    svi = fw.SVI("x", 0.25, "u", "r")
+    (pp,) = fw.part_powers([svi], [e(0.125, 14, 14), e(0.25, 14, 14), e(0.5, 3, 3)])
+    assert pp.mdv == 0.125 and not pp.underpowered
+    (pp,) = fw.part_powers([svi], [e(0.25, 12, 14), e(0.5, 14, 14)])
+    assert pp.mdv == 0.5 and pp.underpowered and "needs" in pp.needs
+    (pp,) = fw.part_powers([svi], [e(0.25, 5, 14)])
+    assert pp.mdv is None and pp.underpowered and pp.needs.startswith("these settings")
+    (pp,) = fw.part_powers([svi], [])
+    assert pp.gate is None and pp.underpowered and "plant a violation" in pp.needs
+    # two plants at the SVI (e.g. two families): the worst one gates
+    (pp,) = fw.part_powers([svi], [e(0.25, 14, 14), e(0.25, 10, 14)])
+    assert pp.gate["refuted"] == 10 and pp.underpowered and len(pp.curve) == 1
+
+
+def test_seed_rule_table():
+    H, R, I, O = Verdict.HOLDS, Verdict.REFUTED, Verdict.INCONCLUSIVE, Verdict.OUT_OF_REACH
+    assert fw.seed_rule([H, H, H]) == H
+    assert fw.seed_rule([R, R, H]) == R and fw.seed_rule([R, H, H]) == I
+    assert fw.seed_rule([R, I, H]) == I and fw.seed_rule([O, O, O]) == O
+    assert fw.seed_rule([R, R, H, H]) == I  # half is not more than half
+    ex = Verdict.EXACT_IDENTITY
+    assert fw.seed_rule([ex, ex, ex]) == ex
+    with pytest.raises(ValueError):
+        fw.seed_rule([])
+
+
+def test_seed_verdicts_show_an_unstable_check():
+    # an effect that shows in half the seeds: the seeds disagree and the rule says so
+    r = _Threshold(_ThresholdParams(), effect=3.0, bad_fraction=0.5).run(4)
+    seen = [s["verdict"] for s in r.seed_verdicts]
+    assert len(seen) == fw.SEED_RUNS and r.raw_verdict == fw.seed_rule(seen)
+    check = _Threshold.preset("full")
+    assert check.seed_runs == fw.SEED_RUNS_FULL and len(check.seed_list(0)) == 5
+    assert len(set(check.seed_list(0))) == 5
+
+
+def test_holm_across_parts():
+    parts = {"x": {"verdict": "refuted", "p_refute": 0.02},
+             "y": {"verdict": "refuted", "p_refute": 0.02},
+             "z": {"verdict": "holds"}}
+    out = fw.holm_parts(parts)
+    # Holm on two one-sided p-values of 0.02 at 0.025: adjusted 0.04 > 0.025, not refuted
+    assert out["x"]["verdict"] == out["y"]["verdict"] == "inconclusive"
+    assert out["x"]["p_adjusted"] == pytest.approx(0.04) and out["x"]["verdict_raw"] == "refuted"
+    assert math.isnan(out["z"]["p_adjusted"]) and out["z"]["verdict"] == "holds"
+    out = fw.holm_parts({**parts, "x": {"verdict": "refuted", "p_refute": 0.001}})
+    # 0.001·2 ≤ 0.025 refutes x; then y alone: 0.02 ≤ 0.025 refutes y too (step-down)
+    assert out["x"]["verdict"] == out["y"]["verdict"] == "refuted"
+    assert parts["x"]["verdict"] == "refuted"  # the input is not modified
+
+
+def test_with_power_counts_each_plants_own_runs():
+    check = _Parts()
+    runs = check.power_runs(0)
+    assert len(runs) == 2 * (14 + 4 + 4)
+    verdicts = {}
+    for i, s in runs:
+        verdicts.setdefault(i, []).append(check.planted_run(i, s))
+    apart = check.with_power(check.run(0, power=False), verdicts, 1.0)
+    together = check.run(0)
+    assert apart.verdict == together.verdict and apart.mdv == together.mdv
+    assert apart.seed_verdicts == together.seed_verdicts
+    with pytest.raises(ValueError, match="planted runs"):
+        check.with_power(together, {i: v[:3] for i, v in verdicts.items()}, 1.0)

@@ -2,6 +2,8 @@
 certified 10 % below their exact constant are refuted; both thresholds (relative 1e-6 on
 empirical/certified, relative 1e-12 on sympy agreement) flip with a target off by a hair."""
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 
@@ -9,8 +11,8 @@ from lipschitz import RandomHypercubeFunction, RandomMLP, RandomPolynomial
 from proofs_checks._framework import Verdict
 from proofs_checks.lipschitz_certificates import (
     RTOL, SYMBOLIC, CertificatesParams, LipschitzCertificatesCheck, UnderstatedHypercube,
-    UnderstatedPolynomial, empirical_lipschitz, sympy_hypercube_bound, sympy_mlp_bound,
-    sympy_polynomial_bound,
+    UnderstatedMLP, UnderstatedPolynomial, empirical_lipschitz, sympy_hypercube_bound,
+    sympy_mlp_bound, sympy_polynomial_bound,
 )
 from proofs_checks.strategies import lipschitz_targets
 
@@ -26,13 +28,20 @@ def test_certificates_hold():
     assert min(r.details["per_family"]["RandomHypercubeFunction"]["ratios"]) > 1 - 1e-9
     assert r.details["undetectable_understatement"]["RandomHypercubeFunction"] < 1e-9
     assert r.details["calibration"].startswith("none")
+    # the wider MLPs' slack is in the printed line
+    assert "MLP slack" in r.measured_text and "[relu]" in r.measured_text
 
 
 def test_planted_understatements_are_refuted_by_exactly_one_over_0_9():
     check = LipschitzCertificatesCheck(SMALL)
     planted = check.planted_violations()
-    assert [p.name for p in planted] == ["hypercube_bound_x0.9", "linear_bound_x0.9"]
-    for p in planted:
+    assert [p.name for p in planted] == ["hypercube_bound_x0.9", "linear_bound_x0.9",
+                                         "mlp_bound_x0.9", "hypercube_bound_x0.99",
+                                         "hypercube_bound_x0.5"]
+    (svi,) = check.smallest_violations()
+    assert svi.size == pytest.approx(0.1) and svi.part == "all"
+    assert [p.size == pytest.approx(0.1) for p in planted] == [True] * 3 + [False] * 2
+    for p in planted[:3]:
         for seed in (0, 1):
             r = p.build().decide(seed)
             assert r.verdict == Verdict.REFUTED, (p.name, seed)
@@ -44,11 +53,13 @@ def _one_family(factor, family="linear"):
     make = {"linear": lambda rng, n: UnderstatedPolynomial(
                 n, 1, float(rng.uniform(0.1, 3)), seed=int(rng.integers(2**31)), factor=factor),
             "hypercube": lambda rng, n: UnderstatedHypercube(
-                n, seed=int(rng.integers(2**31)), factor=factor)}[family]
+                n, seed=int(rng.integers(2**31)), factor=factor),
+            "mlp": lambda rng, n: UnderstatedMLP(n, (1,), "relu", seed=int(rng.integers(2**31)),
+                                                 factor=factor)}[family]
     return LipschitzCertificatesCheck(SMALL, families={family: make})
 
 
-@pytest.mark.parametrize("family", ["linear", "hypercube"])
+@pytest.mark.parametrize("family", ["linear", "hypercube", "mlp"])
 @pytest.mark.parametrize("factor, verdict", [(1 - 0.1 * RTOL, Verdict.HOLDS),
                                              (1 - 10 * RTOL, Verdict.REFUTED)])
 def test_rtol_threshold_flips_with_a_certificate_off_by_a_hair(family, factor, verdict):
@@ -80,8 +91,11 @@ def test_sympy_threshold_flips_with_a_class_bound_off_by_a_hair(rel, verdict):
 
 
 def test_run_reports_power_and_determinism():
-    r = LipschitzCertificatesCheck(SMALL).run(0)
-    assert r.power == 1.0 and r.verdict == Verdict.HOLDS and r.raw_verdict == Verdict.HOLDS
+    r = LipschitzCertificatesCheck(replace(SMALL, n_power=14)).run(0)
+    assert r.power == 1.0 and r.power_lower >= 0.8
+    assert r.mdv["all"]["mdv"] == pytest.approx(0.1) and not r.mdv["all"]["underpowered"]
+    assert [c[0] for c in r.mdv["all"]["curve"]] == pytest.approx([0.01, 0.1, 0.5])
+    assert r.verdict == Verdict.HOLDS and r.raw_verdict == Verdict.HOLDS
     a = LipschitzCertificatesCheck(SMALL).decide(3)
     b = LipschitzCertificatesCheck(SMALL).decide(3)
     assert a.details == b.details

@@ -12,12 +12,12 @@ from lipschitz import UniformCube
 from proofs_checks._framework import Verdict
 from proofs_checks.lsh_vs_uniform import (
     MIN_EFFECT, LSHvsUniformCheck, LSHvsUniformParams, ScrambledHyperplaneLSH, decide_paired,
-    paired_interval,
+    paired_interval, resolution_band,
 )
 
 # one cell, few points: about 0.1 s a decision
 ONE_CELL = LSHvsUniformParams(targets=("hypercube",), n_bits=(6,), n_train=4096, n_test=1024,
-                              n_seeds=6, n_power=10)
+                              n_seeds=6, n_power=14)
 
 
 def _partly_scrambled(q):
@@ -30,7 +30,10 @@ def test_real_lsh_beats_uniform_in_one_cell_and_the_planted_lsh_does_not():
     cell = r.details["cells"][0]
     assert r.raw_verdict == Verdict.HOLDS and cell["ci_high"] < -MIN_EFFECT
     assert cell["nmse_uniform_mean"] == pytest.approx(cell["uniform_expected"], abs=0.05)
-    assert r.power >= 0.9 and r.verdict == Verdict.HOLDS
+    assert r.power_lower >= 0.8 and r.verdict == Verdict.HOLDS
+    band = r.details["mdv"]["unresolved_advantages"]
+    assert band[0] < MIN_EFFECT < band[1] and "MDV" in r.measured_text
+    assert r.post_hoc and "2^4" in r.post_hoc[0]
     planted = LSHvsUniformCheck(ONE_CELL).planted_violations()[0].build()
     for seed in (0, 1, 2):
         p = planted.decide(seed)
@@ -102,3 +105,26 @@ def test_determinism_and_validation():
             LSHvsUniformCheck(LSHvsUniformParams(**bad)).decide(0)
     with pytest.raises(ValueError, match="params"):
         LSHvsUniformCheck(object())
+
+
+@pytest.mark.parametrize("sd, seeds", [(0.07, 10), (0.05, 20)])
+def test_resolution_band_is_where_the_rule_has_power_0_8(sd, seeds):
+    # true mean log ratio −(δ + band): "holds" in about 80 % of simulated seed sets; at
+    # −(δ + band/2) well below 80 %; at −(δ − band): "refuted" in about 80 %
+    conf = 1 - 0.05 / 6
+    band = resolution_band(sd, seeds, conf)
+    rng = np.random.default_rng(seeds)
+
+    def rate(mean, verdict):
+        hits = 0
+        for _ in range(1000):
+            _, _, lo, hi = paired_interval(mean + sd * rng.standard_normal(seeds), conf)
+            hits += decide_paired(lo, hi, MIN_EFFECT) == verdict
+        return hits / 1000
+
+    assert 0.7 < rate(-(MIN_EFFECT + band), Verdict.HOLDS) < 0.86
+    assert rate(-(MIN_EFFECT + band / 2), Verdict.HOLDS) < 0.5
+    assert 0.7 < rate(-(MIN_EFFECT - band), Verdict.REFUTED) < 0.86
+    assert resolution_band(0.0, 5, 0.95) == 0.0
+    with pytest.raises(ValueError, match="n_seeds"):
+        resolution_band(0.1, 1, 0.95)
