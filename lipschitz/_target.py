@@ -8,7 +8,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from routing.validation import check_in_cube, check_points
+from routing.validation import check_in_cube, check_instance, check_points
+
+#: The largest certified bound a target may have (``lipschitz`` of the random targets and
+#: of ``rescale``, |factor| times the bound for ``ScaledTarget``). A target on [-1, 1]^n
+#: moves by at most 2√n times its bound, so with bounds up to 1e100 its values, their
+#: squares and the mean squared errors computed from them stay finite in float64 (1e308
+#: would not: the bound itself, then the values, overflow).
+MAX_LIPSCHITZ_BOUND = 1e100
 
 
 class Target(abc.ABC):
@@ -97,3 +104,12 @@ class Target(abc.ABC):
         return f"{type(self).__name__}({args})"
 
 
+def check_target(target, name: str = "target") -> Target:
+    """Return ``target`` after checking it is a ``lipschitz.Target``.
+
+    Raises:
+        ParameterTypeError (a TypeError and a ValueError): naming ``name`` otherwise (a plain
+            function must first be wrapped in ``lipschitz.CustomTarget``).
+    """
+    return check_instance(target, name, Target,
+                          "a lipschitz.Target (wrap a plain function in lipschitz.CustomTarget)")

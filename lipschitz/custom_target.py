@@ -11,9 +11,9 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from lipschitz._target import Target
+from lipschitz._target import MAX_LIPSCHITZ_BOUND, Target
 from lipschitz.estimate import estimate_lipschitz
-from routing.validation import check_choice, check_int, check_real, check_seed
+from routing.validation import check_array_memory, check_choice, check_int, check_real, check_seed
 
 #: Relative slack of the probe: an estimate above ``bound · (1 + PROBE_RTOL)`` is refused.
 #: The estimate is a difference quotient or a gradient computed in floating point, so a bound
@@ -66,10 +66,11 @@ class CustomTarget(Target):
         backend: "numpy" or "torch", the detected or given kind of ``fn``.
 
     Raises:
-        ValueError: ``fn`` not callable; ``n_inputs``, ``lipschitz_bound``, ``n_probe``,
-            ``seed`` or ``backend`` out of range; ``fn`` failing on, or returning a wrong shape,
-            dtype or a non-finite value for, a batch of probe points; or a probe estimate above
-            the bound (the message quotes the measured value and the bound).
+        ValueError: ``fn`` not callable; ``n_inputs``, ``lipschitz_bound`` (in [0, 1e100],
+            ``MAX_LIPSCHITZ_BOUND``), ``n_probe``, ``seed`` or ``backend`` out of range;
+            ``n_probe`` · ``n_inputs`` too large for memory; ``fn`` failing on, or returning a
+            wrong shape, dtype or a non-finite value for, a batch of probe points; or a probe
+            estimate above the bound (the message quotes the measured value and the bound).
 
     Example:
         >>> import numpy as np
@@ -86,10 +87,14 @@ class CustomTarget(Target):
             raise ValueError(f"fn must be callable, got {type(fn).__name__}")
         self.fn = fn
         self.n_inputs = check_int(n_inputs, "n_inputs", low=1)
-        self._bound = check_real(lipschitz_bound, "lipschitz_bound", low=0.0)
+        self._bound = check_real(lipschitz_bound, "lipschitz_bound", low=0.0,
+                                 high=MAX_LIPSCHITZ_BOUND)
         self.name = str(name) if name is not None else getattr(fn, "__name__", "custom")
         backend = check_choice(backend, "backend", ("auto", "numpy", "torch"))
         self.n_probe = check_int(n_probe, "n_probe", low=2)
+        # the probe points, their gradients and values and the k-d tree: about 4 copies
+        check_array_memory({"n_probe": self.n_probe, "n_inputs": self.n_inputs}, 32,
+                           "the float64 probe points, their gradients and neighbour search")
         self.seed = check_seed(seed)
         X = probe_points(self.n_inputs, self.n_probe, self.seed)
         self.backend = _detect_backend(fn, X) if backend == "auto" else backend

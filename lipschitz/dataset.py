@@ -11,9 +11,14 @@ import numpy as np
 
 from lipschitz._target import Target
 from lipschitz.registry import distribution_from_config, target_from_config
-from routing.validation import as_numpy, check_int, check_points, check_real, check_seed
+from routing.validation import (as_numpy, check_allocation, check_instance, check_int, check_points,
+                                check_real, check_seed)
 
 FORMAT_VERSION = 1
+#: The largest label-noise standard deviation: y, its square and mean squared errors stay
+#: finite in float64 (a normal draw with σ = 1e308 overflows to inf, and σ = 1e160 would make
+#: y² overflow).
+MAX_NOISE_STD = 1e100
 
 
 def make_dataset(target: Target, distribution, n_samples: int, noise_std: float = 0.0,
@@ -26,8 +31,9 @@ def make_dataset(target: Target, distribution, n_samples: int, noise_std: float 
     Arguments:
         target: a target with ``target.n_inputs == distribution.dim``.
         distribution: an object with ``dim`` and ``sample(n, seed)``.
-        n_samples: N ≥ 1.
-        noise_std: standard deviation of additive Gaussian label noise, ≥ 0.
+        n_samples: N ≥ 1 (X must fit in this machine's memory).
+        noise_std: standard deviation of additive Gaussian label noise, in [0, 1e100]
+            (``MAX_NOISE_STD``).
         seed: non-negative integer.
 
     Returns:
@@ -35,8 +41,9 @@ def make_dataset(target: Target, distribution, n_samples: int, noise_std: float 
 
     Raises:
         ValueError: a target that is not a ``Target``, a distribution without ``dim``,
-            ``sample`` and ``config``, a dimension mismatch, ``n_samples`` not an integer >= 1,
-            ``noise_std`` negative or not finite, a bad seed.
+            ``sample`` and ``config``, a dimension mismatch, ``n_samples`` not an integer >= 1
+            or too large for memory, ``noise_std`` negative, not finite or above 1e100, a bad
+            seed.
     """
     n_samples, noise_std, seed = _check_dataset_args(target, distribution, n_samples,
                                                      noise_std, seed)
@@ -64,8 +71,16 @@ def _check_dataset_args(target, distribution, n_samples, noise_std, seed):
         raise ValueError(
             f"target.n_inputs ({target.n_inputs}) must equal distribution.dim ({distribution.dim})"
         )
-    return (check_int(n_samples, "n_samples", low=1),
-            check_real(noise_std, "noise_std", low=0.0), check_seed(seed))
+    return (_check_n_samples(n_samples, distribution.dim),
+            check_real(noise_std, "noise_std", low=0.0, high=MAX_NOISE_STD), check_seed(seed))
+
+
+def _check_n_samples(n_samples, dim) -> int:
+    n_samples = check_int(n_samples, "n_samples", low=1)
+    if isinstance(dim, (int, np.integer)) and dim > 0:  # else the distribution's own check
+        check_allocation(n_samples * int(dim), 8, "n_samples", n_samples,
+                         f"X, a ({n_samples}, {dim}) float64 array")
+    return n_samples
 
 
 def _inputs(distribution, n_samples: int, seed: int) -> np.ndarray:
@@ -89,10 +104,10 @@ def sample_inputs(distribution, n_samples: int, seed: int = 0) -> np.ndarray:
 
     Raises:
         ValueError: a distribution without ``dim``, ``sample`` and ``config``, ``n_samples``
-            not an integer >= 1, a bad seed.
+            not an integer >= 1 or too large for memory, a bad seed.
     """
     _check_distribution(distribution)
-    return _inputs(distribution, check_int(n_samples, "n_samples", low=1), check_seed(seed))
+    return _inputs(distribution, _check_n_samples(n_samples, distribution.dim), check_seed(seed))
 
 
 def dataset_config(target: Target, distribution, n_samples: int, noise_std: float = 0.0,
@@ -108,7 +123,8 @@ def dataset_config(target: Target, distribution, n_samples: int, noise_std: floa
 
     Raises:
         ValueError: as ``make_dataset``: a dimension mismatch, ``n_samples`` not an integer
-            >= 1 (2.7 is refused, not rounded), ``noise_std`` negative or not finite, a bad seed.
+            >= 1 (2.7 is refused, not rounded) or too large for memory, ``noise_std`` negative,
+            not finite or above 1e100, a bad seed.
     """
     n_samples, noise_std, seed = _check_dataset_args(target, distribution, n_samples,
                                                      noise_std, seed)
@@ -121,8 +137,14 @@ def regenerate_dataset(config: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """Rebuild (X, y) from a ``dataset_config`` dictionary (same numbers, bit for bit).
 
     Raises:
-        ValueError: an unknown family or invalid parameters in ``config``.
+        ValueError: an unknown family, a missing key or invalid parameters in ``config``.
+        TypeError (also a ValueError): ``config`` not a dict.
     """
+    check_instance(config, "config", dict, "a dict (the output of dataset_config)")
+    missing = [k for k in ("target", "distribution", "n_samples", "noise_std", "seed")
+               if k not in config]
+    if missing:
+        raise ValueError(f"config must have the keys of dataset_config; missing {missing}")
     return make_dataset(target_from_config(config["target"]),
                         distribution_from_config(config["distribution"]),
                         config["n_samples"], config["noise_std"], config["seed"])
@@ -164,6 +186,12 @@ def save_dataset(path: str | os.PathLike, X: np.ndarray, y: np.ndarray,
 
 
 def load_dataset(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Read a file written by ``save_dataset``: (X, y, config). No pickles are loaded."""
+    """Read a file written by ``save_dataset``: (X, y, config). No pickles are loaded.
+
+    Raises:
+        TypeError (also a ValueError): ``path`` not a str or os.PathLike.
+        FileNotFoundError: no file at ``path``.
+    """
+    check_instance(path, "path", (str, os.PathLike), "a file path (str or os.PathLike)")
     with np.load(path, allow_pickle=False) as data:
         return data["X"], data["y"], json.loads(str(data["config"]))

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
-from lipschitz._target import Target
+from lipschitz._target import Target, check_target
 from routing.validation import check_in_cube, check_int, check_points
 
 
@@ -53,11 +53,11 @@ def estimate_lipschitz(f: Target, X, n_neighbors: int = 4) -> LipschitzEstimate:
         ``LipschitzEstimate``.
 
     Raises:
-        ValueError: ``f`` not a target, ``X`` of the wrong shape, not finite or outside
+        ValueError: ``f`` not a target (a ``ParameterTypeError``, also a TypeError), ``X`` of
+            the wrong shape, not finite or outside
             [-1, 1]^n, N < 2, ``n_neighbors`` out of range.
     """
-    if not isinstance(f, Target):
-        raise ValueError(f"f must be a lipschitz.Target, got {type(f).__name__}")
+    check_target(f, "f")
     X = check_in_cube(check_points(X, f.n_inputs))
     n = X.shape[0]
     if n < 2:

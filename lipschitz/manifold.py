@@ -3,11 +3,13 @@ Baykal et al. 2022, Theorem B.1)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from routing.validation import check_int, check_real, check_seed
+from routing.validation import (check_allocation, check_array_memory, check_int, check_points,
+                                check_real, check_seed)
 
 
 class CurvedManifold:
@@ -43,7 +45,7 @@ class CurvedManifold:
 
     Raises:
         ValueError: ``dim < 1``, ``k`` outside the allowed range, ``curvature < 0``, a negative
-            seed.
+            seed, or a frame too large for memory.
     """
 
     def __init__(self, dim: int, k: int, curvature: float, seed: int = 0):
@@ -54,6 +56,8 @@ class CurvedManifold:
             raise ValueError(f"curvature > 0 needs dim >= 2, got dim={self.dim}")
         self.k = check_int(k, "k", low=1, high=k_max)
         self.seed = check_seed(seed)
+        # the frame (dim, 2k) and the (5, dim) candidates of each extent evaluation
+        check_array_memory({"dim": self.dim, "k": self.k}, 8 * 8, "the float64 frame")
         rng = np.random.default_rng(self.seed)
         n_vectors = self.k if self.curvature == 0.0 else 2 * self.k
         Q, R = np.linalg.qr(rng.standard_normal((self.dim, n_vectors)))
@@ -62,37 +66,84 @@ class CurvedManifold:
         self.normal_frame = Q[:, self.k:] if self.curvature > 0 else np.zeros((self.dim, self.k))
         self.half_width = self._largest_half_width()
 
-    def embed(self, Z: np.ndarray) -> np.ndarray:
-        """φ(z) for parameters Z of shape (N, k): float64 (N, dim)."""
-        return self._tangent_part(Z) @ self.tangent_frame.T + self._normal_part(Z) @ self.normal_frame.T
+    def embed(self, Z) -> np.ndarray:
+        """φ(z) for every row z of Z.
+
+        Arguments:
+            Z: real array (N, k) of finite parameters; any z (the points of M are those of the
+                box [−half_width, half_width]^k, beyond it the arcs continue around their
+                circles).
+
+        Returns:
+            float64 (N, dim).
+
+        Raises:
+            ValueError: if Z is not a real (N, k) array, has NaN or infinite entries, or is so
+                large (|z| near 1.8e308 with κ = 0) that φ(z) overflows float64.
+        """
+        Z = check_points(Z, self.k, name="Z")
+        with np.errstate(over="ignore", invalid="ignore"):
+            X = (self._tangent_part(Z) @ self.tangent_frame.T
+                 + self._normal_part(Z) @ self.normal_frame.T)
+        if not np.isfinite(X).all():
+            raise ValueError(f"Z is too large: φ(Z) overflows float64 (largest |entry| of Z is "
+                             f"{float(np.max(np.abs(Z))):.3g}); the box of M is "
+                             f"[-{self.half_width:.6g}, {self.half_width:.6g}]^{self.k}")
+        return X
 
     def _tangent_part(self, z):
-        """sin(κz)/κ = z·sinc(κz/π): exact at κ = 0 and free of underflow for tiny κ."""
-        return z * np.sinc(self.curvature * z / np.pi)
+        """sin(κz)/κ = z·sinc(x)·cos(πx) with x = κz/(2π) (sin 2a = 2 sin a cos a): exact at
+        κ = 0, free of underflow for tiny κ, and of the same angle πx as ``_normal_part``, so
+        that φ(z) stays on its circle of radius 1/κ to rounding even where κz is huge."""
+        x = self.curvature * z / (2 * np.pi)
+        return z * np.sinc(x) * np.cos(np.pi * x)
 
     def _normal_part(self, z):
-        """(1 − cos κz)/κ = (κz²/2)·sinc²(κz/(2π)), without cancellation."""
-        return 0.5 * self.curvature * z**2 * np.sinc(self.curvature * z / (2 * np.pi)) ** 2
+        """(1 − cos κz)/κ = 2 sin²(πx)/κ = (z·s)·(κz/2·s) with s = sinc(x), x = κz/(2π): no
+        cancellation, and each factor stays finite for any finite z (the second is sin(πx),
+        the first 2 sin(πx)/κ, or z itself at κ = 0), where z² would overflow beyond 1.3e154."""
+        s = np.sinc(self.curvature * z / (2 * np.pi))
+        return (z * s) * (0.5 * self.curvature * z * s)
 
     def sample(self, n: int, seed: int = 0) -> np.ndarray:
         """Draw ``n`` points uniform on M: float64 (n, dim), inside [-1, 1]^dim.
 
         Raises:
-            ValueError: n < 0 or seed < 0.
+            ValueError: n < 0, seed < 0, or an (n, dim) sample too large for memory.
         """
         n, seed = check_int(n, "n", low=0), check_seed(seed)
+        check_allocation(n * (self.dim + 2 * self.k), 8, "n", n,
+                         f"the ({n}, {self.dim}) float64 sample and its parameters")
         Z = np.random.default_rng(seed).uniform(-self.half_width, self.half_width, (n, self.k))
         return np.clip(self.embed(Z), -1.0, 1.0)  # clip is rounding only (M is in the cube)
 
     def coordinate_extent(self, a: float) -> float:
-        """max over z ∈ [−a, a]^k and coordinates j of |φ_j(z)|, in closed form."""
+        """max over z ∈ [−a, a]^k and coordinates j of |φ_j(z)|, in closed form.
+
+        Arguments:
+            a: half-side of the parameter box, a finite real >= 0.
+
+        Returns:
+            The extent (float, >= 0; M lies in [-1, 1]^dim when it is <= 1).
+
+        Raises:
+            ValueError: if ``a`` is not a finite real number >= 0 (complex, NaN, infinite,
+                negative), or so large that the extent overflows float64.
+        """
+        a = check_real(a, "a", low=0.0)
         high = np.zeros(self.dim)
         low = np.zeros(self.dim)
-        for i in range(self.k):
-            g_max, g_min = self._arc_range(self.tangent_frame[:, i], self.normal_frame[:, i], a)
-            high += g_max
-            low += g_min
-        return float(max(high.max(), -low.min()))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for i in range(self.k):
+                g_max, g_min = self._arc_range(self.tangent_frame[:, i], self.normal_frame[:, i],
+                                               a)
+                high += g_max
+                low += g_min
+            extent = float(max(high.max(), -low.min()))
+        if not math.isfinite(extent):
+            raise ValueError(f"a={a:.6g} is too large: the extent of the box [-a, a]^{self.k} "
+                             "overflows float64")
+        return extent
 
     def _arc_range(self, U: np.ndarray, V: np.ndarray, a: float) -> tuple[np.ndarray, np.ndarray]:
         """max and min over z ∈ [−a, a] of g(z) = U sin(κz)/κ + V (1 − cos κz)/κ, per entry:

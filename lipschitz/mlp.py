@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from lipschitz._target import Target
-from routing.validation import check_int, check_real, check_seed
+from lipschitz._target import MAX_LIPSCHITZ_BOUND, Target
+from routing.validation import check_allocation, check_instance, check_int, check_real, check_seed
 
 #: Activations and the Lipschitz constant of each (sup |σ'|): ReLU, tanh and softplus 1,
 #: the logistic sigmoid 1/4 (σ' = σ(1 − σ) ≤ 1/4).
@@ -45,18 +45,22 @@ class RandomMLP(Target):
 
     Arguments:
         n_inputs: input dimension n ≥ 1.
-        hidden: widths of the hidden layers, each ≥ 1 (may be empty: an affine target).
+        hidden: widths of the hidden layers (a tuple or list), each ≥ 1 (may be empty: an
+            affine target); the weights must fit in this machine's memory.
         activation: one of ``ACTIVATIONS``.
         seed: non-negative integer seed.
-        lipschitz: if given (> 0), rescale to this certified Lipschitz bound.
+        lipschitz: if given, in (0, 1e100] (``MAX_LIPSCHITZ_BOUND``), rescale to this
+            certified Lipschitz bound.
 
     Attributes:
         weights: list of float64 arrays, weights[l] of shape (fan_out, fan_in).
         biases: list of float64 arrays, biases[l] of shape (fan_out,).
 
     Raises:
-        ValueError: ``n_inputs < 1``, a hidden width < 1, an unknown activation, a negative
-            seed or ``lipschitz <= 0``.
+        ValueError: ``n_inputs < 1``, a hidden width < 1, widths whose weights would not fit
+            in memory, an unknown activation, a negative seed or ``lipschitz`` outside
+            (0, 1e100].
+        TypeError (also a ValueError): ``hidden`` not a tuple or list.
     """
 
     def __init__(
@@ -68,16 +72,22 @@ class RandomMLP(Target):
         lipschitz: float | None = None,
     ):
         self.n_inputs = check_int(n_inputs, "n_inputs", low=1)
+        check_instance(hidden, "hidden", (tuple, list), "a tuple or list of layer widths")
         self.hidden = tuple(check_int(h, f"hidden[{i}]", low=1) for i, h in enumerate(hidden))
+        sizes = (self.n_inputs, *self.hidden, 1)
+        widths = {"n_inputs": self.n_inputs,
+                  **{f"hidden[{i}]": h for i, h in enumerate(self.hidden)}}
+        largest = max(widths, key=widths.get)
+        check_allocation(sum(a * b for a, b in zip(sizes[:-1], sizes[1:])) + sum(sizes), 8, largest,
+                         widths[largest], f"the float64 weights of a {sizes} network")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.activation = activation
         self.seed = check_seed(seed)
         self.lipschitz = None if lipschitz is None else check_real(
-            lipschitz, "lipschitz", low=0.0, low_open=True
+            lipschitz, "lipschitz", low=0.0, high=MAX_LIPSCHITZ_BOUND, low_open=True
         )
         rng = np.random.default_rng(self.seed)
-        sizes = (self.n_inputs, *self.hidden, 1)
         self.weights, self.biases = [], []
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
             self.weights.append(rng.normal(0.0, 1.0 / np.sqrt(fan_in), size=(fan_out, fan_in)))

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from scipy.special import comb
 
-from lipschitz._target import Target
+from lipschitz._target import MAX_LIPSCHITZ_BOUND, Target
 from routing.validation import check_in_cube, check_int, check_points, check_real, check_seed
 
 #: The largest number of monomials a RandomPolynomial may have (memory guard).
@@ -36,7 +36,7 @@ class RandomPolynomial(Target):
     Arguments:
         n_inputs: number of variables n ≥ 1.
         degree: total degree D ≥ 0; the polynomial has exactly this degree.
-        lipschitz: the scale L > 0 with Σ|c| · D = L.
+        lipschitz: the scale L in (0, 1e100] (``MAX_LIPSCHITZ_BOUND``) with Σ|c| · D = L.
         seed: non-negative integer seed of the coefficients.
 
     Attributes:
@@ -44,14 +44,15 @@ class RandomPolynomial(Target):
         coefficients: float64 array (n_monomials,), the c_α.
 
     Raises:
-        ValueError: ``n_inputs < 1``, ``degree < 0``, ``lipschitz <= 0``, a negative seed, or
-            more than ``MAX_MONOMIALS`` monomials.
+        ValueError: ``n_inputs < 1``, ``degree < 0``, ``lipschitz`` outside (0, 1e100], a
+            negative seed, or more than ``MAX_MONOMIALS`` monomials.
     """
 
     def __init__(self, n_inputs: int, degree: int, lipschitz: float = 1.0, seed: int = 0):
         self.n_inputs = check_int(n_inputs, "n_inputs", low=1)
         self.degree = check_int(degree, "degree", low=0)
-        self.lipschitz = check_real(lipschitz, "lipschitz", low=0.0, low_open=True)
+        self.lipschitz = check_real(lipschitz, "lipschitz", low=0.0, high=MAX_LIPSCHITZ_BOUND,
+                                    low_open=True)
         self.seed = check_seed(seed)
         n_monomials = int(comb(self.n_inputs + self.degree, self.degree, exact=True))
         if n_monomials > MAX_MONOMIALS:

@@ -11,6 +11,7 @@ from lipschitz.mlp import RandomMLP
 from lipschitz.polynomial import RandomPolynomial
 from lipschitz.subspace import UniformCube, UniformSubspace
 from lipschitz.transforms import LinearlyComposedTarget, ScaledTarget
+from routing.validation import check_instance
 
 TARGET_FAMILIES = {"RandomPolynomial": RandomPolynomial,
                    "RandomHypercubeFunction": RandomHypercubeFunction,
@@ -23,10 +24,17 @@ def target_from_config(config: dict[str, Any]) -> Target:
     """The target described by ``config`` (the output of ``Target.config()``).
 
     Raises:
-        ValueError: an unknown ``family`` or invalid parameters.
+        ValueError: an unknown ``family``, a missing key, or invalid parameters.
+        TypeError (also a ValueError): ``config`` not a dict; an unknown key (TypeError).
     """
-    params = dict(config)
+    params = _params(config)
     family = params.pop("family", None)
+    if family in ("ScaledTarget", "LinearlyComposedTarget"):
+        keys = ("target", "factor") if family == "ScaledTarget" else ("target", "matrix", "offset")
+        missing = [k for k in keys if k not in params]
+        if missing:
+            raise ValueError(f"config of a {family} must have the keys {keys}; missing "
+                             f"{missing}")
     if family == "ScaledTarget":
         return ScaledTarget(target_from_config(params["target"]), params["factor"])
     if family == "CustomTarget":  # a function of one's own, imported by "module:qualname"
@@ -51,9 +59,15 @@ def distribution_from_config(config: dict[str, Any]):
 
     Raises:
         ValueError: an unknown ``family`` or invalid parameters.
+        TypeError (also a ValueError): ``config`` not a dict; an unknown key (TypeError).
     """
-    params = dict(config)
+    params = _params(config)
     family = params.pop("family", None)
     if family not in DISTRIBUTIONS:
         raise ValueError(f"family must be one of {sorted(DISTRIBUTIONS)}, got {family!r}")
     return DISTRIBUTIONS[family](**params)
+
+
+def _params(config) -> dict[str, Any]:
+    """A copy of ``config`` after checking it is a dict."""
+    return dict(check_instance(config, "config", dict, "a dict (the output of config())"))

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 from scipy.optimize import linprog
 
-from routing.validation import check_int, check_seed
+from routing.validation import check_allocation, check_int, check_seed
 
 _MAX_BATCH = 1 << 16
 _MIN_BATCH = 1 << 10
@@ -24,15 +24,22 @@ class UniformCube:
         dim: dimension ≥ 1.
 
     Raises:
-        ValueError: ``dim < 1``.
+        ValueError: ``dim < 1``, or a dim so large that one point would not fit in memory.
     """
 
     def __init__(self, dim: int):
         self.dim = check_int(dim, "dim", low=1)
+        check_allocation(self.dim, 8, "dim", self.dim, "one float64 point")
 
     def sample(self, n: int, seed: int = 0) -> np.ndarray:
-        """Draw ``n`` points: float64 array (n, dim). Raises ValueError for n < 0 or seed < 0."""
+        """Draw ``n`` points: float64 array (n, dim).
+
+        Raises:
+            ValueError: n < 0, seed < 0, or an (n, dim) sample larger than this machine's
+                memory.
+        """
         n, seed = check_int(n, "n", low=0), check_seed(seed)
+        check_allocation(n * self.dim, 8, "n", n, f"the ({n}, {self.dim}) float64 sample")
         return np.random.default_rng(seed).uniform(-1.0, 1.0, size=(n, self.dim))
 
     def config(self) -> dict[str, Any]:
@@ -113,9 +120,10 @@ class UniformSubspace:
         """Draw ``n`` points of P in subspace coordinates: float64 (n, k).
 
         Raises:
-            ValueError: n < 0 or seed < 0.
+            ValueError: n < 0, seed < 0, or an (n, k) sample too large for memory.
         """
         n, seed = check_int(n, "n", low=0), check_seed(seed)
+        check_allocation(n * self.k, 8, "n", n, f"the ({n}, {self.k}) float64 coordinates")
         rng = np.random.default_rng(seed)
         out = np.empty((n, self.k))
         filled = 0
@@ -149,8 +157,11 @@ class UniformSubspace:
         """Draw ``n`` points uniform on Γ: float64 (n, dim), in [-1, 1]^dim and in span(basis).
 
         Raises:
-            ValueError: n < 0 or seed < 0.
+            ValueError: n < 0, seed < 0, or an (n, dim) sample too large for memory.
         """
+        n = check_int(n, "n", low=0)
+        check_allocation(n * (self.dim + self.k), 8, "n", n,
+                         f"the ({n}, {self.dim}) float64 sample and its coordinates")
         x = self.sample_coordinates(n, seed) @ self.basis.T
         return np.clip(x, -1.0, 1.0)  # rounding only: accepted points satisfy |x_i| <= 1
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from lipschitz._target import Target
-from routing.validation import check_points, check_real
+from lipschitz._target import MAX_LIPSCHITZ_BOUND, Target, check_target
+from routing.validation import as_numpy, check_points, check_real
 
 
 class ScaledTarget(Target):
@@ -16,15 +16,23 @@ class ScaledTarget(Target):
 
     Arguments:
         target: the target f.
-        factor: a finite real number.
+        factor: a finite real number with |factor| · f.lipschitz_bound <=
+            ``MAX_LIPSCHITZ_BOUND`` (1e100).
 
     Raises:
-        ValueError: if ``factor`` is not finite.
+        TypeError (also a ValueError): if ``target`` is not a ``lipschitz.Target``.
+        ValueError: if ``factor`` is not finite or makes the bound exceed 1e100.
     """
 
     def __init__(self, target: Target, factor: float):
-        self.target = target
+        self.target = check_target(target)
         self.factor = check_real(factor, "factor")
+        bound = abs(self.factor) * target.lipschitz_bound
+        if not bound <= MAX_LIPSCHITZ_BOUND * (1 + 1e-12):  # rounding of factor = bound / L
+            largest = MAX_LIPSCHITZ_BOUND / target.lipschitz_bound
+            raise ValueError(f"factor must lie in [-{largest:.6g}, {largest:.6g}] so that the "
+                             f"certified bound |factor| · {target.lipschitz_bound:.6g} stays <= "
+                             f"{MAX_LIPSCHITZ_BOUND:g}, got {self.factor:.6g}")
         self.n_inputs = target.n_inputs
 
     @property
@@ -56,20 +64,27 @@ class LinearlyComposedTarget(Target):
         offset: float array (n,) or None (zero).
 
     Raises:
+        TypeError (also a ValueError): if ``target`` is not a ``lipschitz.Target``.
         ValueError: wrong shapes, non-finite entries, or a map that leaves the cube.
     """
 
     def __init__(self, target: Target, matrix, offset=None):
-        self.target = target
+        self.target = check_target(target)
         self.matrix = check_points(matrix, None, name="matrix")
         if self.matrix.shape[0] != target.n_inputs:
             raise ValueError(
                 f"matrix must have shape ({target.n_inputs}, m), got {self.matrix.shape}"
             )
         n = target.n_inputs
-        b = np.zeros(n) if offset is None else np.asarray(offset, dtype=np.float64)
+        b = np.zeros(n) if offset is None else as_numpy(offset)
+        if b.dtype == object or not (np.issubdtype(b.dtype, np.floating)
+                                     or np.issubdtype(b.dtype, np.integer)):
+            raise ValueError(f"offset must be a real-valued array of shape ({n},), got dtype "
+                             f"{b.dtype}")  # a complex or string array would be cast silently
+        b = b.astype(np.float64)
         if b.shape != (n,) or not np.isfinite(b).all():
-            raise ValueError(f"offset must be a finite array of shape ({n},), got {b.shape}")
+            raise ValueError(f"offset must be a finite array of shape ({n},), got shape {b.shape}"
+                             f"{'' if b.shape != (n,) else ' with NaN or infinite entries'}")
         self.offset = b
         reach = np.abs(self.matrix).sum(axis=1) + np.abs(b)
         if reach.max() > 1.0 + 1e-12:
@@ -100,15 +115,19 @@ def rescale(target: Target, lipschitz: float) -> ScaledTarget:
 
     Arguments:
         target: any target with a positive ``lipschitz_bound``.
-        lipschitz: the requested bound, > 0.
+        lipschitz: the requested bound, in (0, 1e100] (``MAX_LIPSCHITZ_BOUND``).
 
     Returns:
         ``ScaledTarget`` with ``lipschitz_bound == lipschitz`` (up to rounding).
 
     Raises:
-        ValueError: ``lipschitz <= 0`` or a constant target (bound 0), which cannot be scaled.
+        TypeError (also a ValueError): if ``target`` is not a ``lipschitz.Target``.
+        ValueError: ``lipschitz`` outside (0, 1e100] or a constant target (bound 0), which
+            cannot be scaled.
     """
-    lipschitz = check_real(lipschitz, "lipschitz", low=0.0, low_open=True)
+    check_target(target)
+    lipschitz = check_real(lipschitz, "lipschitz", low=0.0, high=MAX_LIPSCHITZ_BOUND,
+                           low_open=True)
     bound = target.lipschitz_bound
     if bound <= 0.0:
         raise ValueError("target has lipschitz_bound 0 (it is constant) and cannot be rescaled")
@@ -124,6 +143,7 @@ def compose_linear(target: Target, matrix, offset=None) -> LinearlyComposedTarge
         offset: float array (n,) or None.
 
     Raises:
+        TypeError (also a ValueError): if ``target`` is not a ``lipschitz.Target``.
         ValueError: as ``LinearlyComposedTarget``.
     """
     return LinearlyComposedTarget(target, matrix, offset)

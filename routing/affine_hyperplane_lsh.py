@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from routing.validation import check_int, check_real, check_seed
+from routing.validation import check_array_memory, check_int, check_real, check_seed
 
 from ._inputs import as_points, raise_non_finite
 from ._projection import pack_groups
@@ -66,6 +66,9 @@ class AffineHyperplaneLSH:
         self.n_tables = check_int(n_tables, "n_tables", 1)
         self.radius = check_real(radius, "radius", 0.0, low_open=True)
         self.seed = check_seed(seed)
+        # directions and points in float64, the augmented ones packed in float64 and float32
+        check_array_memory({"n_tables": self.n_tables, "n_bits": self.n_bits, "dim": self.dim}, 36,
+                           "the hyperplanes and their points")
         rng = np.random.default_rng(self.seed)
         self.directions = rng.standard_normal((self.n_tables, self.n_bits, self.dim))
         points = rng.uniform(-self.radius, self.radius, (self.n_tables, self.n_bits, self.dim))

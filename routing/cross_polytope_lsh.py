@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from routing.validation import check_int, check_seed
+from routing.validation import check_array_memory, check_int, check_seed
 
 from ._hadamard import TIE_TOL, cross_polytope_codes
 from ._inputs import as_points, raise_non_finite
@@ -47,7 +47,8 @@ class CrossPolytopeLSH:
 
     Raises:
         ValueError: for parameters outside the ranges above (``n_rotations`` too large for
-            the key to fit in 63 bits names the allowed maximum).
+            the key to fit in 63 bits names the allowed maximum; dim <= 2**62), or sign
+            vectors too large for this machine's memory.
 
     Source: Andoni, Indyk, Laarhoven, Razenshteyn & Schmidt 2015, §5 (pseudo-random
     rotations); Baykal et al. 2022, §2.2 (LSH model).
@@ -57,9 +58,23 @@ class CrossPolytopeLSH:
         self.dim = check_int(dim, "dim", 1)
         self.padded_dim = 1 << (self.dim - 1).bit_length()
         self.bits_per_hash = self.padded_dim.bit_length()  # log2(2 * padded_dim)
-        self.n_rotations = check_int(n_rotations, "n_rotations", 1, self.max_rotations(self.dim))
+        max_rotations = self.max_rotations(self.dim)
+        if max_rotations == 0:
+            raise ValueError(f"dim={self.dim} is too large: one hash takes "
+                             f"{self.bits_per_hash} bits and a key holds 63, so dim must be "
+                             f"<= 2**62")
+        if isinstance(n_rotations, int) and not isinstance(n_rotations, bool) and \
+                n_rotations > max_rotations:
+            raise ValueError(f"n_rotations must be an integer in [1, {max_rotations}], got "
+                             f"{n_rotations} (for dim={self.dim} a key packs n_rotations hashes "
+                             f"of {self.bits_per_hash} bits into 63 bits)")
+        self.n_rotations = check_int(n_rotations, "n_rotations", 1, max_rotations)
         self.n_tables = check_int(n_tables, "n_tables", 1)
         self.seed = check_seed(seed)
+        # 3 sign vectors per rotation in int8, float64 and float32: 13 bytes an entry
+        check_array_memory({"n_tables": self.n_tables, "n_rotations": self.n_rotations,
+                            "dim": self.padded_dim}, 3 * 13,
+                           "the random sign vectors (dim padded to a power of 2)")
         rng = np.random.default_rng(self.seed)
         shape = (self.n_tables, self.n_rotations, 3, self.padded_dim)
         self.signs = (2 * rng.integers(0, 2, shape) - 1).astype(np.int8)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from routing.validation import check_bool, check_int, check_real, check_seed
+from routing.validation import (check_allocation, check_array_memory, check_bool, check_int,
+                                check_real, check_seed)
 
 from ._codebook import Codebook
 from ._floor_kernel import floor_codes
@@ -61,6 +62,11 @@ class EuclideanLSH:
         self.width = check_real(width, "width", 0.0, low_open=True)
         self.n_tables = check_int(n_tables, "n_tables", 1)
         self.seed = check_seed(seed)
+        # directions in float64, packed again in float64 and float32: 20 bytes an entry; and
+        # a codebook object per table (about 1 KiB)
+        check_array_memory({"n_tables": self.n_tables, "n_hashes": self.n_hashes, "dim": self.dim},
+                           20, "the hash directions")
+        check_allocation(self.n_tables, 1024, "n_tables", self.n_tables, "one codebook per table")
         rng = np.random.default_rng(self.seed)
         self.directions = rng.standard_normal((self.n_tables, self.n_hashes, self.dim))
         self.offsets = rng.uniform(0.0, self.width, (self.n_tables, self.n_hashes))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from routing.validation import check_int, check_seed
+from routing.validation import check_array_memory, check_int, check_seed
 
 from ._inputs import as_points, raise_non_finite
 from ._projection import pack_groups
@@ -49,6 +49,9 @@ class HyperplaneLSH:
         self.n_bits = check_int(n_bits, "n_bits", 1, 64)
         self.n_tables = check_int(n_tables, "n_tables", 1)
         self.seed = check_seed(seed)
+        # directions in float64, packed again in float64 and float32: 20 bytes an entry
+        check_array_memory({"n_tables": self.n_tables, "n_bits": self.n_bits, "dim": self.dim}, 20,
+                           "the hyperplane directions")
         rng = np.random.default_rng(self.seed)
         self.directions = rng.standard_normal((self.n_tables, self.n_bits, self.dim))
         self.directions.flags.writeable = False

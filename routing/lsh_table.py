@@ -65,6 +65,21 @@ def polynomial_powers(dim: int, degree: int) -> np.ndarray:
     return np.array(rows, np.int64).reshape(-1, dim)
 
 
+def n_polynomial_features(dim: int, degree: int, cap: int = MAX_POLY_FEATURES) -> int:
+    """C(dim + degree, degree), the number of monomials of ``polynomial_powers(dim, degree)``,
+    or ``cap + 1`` as soon as it is known to exceed ``cap`` (math.comb of a huge dim and
+    degree would run for hours; each factor here at least doubles the count, so at most
+    log2(cap) + 1 steps are taken).
+    """
+    m = min(dim, degree)
+    count = 1
+    for i in range(1, m + 1):
+        count = count * (dim + degree - m + i) // i
+        if count > cap:
+            return cap + 1
+    return count
+
+
 def _polynomial_features(X: np.ndarray, degree: int) -> np.ndarray:
     """(N, P) features in the order of ``polynomial_powers``: each monomial = parent · x_j."""
     n, dim = X.shape
@@ -203,7 +218,8 @@ class LSHTable:
         empty_query_fraction_: float64 (n_tables,), their ratio (NaN before any query).
 
     Raises (from ``fit``/``partial_fit``/``predict``):
-        ValueError: on a bad hasher, degree < 0, ridge < 0 or non-finite, more than 1024
+        ValueError: on a bad hasher (also one whose ``bucket_ids`` returns non-integer ids or
+            the wrong shape), degree < 0, ridge < 0 or non-finite, more than 1024
             polynomial features, X not a finite (N, dim) array (dim = hasher.dim, or the
             dimension seen in ``fit``), y not a finite array of shape (N,), or a fit on 0 points.
         NotFittedError (a ValueError): ``predict``/``bucket_members``/``buckets_`` before ``fit``.
@@ -252,7 +268,11 @@ class LSHTable:
         return arr
 
     def _bucket_ids(self, X: np.ndarray) -> np.ndarray:
-        ids = np.asarray(self.hasher.bucket_ids(X))
+        ids = as_numpy(self.hasher.bucket_ids(X))
+        if ids.dtype == np.bool_ or not np.issubdtype(ids.dtype, np.integer):
+            # a cast would merge distinct ids (0.1 and 0.9 both become bucket 0)
+            raise ValueError(f"hasher.bucket_ids must return integer bucket ids, got dtype "
+                             f"{ids.dtype}")
         if ids.shape != (X.shape[0], self.n_tables_):
             raise ValueError(
                 f"hasher.bucket_ids returned shape {ids.shape}, expected (N, n_tables) = "
@@ -284,10 +304,11 @@ class LSHTable:
         if X.shape[0] == 0:
             raise ValueError("X must contain at least 1 point to fit, got 0")
         self._check_magnitudes(X, y, degree)
-        n_feat = math.comb(X.shape[1] + degree, degree)
+        n_feat = n_polynomial_features(X.shape[1], degree)
         if n_feat > MAX_POLY_FEATURES:
             raise ValueError(
-                f"degree={degree} in dim={X.shape[1]} gives {n_feat} polynomial features; at most "
+                f"degree={degree} in dim={X.shape[1]} gives more than {MAX_POLY_FEATURES} "
+                f"polynomial features; at most "
                 f"{MAX_POLY_FEATURES} are supported (each bucket stores a P x P Gram matrix)"
             )
         self._degree, self._ridge = degree, ridge

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from routing.validation import check_int, check_seed
+from routing.validation import check_allocation, check_int, check_seed
 
 from ._inputs import as_points, raise_non_finite
 from ._mixer import row_buckets, seed_key
@@ -24,7 +24,8 @@ class UniformHash:
     Arguments:
         n_buckets: number of buckets, 1..2**63 - 1.
         seed: non-negative integer; different seeds give independent-looking hashes.
-        dim: expected number of columns, or None (default) to accept any.
+        dim: expected number of columns (a row of them must fit in memory), or None (default)
+            to accept any.
 
     Attributes:
         n_tables: always 1.
@@ -42,6 +43,8 @@ class UniformHash:
         self.n_buckets = check_int(n_buckets, "n_buckets", 1, 2**63 - 1)
         self.seed = check_seed(seed)
         self.dim = None if dim is None else check_int(dim, "dim", 1)
+        if self.dim is not None:  # a row of X must fit in memory
+            check_allocation(self.dim, 8, "dim", self.dim, "one float64 row of X")
         self.key = seed_key(self.seed)
 
     def bucket_ids(self, X) -> np.ndarray:

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 import numpy as np
 
 __all__ = ["check_finite_tensor", "check_int", "check_real", "check_points", "check_seed",
            "check_choice", "check_bool", "check_tensor", "as_numpy", "check_in_cube",
-           "MAX_SEED"]
+           "check_allocation", "check_array_memory", "check_instance", "format_bytes",
+           "memory_limit_bytes", "ParameterTypeError", "MAX_SEED"]
+
+
+class ParameterTypeError(TypeError, ValueError):
+    """A parameter of the wrong type: a ``TypeError``, and a ``ValueError`` as every other
+    bad parameter of sparselab (as scikit-learn's ``InvalidParameterError``), so a caller that
+    catches either gets it."""
 
 
 def as_numpy(value):
@@ -246,6 +254,99 @@ def check_finite_tensor(a, name: str) -> None:
         if not bool(finite.all()):
             bad = int((~finite).sum())
             raise ValueError(f"{name} must be finite; it has {bad} NaN or infinite entries")
+
+
+def check_instance(value, name: str, cls, what: str | None = None):
+    """Return ``value`` after checking it is an instance of ``cls`` (a class or a tuple).
+
+    Arguments:
+        value: the value to check.
+        name: the parameter's name, used in the error message.
+        cls: the allowed class or tuple of classes.
+        what: how to describe the allowed values (default: the classes' names).
+
+    Raises:
+        ParameterTypeError (a TypeError and a ValueError): naming the parameter, the allowed
+            type and the type given, so that a wrong object fails at the boundary instead of
+            as an AttributeError further down.
+    """
+    if not isinstance(value, cls):
+        classes = cls if isinstance(cls, tuple) else (cls,)
+        allowed = what or " or ".join(
+            c.__name__ if c.__module__ == "builtins"
+            else f"{c.__module__.split('.')[0]}.{c.__name__}" for c in classes)
+        raise ParameterTypeError(f"{name} must be {allowed}, got {type(value).__name__} "
+                                 f"{_short_repr(value)}")
+    return value
+
+
+def _short_repr(value, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def format_bytes(n_bytes: float) -> str:
+    """``n_bytes`` in binary units, three significant digits: ``format_bytes(3 * 2**30)`` is
+    '3 GiB'."""
+    n_bytes = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n_bytes < 1024 or unit == "PiB":
+            return f"{n_bytes:.0f} B" if unit == "B" else f"{n_bytes:.3g} {unit}"
+        n_bytes /= 1024
+    return f"{n_bytes:.3g} PiB"  # pragma: no cover - the loop returns
+
+
+def memory_limit_bytes() -> int:
+    """The physical memory of this machine in bytes (the most any one array may take); 2**40
+    where the operating system does not say."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # no sysconf (Windows) or no such name
+        return 2**40
+
+
+def check_allocation(n_elements, itemsize: int, name: str, value, what: str = "") -> None:
+    """Refuse a size parameter whose array would not fit in this machine's memory.
+
+    Called before numpy or torch allocate, so that ``n=10**12`` gives an error naming ``n``
+    and the memory it needs rather than numpy's "Unable to allocate 7.28 TiB" or torch's
+    "Overflow when unpacking long long".
+
+    Arguments:
+        n_elements: number of array elements the call would allocate (any non-negative
+            integer, Python ints of any size included).
+        itemsize: bytes per element (8 for float64/int64, 4 for float32).
+        name, value: the size parameter responsible and its value, for the message.
+        what: what the memory is for (e.g. "the (n, dim) float64 sample").
+
+    Raises:
+        ValueError: naming ``name``, its value, the memory it would need and the machine's
+            physical memory (``memory_limit_bytes``), if that memory is exceeded.
+    """
+    n_bytes = int(n_elements) * int(itemsize)
+    limit = memory_limit_bytes()
+    if n_bytes > limit:
+        for_what = f" for {what}" if what else ""
+        raise ValueError(f"{name}={value} would need {format_bytes(n_bytes)} of memory{for_what}; "
+                         f"this machine has {format_bytes(limit)}: choose a smaller {name}")
+
+
+def check_array_memory(sizes: dict, itemsize: int, what: str) -> None:
+    """Refuse size parameters whose product of array elements would not fit in memory.
+
+    Arguments:
+        sizes: the parameters that make the array's shape, name -> value (integers, already
+            checked), e.g. ``{"n_tables": 2, "n_bits": 8, "dim": 10**12}``.
+        itemsize: bytes per element.
+        what: what the array is (e.g. "the float64 hyperplane directions").
+
+    Raises:
+        ValueError: as ``check_allocation``, naming every parameter and blaming the largest.
+    """
+    n_elements = math.prod(int(v) for v in sizes.values())
+    name = max(sizes, key=lambda k: int(sizes[k]))
+    shape = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    check_allocation(n_elements, itemsize, name, sizes[name], f"{what} ({shape})")
 
 
 def _range(low, high) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from routing.validation import check_int, check_tensor
+from routing.validation import (check_allocation, check_finite_tensor, check_int, check_real,
+                                check_tensor)
 
 from ._sparse_dot import sparse_dot
 
@@ -175,14 +177,35 @@ class RegressionModel(nn.Module, abc.ABC):
 
     @torch.no_grad()
     def set_coefficients(self, theta, bias=None) -> None:
-        """Overwrite θ (n_coef,) and, if the model has one, the scalar bias."""
-        theta = torch.as_tensor(theta)
+        """Overwrite θ and, if the model has one, the scalar output bias.
+
+        Arguments:
+            theta: real array or tensor (n_coef,), finite (cast to the model's dtype).
+            bias: a finite real number or 0-d array/tensor; None means 0. Must be None for a
+                model without an output bias (``LSHModel``), where it would be dropped.
+
+        Raises:
+            ValueError: if theta has another shape, is not real or not finite (also after the
+                cast: 1e39 overflows float32), or bias is not a finite real number, or is given
+                to a model without an output bias. Nothing is written then.
+        """
         target = self.coefficients()
-        if theta.shape != target.shape:
-            raise ValueError(f"theta must have shape {tuple(target.shape)}, got {tuple(theta.shape)}")
-        target.copy_(theta.to(target))
-        if self.output_bias is not None:
-            self.output_bias.copy_(torch.as_tensor(0.0 if bias is None else bias).to(self.output_bias))
+        theta = check_tensor(theta, "theta", tuple(target.shape), allow_bool=False)
+        theta = theta.to(device=target.device, dtype=target.dtype)
+        check_finite_tensor(theta, "theta")
+        bias_param = self.output_bias
+        if bias_param is None:
+            if bias is not None:
+                raise ValueError(f"bias must be None: {type(self).__name__} has no output bias "
+                                 f"(a bias of {bias!r} would be dropped)")
+        else:
+            bias = 0.0 if bias is None else _scalar(bias, "bias")
+            if not math.isfinite(float(torch.tensor(bias, dtype=bias_param.dtype))):
+                raise ValueError(f"bias={bias:.6g} overflows the model's dtype "
+                                 f"{bias_param.dtype}")
+        target.copy_(theta)
+        if bias_param is not None:
+            bias_param.fill_(bias)
 
     @torch.no_grad()
     def shift_output(self, c: float) -> None:
@@ -193,12 +216,16 @@ class RegressionModel(nn.Module, abc.ABC):
 
         Raises:
             NotImplementedError: a model with neither an output bias nor an override.
+            ValueError: if ``c`` is not a finite real number, or the shifted bias overflows
+                the model's dtype (nothing is changed then).
         """
         bias = self.output_bias
         if bias is None:
             raise NotImplementedError(f"{type(self).__name__} has no output bias: override "
                                       f"shift_output")
-        bias += float(c)
+        shifted = bias + _scalar(c, "c")
+        check_finite_tensor(shifted, "the shifted output bias (bias + c)")
+        bias.copy_(shifted)
 
     # -- input handling ---------------------------------------------------------------------
     @property
@@ -268,5 +295,32 @@ class RegressionModel(nn.Module, abc.ABC):
         return ", ".join(f"{k}={v!r}" for k, v in self._arguments().items())
 
 
+def _scalar(value, name: str) -> float:
+    """A finite real number from a Python/numpy number or a one-element array or tensor.
+
+    Raises:
+        ValueError: naming ``name`` for anything else (NaN, inf, complex, bool, a longer
+            array).
+    """
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        size = value.numel() if isinstance(value, torch.Tensor) else value.size
+        if size != 1:
+            raise ValueError(f"{name} must be a real number, got an array of shape "
+                             f"{tuple(value.shape)}")
+        value = (value.detach().cpu() if isinstance(value, torch.Tensor) else value).reshape(())
+        value = value.item()
+    return check_real(value, name)
+
+
 def check_dim_width(dim, width) -> tuple[int, int]:
-    return check_int(dim, "dim", 1), check_int(width, "width", 1)
+    """``dim`` and ``width`` of a model with a (width, dim) bottom layer, checked.
+
+    Raises:
+        ValueError: if either is not an integer >= 1, or the float32 bottom layer
+            (width · dim values) would not fit in this machine's memory.
+    """
+    dim, width = check_int(dim, "dim", 1), check_int(width, "width", 1)
+    check_allocation(width * (dim + 1), 4, "width" if width >= dim else "dim",
+                     width if width >= dim else dim,
+                     f"the ({width}, {dim}) float32 bottom layer")
+    return dim, width

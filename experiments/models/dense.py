@@ -32,7 +32,8 @@ class Dense(RegressionModel):
     multiplication and one addition per unit; the ReLU and the output bias are not counted.
 
     Raises:
-        ValueError: if dim < 1, width < 1 or seed < 0.
+        ValueError: if dim < 1, width < 1 or seed < 0, or the bottom layer would not fit in
+            memory.
     """
 
     name = "dense"

@@ -45,7 +45,8 @@ class DSM(KSparseDense):
     comparison per unit, a lower bound for any exact selection) + 2·k (top layer).
 
     Raises:
-        ValueError: if dim < 1, width < 1, k outside [1, width] or seed < 0.
+        ValueError: if dim < 1, width < 1, k outside [1, width] or seed < 0, or the bottom
+            layer would not fit in memory.
     """
 
     name = "dsm"

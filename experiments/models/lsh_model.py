@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from routing.validation import check_choice, check_int, check_real, check_seed
+from routing.validation import check_choice, check_finite_tensor, check_int, check_real, check_seed
 from routing.affine_hyperplane_lsh import AffineHyperplaneLSH
 from routing.euclidean_lsh import EuclideanLSH
 from routing.hyperplane_lsh import HyperplaneLSH
 from routing.uniform_hash import UniformHash
 from routing._mixer import GOLDEN
-from routing.lsh_table import polynomial_powers
+from routing.lsh_table import n_polynomial_features, polynomial_powers
 from routing.torch_twins import as_int64, shift_right_logical, splitmix64
 
-from ._base import Features, RegressionModel
+from ._base import Features, RegressionModel, _scalar
 
 __all__ = ["LSHModel", "MAX_TABLE_VALUES", "HASH_FAMILIES", "lsh_hasher"]
 
@@ -185,10 +183,11 @@ class LSHModel(RegressionModel):
             raise ValueError(f"hasher must be a routing HyperplaneLSH, AffineHyperplaneLSH, "
                              f"EuclideanLSH or UniformHash, got {type(hasher).__name__}")
         self.n_bits, self.n_tables = n_bits, n_tables
-        self.n_features = math.comb(self.dim + self.degree, self.degree)
+        self.n_features = n_polynomial_features(self.dim, self.degree, MAX_POLY_FEATURES)
         if self.n_features > MAX_POLY_FEATURES:
-            raise ValueError(f"degree={self.degree} with dim={self.dim} gives "
-                             f"{self.n_features} monomials per bucket; at most {MAX_POLY_FEATURES}")
+            raise ValueError(f"degree={self.degree} with dim={self.dim} gives more than "
+                             f"{MAX_POLY_FEATURES} monomials per bucket; at most "
+                             f"{MAX_POLY_FEATURES}")
         n_values = self.n_tables * 2**self.n_bits * self.n_features
         if n_values > MAX_TABLE_VALUES:
             raise ValueError(
@@ -243,8 +242,15 @@ class LSHModel(RegressionModel):
     def shift_output(self, c: float) -> None:
         """Add ``c`` to every prediction, in place: to the constant coefficient of every
         bucket of every table (each table contributes its value / s, so the mean moves by c);
-        buckets no training point reaches then predict c."""
-        self.values[:, :, 0] += float(c)
+        buckets no training point reaches then predict c.
+
+        Raises:
+            ValueError: if ``c`` is not a finite real number, or the shifted values overflow
+                the model's dtype (nothing is changed then).
+        """
+        shifted = self.values[:, :, 0] + _scalar(c, "c")
+        check_finite_tensor(shifted, "the shifted bucket values (values + c)")
+        self.values[:, :, 0] = shifted
 
     def monomials(self, X: torch.Tensor) -> torch.Tensor:
         """(N, P) monomials of x, ``polynomial_powers`` order (degree 0: a column of ones)."""

@@ -42,8 +42,8 @@ class RandomHashModel(KSparseDense):
     only) + 2·k (top layer).
 
     Raises:
-        ValueError: if dim < 1, width < 1, k outside [1, width], k not dividing width, or
-            seed < 0.
+        ValueError: if dim < 1, width < 1, k outside [1, width], k not dividing width,
+            seed < 0, or the bottom layer would not fit in memory.
     """
 
     name = "random_hash"

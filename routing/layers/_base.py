@@ -7,8 +7,8 @@ experts) of which only some take part in each example. ``forward`` returns
 by its coefficient from the layer's config*, so a training loss is
 ``task_loss + sum(aux_losses.values())`` (an empty dict when the layer has none).
 
-Usage is counted in registered buffers (so it survives ``state_dict`` round trips, the
-STYLE.md rule for counters): ``unit_usage[j]`` sums, over the examples seen since the last
+Usage is counted in registered buffers (so it survives ``state_dict`` round trips, as
+BatchNorm's running statistics do): ``unit_usage[j]`` sums, over the examples seen since the last
 ``reset_usage()``, the weight with which unit j took part (1 for a hard selection, the router
 probability for soft merging); ``examples_seen`` counts those examples. ``utilisation()`` is
 their ratio and ``dead_fraction()`` the share of units that never took part. Counting happens
@@ -45,12 +45,18 @@ from typing import Any
 import torch
 from torch import nn
 
-from routing.validation import (check_choice, check_finite_tensor, check_int, check_real,
-                                  check_seed)
+from routing.validation import (check_allocation, check_choice, check_finite_tensor, check_int,
+                                check_real, check_seed)
 
-__all__ = ["RouterLayer", "OPTIMIZERS", "check_layer_config"]
+__all__ = ["RouterLayer", "OPTIMIZERS", "check_layer_config", "check_parameter_memory",
+           "NoUsageCountedError"]
 
 OPTIMIZERS = ("adam", "sgd")  # what experiments.router_training knows how to build
+
+
+class NoUsageCountedError(ValueError, RuntimeError):
+    """``dead_fraction()`` before any example was counted (a ValueError, as every misuse of
+    sparselab's API, and a RuntimeError, as it was first raised)."""
 
 
 def check_layer_config(config) -> None:
@@ -65,6 +71,26 @@ def check_layer_config(config) -> None:
     check_choice(config.optimizer, "optimizer", OPTIMIZERS)
     check_real(config.lr, "lr", 0.0, low_open=True)
     check_seed(config.seed)
+
+
+def check_parameter_memory(n_values: int, sizes: dict) -> None:
+    """Refuse a layer config whose parameters would not fit in this machine's memory.
+
+    Training keeps four numbers per parameter (the value, its gradient and Adam's two
+    moments), float32 by default: 16 bytes each.
+
+    Arguments:
+        n_values: the number of parameter values the layer would create.
+        sizes: the config's size fields, name -> value; the largest is named in the error.
+
+    Raises:
+        ValueError: naming the largest size field, its value and the memory needed.
+    """
+    name = max(sizes, key=lambda k: int(sizes[k]))
+    shape = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    check_allocation(n_values, 16, name, sizes[name],
+                     f"{n_values} float32 parameters ({shape}) with their gradients and Adam's "
+                     "two moments")
 
 
 @torch.no_grad()
@@ -218,12 +244,14 @@ class RouterLayer(nn.Module, abc.ABC):
             count_examples: add B to ``examples_seen``.
 
         Raises:
-            ValueError: if not exactly one of ``indices`` and ``weights`` is given.
+            ValueError: if not exactly one of ``indices`` and ``weights`` is given, or
+                ``offset`` is not an integer in [0, n_units - 1].
         """
         if not self.track_usage:
             return
         if (indices is None) == (weights is None):
             raise ValueError("record_usage needs exactly one of indices and weights")
+        offset = check_int(offset, "offset", 0, self.unit_usage.numel() - 1)
         if indices is not None:
             flat = indices.reshape(-1) + offset
             # float64 ones: ``index_add_`` needs the buffer's dtype, which ``_apply`` keeps
@@ -255,11 +283,19 @@ class RouterLayer(nn.Module, abc.ABC):
         """Fraction of units that took part in no example since the last reset (in [0, 1]).
 
         Raises:
-            RuntimeError: if no example was counted yet (the fraction would be meaningless).
+            NoUsageCountedError (a ValueError and a RuntimeError): if no example was counted
+                yet (the fraction would be meaningless); the message says whether
+                ``track_usage`` is off.
         """
         if float(self.examples_seen) == 0:
-            raise RuntimeError("no examples counted since the last reset_usage(); run a forward "
-                               "pass first")
+            if not self.track_usage:
+                raise NoUsageCountedError(
+                    f"dead_fraction() needs counted examples, and this {type(self).__name__} "
+                    "counts none: track_usage is False; set layer.track_usage = True, then run a "
+                    "forward pass")
+            raise NoUsageCountedError(
+                f"dead_fraction() needs counted examples: this {type(self).__name__} has seen "
+                "none since it was built or since reset_usage(); run a forward pass first")
         return float((self.unit_usage == 0).double().mean())
 
     # -- sizes, costs and training hooks ----------------------------------------------------
@@ -287,7 +323,15 @@ class RouterLayer(nn.Module, abc.ABC):
         """Hook run after every optimiser step (SDMLP projects its weights here)."""
 
     def set_training_progress(self, epoch: int) -> None:
-        """Hook run at the start of every epoch (SDMLP anneals k here)."""
+        """Hook run at the start of every epoch (SDMLP anneals k here).
+
+        Arguments:
+            epoch: the epoch about to start, an integer >= 0.
+
+        Raises:
+            ValueError: if ``epoch`` is not an integer >= 0 (1.5, -1, True, "2").
+        """
+        check_int(epoch, "epoch", 0)
 
     def describe(self) -> dict[str, Any]:
         """JSON-serialisable summary for result tables."""

@@ -5,7 +5,7 @@ auxiliary loss) as one autograd node (``moe_forward``).
 At the sizes the routers are compared at (d_in = 8, experts of 16–64 units, a batch of 1024)
 a torch step of the expert bank is dozens of tiny ``mm``, ``relu``, index and ``cat`` calls
 per expert, forward and backward, and their dispatch costs more than the arithmetic: it made
-the MoEs slower than a dense network of the same total width (issue 7). Here each
+the MoEs slower than a dense network of the same total width. Here each
 (example, slot) assignment is evaluated once, grouped by expert (a counting sort), with the
 hidden activations kept for the backward pass; the per-example sums over the K slots run in
 slot order afterwards.
@@ -340,7 +340,7 @@ def topk_rows(scores: torch.Tensor, k: int) -> torch.Tensor:
 # step besides it (the router's matmul, a gather and a sigmoid for the gates, a softmax and
 # five reductions for the auxiliary loss, and their backward nodes), each costing more in
 # dispatch than its arithmetic at these sizes; at 256 units they trained at 0.9-1.0x the speed
-# of a dense network of the same total width (issue 7). Here the router, the top-k, the gates,
+# of a dense network of the same total width. Here the router, the top-k, the gates,
 # the bank and the auxiliary loss are one node forward and one backward.
 
 GATES = ("sigmoid", "softmax")  # σ-MoE's σ(logit), top-k MoE's softmax probability

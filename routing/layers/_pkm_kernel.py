@@ -6,7 +6,7 @@ layer fused into one autograd node, forward and backward (``pkm_forward``, behin
 The torch selection (Lample et al. 2019's: top-K of each half, then the top K of the
 candidate sums) costs three ``topk`` calls and several (B, M) gathers per step; at the
 ``routers`` bench's sizes (K = a quarter of the slots) it made PKM 4–5x slower than a dense
-network of the same total width (issue 7). Here each row is handled at once: both halves are
+network of the same total width. Here each row is handled at once: both halves are
 sorted, and the K largest sums of the two sorted lists are taken by a K-way merge over the
 ranks of the b half, ties going to the lexicographically lowest (rank_b, rank_a), which is
 the reference's order. Up to ``FRONTIER_MAX`` ranks the merge scans its frontier for the
@@ -202,7 +202,7 @@ def pkm_select(u: torch.Tensor, k: int):
 # Written as torch operations plus the selection above, a PKM training step was a dozen
 # autograd nodes (the query's matmul, the sub-key einsum's batched matmuls and reshapes, two
 # gathers and their scatter backward, the ReLU) around the kernels, and trained at 0.37-0.48x
-# the speed of a dense network of the same total width (issue 7). Here a step is one node: the
+# the speed of a dense network of the same total width. Here a step is one node: the
 # forward takes the queries and the 2·n_keys sub-key scores of the batch as two matmuls outside
 # autograd, then, per example, the K winners among the candidate sums and y; the backward
 # takes the gradients of the values, the sub-keys and the query projection (and of x when it

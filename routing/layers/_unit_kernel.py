@@ -5,7 +5,7 @@ winners only, forward and backward.
 Written the torch way, these layers compute every unit's hidden activation, multiply it by a
 (B, N) mask, and run the backward through the whole (B, N) matrices; ``torch.topk`` and the
 mask's dtype copies alone took most of a COMET training step, which ran 5x slower than a dense
-network of the same total width (issue 7). Here the selection is one pass per row, and the
+network of the same total width. Here the selection is one pass per row, and the
 hidden layer is touched only at the k winners: forward, backward and the weight gradients
 cost O(k · d_in) per example instead of O(N · d_in). The routing scores themselves (N per
 example, they pick the winners) are still computed in full, but 8 rows at a time into a

@@ -46,9 +46,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from routing.validation import (check_bool, check_choice, check_finite_tensor, check_int,
-                                  check_real)
-from routing.layers._base import RouterLayer, check_layer_config, uniform_fan_in_
+from routing.validation import (check_bool, check_choice, check_finite_tensor, check_instance,
+                                check_int, check_real)
+from routing.layers._base import (RouterLayer, check_layer_config, check_parameter_memory,
+                                  uniform_fan_in_)
 from routing.layers._unit_kernel import routed_unit_mlp
 from routing.torch_twins import topk_mask
 
@@ -128,6 +129,10 @@ class COMETConfig:
         for i, width in enumerate(widths):
             check_int(width, f"widths[{i}]", 1)
         object.__setattr__(self, "widths", widths)
+        sizes = (self.d_in, *widths, self.d_out)
+        check_parameter_memory(sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:])),
+                               {"d_in": self.d_in, "d_out": self.d_out,
+                                **{f"widths[{i}]": w for i, w in enumerate(widths)}})
         check_real(self.p_k, "p_k", 0.0, 1.0, low_open=True)
         check_choice(self.activation, "activation", ACTIVATIONS)
         check_bool(self.bias, "bias")
@@ -156,7 +161,8 @@ class COMET(RouterLayer):
         V1, V2, …: buffers (N_ℓ, N_{ℓ−1}), the frozen routing weights (``routing_weights``).
 
     Raises:
-        ValueError: if ``config`` is not a ``COMETConfig``.
+        ParameterTypeError (a TypeError and a ValueError): if ``config`` is not a
+            ``COMETConfig``.
 
     Parameters are float32; ``.double()`` converts the routing buffers too (not the usage
     counters, which stay float64).
@@ -165,8 +171,7 @@ class COMET(RouterLayer):
     name = "comet"
 
     def __init__(self, config: COMETConfig):
-        if not isinstance(config, COMETConfig):
-            raise ValueError(f"config must be a COMETConfig, got {type(config).__name__}")
+        check_instance(config, "config", COMETConfig)
         super().__init__(sum(config.widths))
         self.config = config
         self.ks = config.ks
@@ -345,7 +350,11 @@ class COMET(RouterLayer):
                 (without the routing network's unused output layer).
 
         Biases, activations and the top-k selection are not multiply-adds and are not counted.
+
+        Raises:
+            ValueError: if ``dense`` is not a bool.
         """
+        dense = check_bool(dense, "dense")
         cfg = self.config
         n_in = (cfg.d_in,) + cfg.widths  # N_0 … N_{L−1}
         if dense:

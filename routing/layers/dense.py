@@ -21,8 +21,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from routing.validation import check_int
-from routing.layers._base import RouterLayer, check_layer_config, uniform_fan_in_
+from routing.validation import check_instance, check_int
+from routing.layers._base import (RouterLayer, check_layer_config, check_parameter_memory,
+                                  uniform_fan_in_)
 
 __all__ = ["DenseMLPConfig", "DenseMLP"]
 
@@ -53,6 +54,8 @@ class DenseMLPConfig:
     def __post_init__(self):
         check_layer_config(self)
         check_int(self.width, "width", 1)
+        check_parameter_memory(self.width * (self.d_in + self.d_out + 1) + self.d_out,
+                               {"d_in": self.d_in, "width": self.width, "d_out": self.d_out})
 
 
 class DenseMLP(RouterLayer):
@@ -70,14 +73,14 @@ class DenseMLP(RouterLayer):
         out: ``nn.Linear`` (width -> d_out), W2 and b2.
 
     Raises:
-        ValueError: if ``config`` is not a ``DenseMLPConfig``.
+        ParameterTypeError (a TypeError and a ValueError): if ``config`` is not a
+            ``DenseMLPConfig``.
     """
 
     name = "dense_mlp"
 
     def __init__(self, config: DenseMLPConfig):
-        if not isinstance(config, DenseMLPConfig):
-            raise ValueError(f"config must be a DenseMLPConfig, got {type(config).__name__}")
+        check_instance(config, "config", DenseMLPConfig)
         super().__init__(config.width)
         self.config = config
         self.hidden = nn.Linear(config.d_in, config.width)

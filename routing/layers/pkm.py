@@ -37,8 +37,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from routing.validation import check_bool, check_choice, check_finite_tensor, check_int
-from routing.layers._base import RouterLayer, check_layer_config
+from routing.validation import (check_bool, check_choice, check_finite_tensor, check_instance,
+                                check_int)
+from routing.layers._base import RouterLayer, check_layer_config, check_parameter_memory
 from routing.layers._experts import _cpu_kernel_dtype, topk_lowest_index
 from routing.layers._pkm_kernel import MAX_FUSED_KEYS, pkm_forward, pkm_select
 
@@ -108,6 +109,10 @@ class PKMConfig:
             raise ValueError(f"d_key must be an even integer >= 2 (it is split into two "
                              f"halves), got {self.d_key}")
         check_int(self.n_keys, "n_keys", 1)
+        check_parameter_memory(self.n_keys * self.d_key + self.n_keys**2 * self.d_out
+                               + self.d_key * self.d_in,
+                               {"d_in": self.d_in, "d_out": self.d_out, "n_keys": self.n_keys,
+                                "d_key": self.d_key})
         check_int(self.k, "k", 1, self.n_keys ** 2)
         check_choice(self.init, "init", PKM_INITS)
         check_choice(self.activation, "activation", ACTIVATIONS)
@@ -129,11 +134,16 @@ class PKM(RouterLayer):
         query: parameter W_q (d_key, d_in), or None when ``project_query`` is False.
         keys: parameter (2, n_keys, d_key / 2): the sub-keys K_a, K_b of the two halves.
         values: parameter (n_keys², d_out).
+
+    Raises:
+        ParameterTypeError (a TypeError and a ValueError): if ``config`` is not a
+            ``PKMConfig``.
     """
 
     name = "pkm"
 
     def __init__(self, config: PKMConfig):
+        check_instance(config, "config", PKMConfig)
         n, half = config.n_keys, config.d_key // 2
         super().__init__(n * n)
         self.config = config

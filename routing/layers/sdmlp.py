@@ -47,8 +47,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from routing.validation import check_bool, check_finite_tensor, check_int
-from ._base import RouterLayer, check_layer_config
+from routing.validation import check_bool, check_finite_tensor, check_instance, check_int
+from ._base import RouterLayer, check_layer_config, check_parameter_memory
 from ._unit_kernel import normalised_rows, project_nonnegative_unit_rows, routed_unit_mlp
 
 __all__ = ["SDMLPConfig", "SDMLP"]
@@ -109,6 +109,9 @@ class SDMLPConfig:
         check_int(self.gaba_switch_activations, "gaba_switch_activations", 1)
         for flag in ("gaba_switch", "lift_inputs", "split_signs", "nonneg_decoder"):
             check_bool(getattr(self, flag), flag)
+        check_parameter_memory(self.n_neurons * (self.input_width + self.d_out),
+                               {"d_in": self.d_in, "d_out": self.d_out,
+                                "n_neurons": self.n_neurons})
 
     @property
     def k_start(self) -> int:
@@ -157,6 +160,8 @@ class SDMLP(RouterLayer):
         counters). ``current_k`` is saved in ``state_dict`` as extra state.
 
     Raises:
+        ParameterTypeError (a TypeError and a ValueError): if ``config`` is not an
+            ``SDMLPConfig``.
         ValueError: from the config; ``forward``, ``hidden`` and ``normalise_inputs`` naming
             x when it is not a finite (B, d_in) tensor of the parameters' dtype and device;
             ``set_training_progress`` for a negative epoch.
@@ -169,6 +174,7 @@ class SDMLP(RouterLayer):
     _counter_buffers = RouterLayer._counter_buffers + ("gaba_counts",)
 
     def __init__(self, config: SDMLPConfig):
+        check_instance(config, "config", SDMLPConfig)
         super().__init__(config.n_neurons)
         self.config = config
         gen = torch.Generator().manual_seed(config.seed)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from routing.validation import check_choice, check_int, check_real
-from routing.layers._base import check_layer_config
+from routing.validation import check_choice, check_instance, check_int, check_real
+from routing.layers._base import check_layer_config, check_parameter_memory
 from routing.layers._experts import INITS, ExpertMoE, topk_lowest_index
 
 __all__ = ["SigmaMoEConfig", "SigmaMoE"]
@@ -62,6 +62,10 @@ class SigmaMoEConfig:
         check_int(self.n_experts, "n_experts", 1)
         check_int(self.expert_size, "expert_size", 1)
         check_int(self.k, "k", 1, self.n_experts)
+        check_parameter_memory(
+            self.n_experts * (self.d_in + self.expert_size * (self.d_in + self.d_out)),
+            {"d_in": self.d_in, "d_out": self.d_out, "n_experts": self.n_experts,
+             "expert_size": self.expert_size})
         check_real(self.entropy_coef, "entropy_coef", 0.0)
         check_real(self.expert_dropout, "expert_dropout", 0.0, 1.0, high_open=True)
         check_choice(self.init, "init", INITS)
@@ -82,11 +86,16 @@ class SigmaMoE(ExpertMoE):
         config: the ``SigmaMoEConfig``.
         router: parameter W3 (n_experts, d_in).
         experts: ``ExpertBank`` with W1 (E, d_in, G) and W2 (E, G, d_out).
+
+    Raises:
+        ParameterTypeError (a TypeError and a ValueError): if ``config`` is not a
+            ``SigmaMoEConfig``.
     """
 
     name = "sigma_moe"
 
     def __init__(self, config: SigmaMoEConfig):
+        check_instance(config, "config", SigmaMoEConfig)
         super().__init__(config)
 
     def _select(self, logits: torch.Tensor

@@ -36,8 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from routing.validation import check_bool, check_choice, check_int, check_real
-from ._base import RouterLayer, check_layer_config
+from routing.validation import check_bool, check_choice, check_instance, check_int, check_real
+from ._base import RouterLayer, check_layer_config, check_parameter_memory
 
 __all__ = ["SMEARConfig", "SMEAR"]
 
@@ -80,6 +80,11 @@ class SMEARConfig:
         check_layer_config(self)
         check_int(self.n_experts, "n_experts", 1)
         check_int(self.expert_size, "expert_size", 1)
+        check_parameter_memory(  # router, the experts' weights and biases, and their merge
+            (self.n_experts + 1) * (self.expert_size * (self.d_in + self.d_out + 1) + self.d_out)
+            + self.n_experts * self.d_in,
+            {"d_in": self.d_in, "d_out": self.d_out, "n_experts": self.n_experts,
+             "expert_size": self.expert_size})
         check_choice(self.activation, "activation", _ACTIVATIONS)
         check_bool(self.bias, "bias")
         check_real(self.expert_dropout, "expert_dropout", 0.0, 1.0, high_open=True)
@@ -112,6 +117,8 @@ class SMEAR(RouterLayer):
         (b1, b2 only when ``config.bias``).
 
     Raises:
+        ParameterTypeError (a TypeError and a ValueError): if ``config`` is not an
+            ``SMEARConfig``.
         ValueError: from the config; ``forward`` and ``router_probs`` naming x when it is not
             a finite (B, d_in) tensor of the parameters' dtype and device.
     """
@@ -119,6 +126,7 @@ class SMEAR(RouterLayer):
     name = "smear"
 
     def __init__(self, config: SMEARConfig):
+        check_instance(config, "config", SMEARConfig)
         super().__init__(config.n_experts)
         self.config = config
         E, G, d_in, d_out = config.n_experts, config.expert_size, config.d_in, config.d_out

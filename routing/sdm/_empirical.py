@@ -17,6 +17,13 @@ __all__ = ["brute_force_intersection", "monte_carlo_intersection", "MonteCarloIn
 
 _BRUTE_FORCE_MAX_N = 16
 _CHUNK = 1 << 16  # neurons sampled per batch: bounds memory, fixed so results depend on seed only
+#: The most 64-bit words ``monte_carlo_intersection`` samples (r neurons of ⌈n/64⌉ words
+#: each): 2^30 words take about 10 s of one core (2^24 took 0.13 s); larger r is refused up
+#: front rather than left running for hours (r = 10^13 would take about a day).
+MAX_SAMPLED_WORDS = 2**30
+#: The most words sampled at once (32 MiB): the batch of neurons shrinks for long addresses,
+#: and an address longer than this (n > 2^28 bits) is refused.
+_CHUNK_WORDS = 2**22
 
 
 def brute_force_intersection(n, d, d_v, weighting="binary", beta=None):
@@ -75,7 +82,13 @@ class MonteCarloIntersection:
     confidence: float
 
     def contains(self, fraction: float) -> bool:
-        """Whether ``fraction`` (e.g. circle_intersection(...) / 2**n) lies in the interval."""
+        """Whether ``fraction`` (e.g. circle_intersection(...) / 2**n) lies in the interval.
+
+        Raises:
+            ValueError: if ``fraction`` is not a real number in [0, 1] (a weighted fraction
+                of the space: every weight is at most 1).
+        """
+        fraction = check_real(fraction, "fraction", 0.0, 1.0)
         return self.ci_low <= fraction <= self.ci_high
 
 
@@ -90,10 +103,11 @@ def monte_carlo_intersection(n, d, d_v, r, weighting="binary", beta=None, seed=0
     weights (s: sample standard deviation), clipped at 0.
 
     Arguments:
-        n: address length, int >= 1.
+        n: address length, int in [1, 2^28].
         d: Hamming radius, int in [0, n].
         d_v: distance between the centres, int in [0, n].
-        r: number of neurons sampled, int >= 1.
+        r: number of neurons sampled, int >= 1 with r·⌈n/64⌉ <= 2^30 (``MAX_SAMPLED_WORDS``:
+            about 10 s of one core).
         weighting, beta: as in :func:`circle_intersection`.
         seed: seed of ``numpy.random.default_rng``, int >= 0; same seed → same numbers.
         confidence: level of the interval, float in (0, 1).
@@ -102,12 +116,20 @@ def monte_carlo_intersection(n, d, d_v, r, weighting="binary", beta=None, seed=0
         :class:`MonteCarloIntersection`.
 
     Raises:
-        ValueError: for bad n, d, d_v, r, weighting, β, seed or confidence.
+        ValueError: for bad n, d, d_v, r (also one beyond the limit above), weighting, β,
+            seed or confidence.
     """
-    n = check_int(n, "n", 1, None)
+    n = check_int(n, "n", 1, 64 * _CHUNK_WORDS)
     d = check_int(d, "d", 0, n)
     d_v = check_int(d_v, "d_v", 0, n)
     r = check_int(r, "r", 1, None)
+    words_per_neuron = (n + 63) // 64
+    if r * words_per_neuron > MAX_SAMPLED_WORDS:
+        raise ValueError(
+            f"r={r} is too many neurons for n={n}: at most "
+            f"{MAX_SAMPLED_WORDS // words_per_neuron:,} (r·⌈n/64⌉ <= {MAX_SAMPLED_WORDS:,} "
+            f"sampled 64-bit words, about 10 s of one core); use circle_intersection for "
+            f"the exact value")
     weighting, beta = check_weighting(weighting, beta)
     seed = check_seed(seed)
     confidence = check_real(confidence, "confidence", 0.0, 1.0, low_open=True, high_open=True)
@@ -115,13 +137,14 @@ def monte_carlo_intersection(n, d, d_v, r, weighting="binary", beta=None, seed=0
     n_words = (n + 63) // 64
     last_mask = np.uint64((1 << (n - 64 * (n_words - 1))) - 1)  # valid bits of the last word
     pattern = np.zeros(n_words, dtype=np.uint64)  # the first d_v bits set
-    for w in range(n_words):
-        bits = min(max(d_v - 64 * w, 0), 64)
-        pattern[w] = np.uint64((1 << bits) - 1)
+    pattern[: d_v // 64] = np.iinfo(np.uint64).max
+    if d_v % 64:
+        pattern[d_v // 64] = np.uint64((1 << (d_v % 64)) - 1)
+    chunk = min(_CHUNK, _CHUNK_WORDS // n_words)  # _CHUNK for every n <= 4096
     total = total_sq = 0.0
     hits = 0
-    for start in range(0, r, _CHUNK):
-        size = min(_CHUNK, r - start)
+    for start in range(0, r, chunk):
+        size = min(chunk, r - start)
         words = rng.integers(0, np.iinfo(np.uint64).max, size=(size, n_words), dtype=np.uint64, endpoint=True)
         words[:, -1] &= last_mask  # (size, n_words): one neuron address per row
         x_q = np.bitwise_count(words).sum(axis=1, dtype=np.int64)

@@ -10,7 +10,9 @@ from scipy import stats
 
 from routing.validation import check_bool, check_int, check_real
 from routing.sdm._checks import check_cosine, check_hamming, check_weighting
-from routing.sdm._intersection import _LOG_FLOAT_TINY, _MODES, _log_intersection_curve, circle_intersection
+from routing.sdm._intersection import (_LOG_FLOAT_TINY, _MODES, MAX_FLOAT_N,
+                                       _log_intersection_curve, check_kernel_work,
+                                       circle_intersection)
 
 __all__ = [
     "space_fraction",
@@ -83,6 +85,7 @@ def expected_neurons_in_intersection(n, d, d_v, r, weighting="binary", beta=None
     dvs, scalar = check_hamming(d_v, "d_v", n)
     weighting, beta = check_weighting(weighting, beta)
     log = check_bool(log, "log")
+    check_kernel_work(n, d, dvs)
     logs = _log_intersection_curve(n, d, np.ascontiguousarray(dvs.ravel()), _MODES[weighting],
                                    0.0 if beta is None else beta).reshape(dvs.shape)
     logs = logs + (math.log(r) - n * math.log(2.0))
@@ -146,7 +149,8 @@ def snr_optimal_radius(n, r, m):
     exact rational arithmetic wherever the float comparison is within 1e-9 of a tie.
 
     Arguments:
-        n: address length in bits, int >= 1.
+        n: address length in bits, int in [1, 10^8] (``MAX_FLOAT_N``: the radius search may
+            need the O(n) intersection kernel).
         r: number of neurons, int >= 1.
         m: number of stored patterns, int >= 1.
 
@@ -154,14 +158,13 @@ def snr_optimal_radius(n, r, m):
         int d* in [0, n].
 
     Raises:
-        ValueError: for n, r or m not integers >= 1.
+        ValueError: for n, r or m not integers >= 1, or n above 10^8.
     """
-    n = check_int(n, "n", 1, None)
-    r = check_int(r, "r", 1, None)
+    n = check_int(n, "n", 1, MAX_FLOAT_N)  # a radius whose fraction underflows needs the
+    r = check_int(r, "r", 1, None)  # O(n) intersection kernel
     m = check_int(m, "m", 1, None)
     log_p = -(math.log(2) + math.log(m) + math.log(r)) / 3.0  # exact ints: no overflow
     p_star = (2.0 * m * r) ** (-1.0 / 3.0) if log_p > -236.0 else math.exp(log_p)  # 2mr < 1e308
-    target = Fraction(p_star) * 2**n  # exact: compare C(n, 0) + ... + C(n, d) with p* 2^n
     if p_star > 0:
         log_p = math.log(p_star)  # the comparisons below are with this float p*
 
@@ -172,7 +175,10 @@ def snr_optimal_radius(n, r, m):
         gap = log_fraction - log_p
         if abs(gap) > 1e-9:
             return gap > 0
-        return circle_intersection(n, d, 0, exact=True) >= target
+        # exact: compare C(n, 0) + ... + C(n, d) with p* 2^n (the count first: it refuses an
+        # n too large for exact integers before 2^n is formed)
+        count = circle_intersection(n, d, 0, exact=True)
+        return count >= Fraction(p_star) * 2**n
 
     lo, hi = 0, n  # reaches(n) holds: the whole space has fraction 1 >= p*
     while lo < hi:

@@ -33,12 +33,21 @@ from fractions import Fraction
 import numpy as np
 from numba import njit
 
-from routing.validation import check_bool, check_int
+from routing.validation import check_allocation, check_bool, check_int
 from routing.sdm._checks import check_hamming, check_weighting
 
 __all__ = ["circle_intersection"]
 
 _MODES = {"binary": 0, "linear": 1, "exponential": 2}
+#: The float kernel keeps 5 tables of n + 2 numbers (40 bytes per bit): n <= 10^8 (4 GB).
+MAX_FLOAT_N = 10**8
+#: It then takes about max d_v + d steps per distance (about 15 ns each on one core):
+#: len(d_v)·(max d_v + d + 1) <= 5·10^8 (a few seconds; the whole curve at n = 10^4 is 1.4·10^8).
+MAX_FLOAT_WORK = 5 * 10**8
+#: The exact kernel takes as many steps on integers of at most min(n, (max d_v + d + 1)·
+#: bit_length(n)) bits: steps × bits <= 10^10 (about 20 s; n = 8000, d = 4000 at one
+#: distance 2000 is 4.8·10^7 and took 0.1 s).
+MAX_EXACT_WORK = 10**10
 _LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)  # 709.78...
 _LOG_FLOAT_TINY = math.log(np.finfo(np.float64).smallest_subnormal)  # -744.44...
 
@@ -206,6 +215,39 @@ def _reference_one(n: int, d: int, dv: int, weighting: str = "binary", beta: flo
 
 
 # ----------------------------------------------------------------------------- public
+def check_kernel_work(n: int, d: int, dvs: np.ndarray, exact: bool = False) -> None:
+    """Refuse an intersection curve that would take minutes or more memory than the machine has.
+
+    Arguments:
+        n, d: address length and radius (checked).
+        dvs: the int64 distances asked for (checked, in [0, n]).
+        exact: the exact (integer/Fraction) kernel rather than the float one.
+
+    Raises:
+        ValueError: naming n and d (and the distances) and the limit exceeded: for the float
+            kernel n <= ``MAX_FLOAT_N`` and len(d_v)·(max d_v + d + 1) <= ``MAX_FLOAT_WORK``
+            (and this machine's memory); for the exact one that step count times the bits
+            of its integers, min(n, (max d_v + d + 1)·bit_length(n)), <= ``MAX_EXACT_WORK``.
+    """
+    width = (int(dvs.max()) if dvs.size else 0) + d + 1
+    steps = dvs.size * width
+    if exact:
+        work = steps * min(n, width * n.bit_length())
+        if work > MAX_EXACT_WORK:
+            raise ValueError(f"n={n}, d={d} are too large for exact=True at {dvs.size} "
+                             f"distance(s) up to {int(dvs.max())}: {work:.2g} bit operations, at "
+                             f"most {MAX_EXACT_WORK:.0e} (about 20 s); use log=True")
+        return
+    if n > MAX_FLOAT_N:
+        raise ValueError(f"n must be an integer in [1, {MAX_FLOAT_N}] unless exact=True (the "
+                         f"float kernel keeps tables of 40 bytes per bit), got {n}")
+    if steps > MAX_FLOAT_WORK:
+        raise ValueError(f"n={n}, d={d} are too large at {dvs.size} distance(s): "
+                         f"len(d_v)·(max d_v + d + 1) = {steps} steps, at most "
+                         f"{MAX_FLOAT_WORK:.0e} (a few seconds of one core)")
+    check_allocation(5 * (n + 2), 8, "n", n, "the intersection kernel's tables")
+
+
 def circle_intersection(n, d, d_v, weighting="binary", beta=None, exact=False, log=False):
     """Weighted number of points of {0,1}^n within Hamming radius ``d`` of two centres.
 
@@ -235,7 +277,10 @@ def circle_intersection(n, d, d_v, weighting="binary", beta=None, exact=False, l
         with the exact ones to a relative error below 1e-12 for n <= 1000 (tested).
 
     Raises:
-        ValueError: for n < 1, d or d_v outside [0, n] or not integers, ``exact`` or ``log``
+        ValueError: for n < 1, d or d_v outside [0, n] or not integers, sizes beyond the
+            kernels' limits (``check_kernel_work``: n <= 10^8 and
+            len(d_v)·(max d_v + d + 1) <= 5·10^8 steps, or with ``exact`` at most 10^10 bit
+            operations), ``exact`` or ``log``
             not a bool (a string such as 'False' is refused, not read as true), an unknown weighting,
             a missing or negative β, β given to a non-exponential weighting, ``exact`` together
             with ``log`` or with the exponential weighting, or when ``log=False`` and a value
@@ -248,6 +293,7 @@ def circle_intersection(n, d, d_v, weighting="binary", beta=None, exact=False, l
     exact, log = check_bool(exact, "exact"), check_bool(log, "log")
     if exact and log:
         raise ValueError("exact and log cannot both be True: exact returns integers/Fractions, log returns floats")
+    check_kernel_work(n, d, dvs, exact)
     if exact:
         if weighting == "exponential":
             raise ValueError("exact must be False for the exponential weighting (its weights are irrational)")
@@ -262,8 +308,9 @@ def circle_intersection(n, d, d_v, weighting="binary", beta=None, exact=False, l
     if not log:
         finite = np.isfinite(logs)
         if np.any(logs[finite] > _LOG_FLOAT_MAX) or np.any(logs[finite] < _LOG_FLOAT_TINY):
+            because = "" if beta is None else f" (beta={beta:.6g} of the exponential weighting)"
             raise ValueError(
-                f"log must be True for n={n}, d={d}: some intersections (natural log in "
+                f"log must be True for n={n}, d={d}{because}: some intersections (natural log in "
                 f"[{logs[finite].min():.1f}, {logs[finite].max():.1f}]) are outside the float64 range"
             )
         logs = np.exp(logs)
