@@ -84,6 +84,14 @@ POWER_RUNS = 14
 #: Seeds of the decisive run at the quick preset (``Check.run``), and at the full one.
 SEED_RUNS = 3
 SEED_RUNS_FULL = 5
+#: The tiny preset (``Check.preset("tiny")``): a smoke run of the same machinery in seconds —
+#: one seed, at most ``TINY_POWER_RUNS`` planted runs per plant, the check's ``Params.tiny()``
+#: grid. Its power cannot reach ``POWER_WANTED`` (2 of 2 runs give a lower bound of 0.224), so
+#: it decides nothing: every verdict but *out of reach* reads *underpowered*, labelled
+#: ``TINY_NOTE``.
+SEED_RUNS_TINY = 1
+TINY_POWER_RUNS = 2
+TINY_NOTE = "tiny: smoke run, decides nothing"
 
 
 class Verdict(str, enum.Enum):
@@ -762,6 +770,8 @@ class CheckResult:
             run whose details are shown), combined by ``SEED_RULE``.
         post_hoc: the choices made after seeing data (raised sample sizes, grids cut), in
             words.
+        smoke: True for a tiny-preset run (``TINY_NOTE``): a smoke run that decides nothing.
+        note: ``TINY_NOTE`` for a smoke run, else empty.
     """
 
     name: str
@@ -790,6 +800,8 @@ class CheckResult:
     power_lower: float | None = None
     seed_verdicts: list[dict[str, Any]] = field(default_factory=list)
     post_hoc: list[str] = field(default_factory=list)
+    smoke: bool = False
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dictionary of every field."""
@@ -800,9 +812,16 @@ class CheckParams:
     """Mixin for the parameter dataclass of a check: presets by name, settings in one line.
 
     Subclasses are frozen dataclasses whose defaults are the quick preset; ``full()`` returns
-    the full preset (override it). A field ``n_power`` sets the planted runs per planted
+    the full preset (override it) and ``tiny()`` the tiny one (override it with a smaller
+    grid; default the quick parameters). A field ``n_power`` sets the planted runs per planted
     violation (default ``POWER_RUNS``).
     """
+
+    @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (default: the quick
+        parameters; ``Check.preset("tiny")`` also cuts seeds and planted runs)."""
+        return cls.quick()
 
     @classmethod
     def quick(cls):
@@ -816,13 +835,13 @@ class CheckParams:
 
     @classmethod
     def preset(cls, name: str):
-        """``quick()`` or ``full()`` by name.
+        """``tiny()``, ``quick()`` or ``full()`` by name.
 
         Raises:
             ValueError: an unknown preset name.
         """
-        if name not in ("quick", "full"):
-            raise ValueError(f"preset must be 'quick' or 'full', got {name!r}")
+        if name not in ("tiny", "quick", "full"):
+            raise ValueError(f"preset must be 'tiny', 'quick' or 'full', got {name!r}")
         return getattr(cls, name)()
 
     def summary(self) -> str:
@@ -894,14 +913,24 @@ class Check(abc.ABC):
 
     @classmethod
     def preset(cls, name: str) -> "Check":
-        """The check with the ``quick`` or ``full`` parameters (the full ones repeat the
-        decisive run on ``SEED_RUNS_FULL`` seeds, the quick ones on ``SEED_RUNS``)."""
+        """The check with the ``tiny``, ``quick`` or ``full`` parameters (the full ones
+        repeat the decisive run on ``SEED_RUNS_FULL`` seeds, the quick ones on ``SEED_RUNS``;
+        the tiny ones run once, with at most ``TINY_POWER_RUNS`` planted runs per plant, as a
+        smoke run that decides nothing).
+
+        Raises:
+            ValueError: an unknown preset name.
+        """
         check = cls(cls.Params.preset(name))
-        check.seed_runs = SEED_RUNS_FULL if name == "full" else SEED_RUNS
+        check.seed_runs = {"full": SEED_RUNS_FULL, "tiny": SEED_RUNS_TINY}.get(name, SEED_RUNS)
+        check.smoke = name == "tiny"
         return check
 
     #: Seeds of the decisive run (``run``); ``preset("full")`` sets ``SEED_RUNS_FULL``.
     seed_runs: int = SEED_RUNS
+    #: A smoke run (``preset("tiny")``): planted runs capped at ``TINY_POWER_RUNS``, every
+    #: verdict but *out of reach* *underpowered*, the result labelled ``TINY_NOTE``.
+    smoke: bool = False
 
     def planted_violations(self) -> list[Planted]:
         """The planted violations the power is measured on (override; default none, so a
@@ -937,7 +966,8 @@ class Check(abc.ABC):
         return int(getattr(self.params, "n_power", POWER_RUNS))
 
     def _runs_of(self, planted: Planted) -> int:
-        return self.n_power if planted.runs is None else planted.runs
+        runs = self.n_power if planted.runs is None else planted.runs
+        return min(runs, TINY_POWER_RUNS) if self.smoke else runs
 
     def preregistration(self) -> dict[str, Any]:
         """The deciding settings, fixed in code before any run: params, rule, planted
@@ -950,6 +980,7 @@ class Check(abc.ABC):
             "power_confidence": POWER_CONFIDENCE, "confidence": CONFIDENCE,
             "svi": [asdict(v) for v in self.smallest_violations()],
             "seed_rule": SEED_RULE, "seeds": self.seed_runs,
+            "smoke": self.smoke,
         })
 
     def seed_list(self, seed: int) -> list[int]:
@@ -1089,16 +1120,21 @@ class Check(abc.ABC):
         verdict = final_verdict(raw, lower, identity=self.identity)
         if any(pp.underpowered for pp in parts) and verdict != Verdict.OUT_OF_REACH:
             verdict = Verdict.UNDERPOWERED
+        if self.smoke and verdict != Verdict.OUT_OF_REACH:
+            verdict = Verdict.UNDERPOWERED  # tiny decides nothing, whatever its few runs say
         return replace(
             result, verdict=verdict, raw_verdict=raw,
             power=None if worst is None else worst.power,
             power_interval=None if worst is None else (worst.ci_low, worst.ci_high),
             power_lower=lower,
             power_details=[to_jsonable(e) for e in estimates], preregistered=preregistered,
-            settings=self.params.summary() if hasattr(self.params, "summary") else "",
+            settings=(self.params.summary() if hasattr(self.params, "summary") else "") + (
+                f"; tiny: {self.seed_runs} seed, at most {TINY_POWER_RUNS} planted runs per "
+                f"plant" if self.smoke else ""),
             svi=[to_jsonable(v) for v in svis],
             mdv={pp.part: to_jsonable(pp) for pp in parts},
-            post_hoc=list(self.post_hoc),
+            post_hoc=list(self.post_hoc), smoke=self.smoke,
+            note=TINY_NOTE if self.smoke else "",
             seed_verdicts=result.seed_verdicts or [
                 {"seed": result.seed, "verdict": Verdict(raw).value}],
             seconds=round(seconds, 3))

@@ -34,10 +34,10 @@ __all__ = ["run_checks", "write_checks", "format_table", "check_command", "PRESE
 
 #: The presets of ``sparselab check``, the same names as every other command's.
 PRESETS = ("tiny", "quick", "paper")
-#: The checks' parameter preset (``CheckParams.preset``) each preset runs. The checks have no
-#: preset below "quick", so "tiny" runs it too; "full" is the old name of "paper", still
-#: accepted.
-PARAMS_OF_PRESET = {"tiny": "quick", "quick": "quick", "paper": "full", "full": "full"}
+#: The checks' parameter preset (``CheckParams.preset``) each preset runs: "tiny" is a smoke
+#: run of the same machinery in seconds that decides nothing (``TINY_NOTE``); "full" is the
+#: old name of "paper", still accepted.
+PARAMS_OF_PRESET = {"tiny": "tiny", "quick": "quick", "paper": "full", "full": "full"}
 
 
 def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] | None = None,
@@ -47,9 +47,12 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
     """Run the registered checks with a preset's parameters, each with its power measured.
 
     Arguments:
-        preset: "tiny" or "quick" (the checks' quick parameters: every check in minutes on 2
-            CPU cores) or "paper" (their full parameters: enough draws to decide the
-            probabilistic claims); "full" is accepted as the old name of "paper".
+        preset: "tiny" (a smoke run in seconds: the checks' tiny grids, one seed, two
+            planted runs per plant; it decides nothing — every verdict but *out of reach*
+            reads *underpowered*, labelled "tiny: smoke run, decides nothing"), "quick" (the
+            checks' quick parameters: every check in minutes on 2 CPU cores) or "paper" (their
+            full parameters: enough draws to decide the probabilistic claims); "full" is
+            accepted as the old name of "paper".
         out: folder for the plots (``out/<check name>/``) and ``out/results.json``; None
             writes nothing.
         only: names of the checks to run (default: all, in registry order).
@@ -96,12 +99,13 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
         results.append(result)
         if echo is not None:
             echo(f"[{result.verdict.value:>14}] {name} ({result.seconds:.1f} s, "
-                 f"power {_power_text(result)})")
+                 f"power {_power_text(result)})" + (f" — {result.note}" if result.smoke
+                                                     else ""))
     bar.close()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         payload = {"preset": preset, "params": params, "seed": seed,
-                   "seconds": round(time.perf_counter() - start, 2),
+                   **_decides(preset), "seconds": round(time.perf_counter() - start, 2),
                    "results": [r.to_dict() for r in results]}
         (out / "results.json").write_text(json.dumps(payload, indent=1, ensure_ascii=False))
     return results
@@ -125,6 +129,14 @@ def _check_out_folder(out) -> pathlib.Path:
                                  f"{str(path)!r} is a file")
             break
     return out
+
+
+def _decides(preset: str) -> dict:
+    """``{"decides": bool, "note": str}`` for a preset's JSON: tiny decides nothing."""
+    from proofs_checks._framework import TINY_NOTE
+
+    tiny = PARAMS_OF_PRESET[preset] == "tiny"
+    return {"decides": not tiny, "note": TINY_NOTE if tiny else ""}
 
 
 def write_checks(out: str | pathlib.Path, preset: str = "quick", seed: int = 0,
@@ -161,6 +173,9 @@ def _verdict_text(r: CheckResult) -> str:
     from proofs_checks._framework import Verdict
 
     text = r.verdict.value
+    if r.smoke:
+        return f"{text} (tiny) — {r.note}; the data of its one seed said " \
+               f"{(r.raw_verdict or r.verdict).value}, which decides nothing"
     if r.raw_verdict is not None and r.raw_verdict != r.verdict and \
             r.verdict == Verdict.UNDERPOWERED:
         text += f" (data: {r.raw_verdict.value})"
@@ -206,6 +221,11 @@ def format_table(results: list[CheckResult], width: int = 100) -> str:
     per-seed verdicts, the post-hoc choices, the gating power and the planted violations,
     each wrapped to ``width`` characters."""
     lines = []
+    if any(r.smoke for r in results):
+        from proofs_checks._framework import TINY_NOTE
+
+        lines += [f"** {TINY_NOTE}: tiny grids, one seed, two planted runs per plant; no "
+                  f"verdict below is a finding (run --preset quick or paper to decide) **", ""]
     for r in results:
         lines.append(f"== {r.name}: {_verdict_text(r)} ==")
         headline = f"{r.measured:.4g}"
@@ -307,8 +327,9 @@ class _PresetChoice(click.Choice):
               help="A .py file of one's own registered checks (repeatable); without --only, "
                    "only its checks run.")
 @click.option("--preset", type=_PresetChoice(PRESETS), default="quick", show_default=True,
-              help="tiny and quick: every check in minutes on 2 CPU cores (the checks' quick "
-                   "parameters); paper: enough draws to decide every claim (formerly 'full').")
+              help="tiny: a smoke run in seconds that decides nothing; quick: every check in "
+                   "minutes on 2 CPU cores; paper: enough draws to decide every claim "
+                   "(formerly 'full').")
 @click.option("--json", "json_path", type=click.Path(path_type=pathlib.Path),
               default=None, help="Also write the results (all details) to this JSON file.")
 @click.option("--out", type=click.Path(path_type=pathlib.Path), default=None,
@@ -348,11 +369,13 @@ def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], pres
     results = run_checks(preset, out, only=only or None, seed=seed, echo=click.echo)
     click.echo(format_table(results))
     counts = {v.value: sum(r.verdict == v for r in results) for v in Verdict}
-    click.echo(", ".join(f"{n} {k}" for k, n in counts.items()))
+    decides = _decides(preset)
+    click.echo(("" if decides["decides"] else f"{decides['note']}: ")
+               + ", ".join(f"{n} {k}" for k, n in counts.items()))
     if json_path is not None:
         json_path.write_text(json.dumps(to_jsonable(
             {"preset": preset, "params": PARAMS_OF_PRESET[preset], "seed": seed,
-             "results": [r.to_dict() for r in results]}), indent=1, ensure_ascii=False))
+             **decides, "results": [r.to_dict() for r in results]}), indent=1, ensure_ascii=False))
     click.echo(f"wrote {out / 'results.json'}")
     if counts[Verdict.REFUTED.value]:
         sys.exit(1)

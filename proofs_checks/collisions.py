@@ -88,6 +88,11 @@ class CollisionsParams(CheckParams):
     n_power: int = 40
 
     @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (3 distances × 3 angles, 300 trials)."""
+        return cls(distances=(0.1, 0.5, 2.0), angles=(0.2, 1.0, 2.5), trials=300)
+
+    @classmethod
     def full(cls):
         return cls(distances=tuple(np.round(np.geomspace(0.02, 6.0, 30), 4)),
                    angles=tuple(np.round(np.linspace(0.02, math.pi - 0.02, 30), 4)),

@@ -225,6 +225,12 @@ class FlopsParams(CheckParams):
     n_power: int = 14
 
     @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (d ∈ {4, 8}, k = 1, three ε, 8 queries)."""
+        return cls(dims=(4, 8), ks=(1,), epsilons=(0.5, 0.25, 0.125), max_fit=1 << 12,
+                   n_queries=8, n_lookups=64, n_boot=100)
+
+    @classmethod
     def full(cls):
         return cls(dims=(4, 8, 16, 32), ks=(1, 2, 3),
                    epsilons=(0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625), max_fit=1 << 19,

@@ -345,6 +345,13 @@ class DiameterParams(CheckParams):
     n_power: int = 14
 
     @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (k = 1, three ε, 8 draws)."""
+        return cls(ks=(1,), epsilons=(0.5, 0.25, 0.125), val_epsilons=(0.0625,), val_ks=(1,),
+                   n_draws=8, n_val=20, n_boot=100, C_sweep=(2, 16), n_cmax=10,
+                   max_candidates=20_000, max_tries=2048)
+
+    @classmethod
     def full(cls):
         return cls(val_epsilons=(0.0078125, 0.00390625), val_ks=(1, 2, 3), n_draws=100,
                    n_val=400, n_boot=2000, n_cmax=200, n_power=20)

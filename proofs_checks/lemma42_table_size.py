@@ -335,6 +335,13 @@ class TableSizeParams(CheckParams):
     n_power: int = 14
 
     @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (k = 1 calibrated, k = 2 held out, two ε each)."""
+        return cls(calib_ks=(1,), holdout_ks=(2,), calib_epsilons=(1.0, 0.5),
+                   val_epsilons=(0.25, 0.125), holdout_epsilons=(1.0, 0.5), n_calib=36,
+                   n_val=8, n_boot=100, max_grid=200_000)
+
+    @classmethod
     def full(cls):
         return cls(val_epsilons=(0.125, 0.0625, 0.03125, 0.015625, 0.0078125),
                    holdout_epsilons=(1.0, 0.5, 0.25), n_calib=150, n_val=150, n_boot=2000,

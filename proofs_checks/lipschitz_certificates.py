@@ -310,6 +310,11 @@ class CertificatesParams(CheckParams):
     n_power: int = 14
 
     @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (2 instances, 200 points)."""
+        return cls(n_instances=2, n_points=200, ascent_steps=5, n_sympy=1)
+
+    @classmethod
     def full(cls):
         return cls(n_instances=40, n_points=5000, ascent_steps=50, n_sympy=5, n_power=14)
 

@@ -293,6 +293,11 @@ class LSHvsUniformParams(CheckParams):
     n_power: int = 14
 
     @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (6 bits, 2048 training points, 4 seeds)."""
+        return cls(n_bits=(6,), n_train=2048, n_test=512, n_seeds=4)
+
+    @classmethod
     def full(cls):
         return cls(n_train=32768, n_test=8192, n_seeds=40, n_power=20)
 

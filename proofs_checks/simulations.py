@@ -489,6 +489,11 @@ class SimulationsParams(CheckParams):
     n_power: int = 20
 
     @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (4 instances up to d = 6)."""
+        return cls(n_instances=4, max_dim=6)
+
+    @classmethod
     def full(cls):
         return cls(n_instances=200, n_power=20)
 

@@ -139,6 +139,13 @@ class LearnerParams(NStarParams):
     n_draws: int = 80
 
     @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (k = 1 over three ε, 8 draws, no probe)."""
+        return cls(epsilons=((1, (0.5, 0.3536, 0.25)),), probes=(), n_draws=8,
+                   n_calibration=3, n_test=200, calibration_cap=50_000, max_samples=200_000,
+                   n_boot=100)
+
+    @classmethod
     def full(cls):
         """k = 1 over r ∈ [4, 64] and k = 2 over r ∈ [4, 16] decided with 100 draws; k = 3
         and 4 probed at ε = 1 with caps of 5·10^6 samples per draw."""

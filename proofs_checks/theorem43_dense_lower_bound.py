@@ -289,6 +289,13 @@ class DenseLowerBoundParams(CheckParams):
     n_power: int = 14
 
     @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (k = 1 over two ε, 4 draws)."""
+        return cls(grids=((1, 0.5, (0.25, 0.125)),), n_draws=4, n_sample_draws=2,
+                   max_width=512, n_test=300, n_pairs=10, n_lipschitz_points=100,
+                   n_lipschitz_members=1, n_boot=100)
+
+    @classmethod
     def full(cls):
         return cls(grids=((1, 0.25, (0.125, 0.0625, 0.03125, 0.015625)),
                           (2, 0.7, (0.5, 0.35, 0.25, 0.177, 0.125)),

@@ -60,6 +60,13 @@ class ManifoldParams(NStarParams):
     curvature: float = 1.0
 
     @classmethod
+    def tiny(cls):
+        """The tiny preset: a smoke run in seconds that decides nothing (k = 1 over three ε, 8 draws, no probe)."""
+        return cls(epsilons=((1, (0.5, 0.3536, 0.25)),), probes=(), n_draws=8,
+                   n_calibration=3, n_test=200, calibration_cap=50_000, max_samples=200_000,
+                   n_boot=100)
+
+    @classmethod
     def full(cls):
         """k = 1 over r ∈ [5.7, 32] and k = 2 over r ∈ [4, 11.3] decided with 100 draws; k = 3
         probed (d = 8 allows 2(k + 1) ≤ d for the planted k + 1 up to k = 3)."""

@@ -1,5 +1,6 @@
 """The check framework: Clopper–Pearson decisions, draws needed, registry, CLI."""
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -113,7 +114,7 @@ def test_registry_has_every_check_in_order():
     assert len(CHECK_MODULES) == len(EXPECTED)
     for name, cls in checks.items():
         assert cls.name == name and "Baykal" in cls.source and cls.claim
-        for preset in ("quick", "full"):
+        for preset in ("tiny", "quick", "full"):
             params = cls.Params.preset(preset)
             params.validate()
     with pytest.raises(ValueError, match="known checks"):
@@ -176,10 +177,9 @@ def test_cli_table_json_and_exit_codes(tmp_path, monkeypatch):
         fw.REGISTRY.pop("threshold_for_test")
 
 
-@pytest.mark.slow
 def test_run_checks_is_deterministic():
-    a = run_checks("quick", None, only=["simulations"], seed=5, progress=False)[0]
-    b = run_checks("quick", None, only=["simulations"], seed=5, progress=False)[0]
+    a = run_checks("tiny", None, only=["simulations"], seed=5, progress=False)[0]
+    b = run_checks("tiny", None, only=["simulations"], seed=5, progress=False)[0]
     assert a.details == b.details and a.measured == b.measured
     with pytest.raises(ValueError, match="preset"):
         run_checks("medium", None)
@@ -187,9 +187,8 @@ def test_run_checks_is_deterministic():
         run_checks("quick", None, only=["x"])
 
 
-@pytest.mark.slow
 def test_write_checks_returns_the_files_it_wrote(tmp_path):
-    files = write_checks(tmp_path, "quick", only=["simulations"])
+    files = write_checks(tmp_path, "tiny", only=["simulations"])
     assert all(f.exists() and f.stat().st_size > 0 for f in files)
     assert {f.name for f in files} == {"results.json", "table.txt", "simulations.png"}
 
@@ -318,10 +317,12 @@ def test_own_check_module_from_the_command_line(tmp_path, monkeypatch):
         (r,) = payload["results"]
         assert r["name"] == "sign_hash_collisions" and r["verdict"] == "holds"
         assert r["power"] >= 0.9 and r["preregistered"]["planted"]
-        # loaded twice (e.g. a second command in one process): the same check again
+        # loaded twice (e.g. a second command in one process): the same check again, here
+        # as a tiny smoke run (a user's check gets a tiny preset from CheckParams.tiny too)
         res = runner.invoke(check_command, ["--module", str(example), "--only",
-                                           "sign_hash_collisions"])
+                                           "sign_hash_collisions", "--preset", "tiny"])
         assert res.exit_code == 0, res.output
+        assert "sign_hash_collisions: underpowered (tiny)" in res.output
     finally:
         fw.REGISTRY.pop("sign_hash_collisions", None)
     res = runner.invoke(check_command, ["--module", str(tmp_path / "none.py")])
@@ -459,6 +460,61 @@ def test_seed_verdicts_show_an_unstable_check():
     check = _Threshold.preset("full")
     assert check.seed_runs == fw.SEED_RUNS_FULL and len(check.seed_list(0)) == 5
     assert len(set(check.seed_list(0))) == 5
+
+
+def test_tiny_is_a_smoke_run_that_decides_nothing(monkeypatch):
+    quick, tiny = _Threshold.preset("quick").run(0), _Threshold.preset("tiny").run(0)
+    assert quick.verdict == Verdict.HOLDS and not quick.smoke and quick.note == ""
+    # the same machinery, one seed and two planted runs: 2/2 refuted gives a lower bound of
+    # 0.224, so the data's "holds" cannot pass the power gate
+    assert tiny.smoke and tiny.note == fw.TINY_NOTE == "tiny: smoke run, decides nothing"
+    assert [d["runs"] for d in tiny.power_details] == [fw.TINY_POWER_RUNS] == [2]
+    assert len(tiny.seed_verdicts) == fw.SEED_RUNS_TINY == 1
+    assert tiny.raw_verdict == Verdict.HOLDS and tiny.verdict == Verdict.UNDERPOWERED
+    assert tiny.power_lower == pytest.approx(0.05 ** 0.5)
+    assert tiny.preregistered["smoke"] and not quick.preregistered["smoke"]
+    text = format_table([tiny])
+    assert "threshold_for_test: underpowered (tiny) — tiny: smoke run, decides nothing" in text
+    assert "threshold_for_test: holds" not in text and "no verdict below is a finding" in text
+    assert "tiny" not in format_table([quick])
+    assert tiny.settings.endswith("; tiny: 1 seed, at most 2 planted runs per plant")
+    # even with enough planted runs to pass the gate (20/20: 0.861), tiny decides nothing
+    monkeypatch.setattr(fw, "TINY_POWER_RUNS", 20)
+    many = _Threshold.preset("tiny").run(0)
+    assert many.power_lower >= fw.POWER_WANTED and many.verdict == Verdict.UNDERPOWERED
+
+
+def test_tiny_cli_says_it_decides_nothing(tmp_path):
+    fw.register(_Threshold)
+    try:
+        res = CliRunner().invoke(check_command, ["--only", "threshold_for_test", "--preset",
+                                                 "tiny", "--json", str(tmp_path / "r.json"),
+                                                 "--out", str(tmp_path / "o")])
+        assert res.exit_code == 0, res.output
+        assert "tiny: smoke run, decides nothing: 0 holds" in res.output
+        assert "threshold_for_test: underpowered (tiny)" in res.output
+        for path in (tmp_path / "r.json", tmp_path / "o" / "results.json"):
+            payload = json.loads(path.read_text())
+            assert payload["decides"] is False and payload["note"] == fw.TINY_NOTE
+            assert payload["params"] == "tiny" and payload["results"][0]["smoke"] is True
+        res = CliRunner().invoke(check_command, ["--only", "threshold_for_test", "--json",
+                                                 str(tmp_path / "q.json")])
+        payload = json.loads((tmp_path / "q.json").read_text())
+        assert payload["decides"] is True and payload["results"][0]["verdict"] == "holds"
+    finally:
+        fw.REGISTRY.pop("threshold_for_test")
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_every_check_runs_its_planted_violations_at_tiny(name):
+    check = get_check(name).preset("tiny")
+    r = check.run(0)
+    assert r.smoke and r.note == fw.TINY_NOTE and len(r.seed_verdicts) == 1
+    assert r.verdict in (Verdict.UNDERPOWERED, Verdict.OUT_OF_REACH)
+    planted = check.planted_violations()
+    assert planted and [d["planted"] for d in r.power_details] == [p.name for p in planted]
+    assert all(1 <= d["runs"] <= fw.TINY_POWER_RUNS for d in r.power_details)
+    assert r.params == to_jsonable(dataclasses.asdict(get_check(name).Params.tiny()))
 
 
 def test_holm_across_parts():

@@ -107,7 +107,7 @@ def test_every_command_takes_the_same_presets():
 def test_check_presets_map_to_the_checks_parameters():
     from proofs_checks.cli import PARAMS_OF_PRESET, run_checks
 
-    assert PARAMS_OF_PRESET == {"tiny": "quick", "quick": "quick", "paper": "full",
+    assert PARAMS_OF_PRESET == {"tiny": "tiny", "quick": "quick", "paper": "full",
                                 "full": "full"}
     with pytest.raises(ValueError, match=r"preset must be one of \('tiny', 'quick', 'paper'\)"):
         run_checks("huge", None)
@@ -128,6 +128,7 @@ def run_dir(tmp_path):
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ("targets", "--preset", "tiny", "--out", "{file}/sub"),
     ("targets", "--out", "{file}"),
