@@ -12,7 +12,7 @@ PRESET ?= quick
 # (the CPUs this process may run on: not `nproc`, which prints 1 under OMP_NUM_THREADS=1)
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)' 2>/dev/null)
 
-.PHONY: install test test-all reproduce bench docs fuzz clean
+.PHONY: install test test-slow test-all reproduce bench docs fuzz device-check clean
 
 install: $(VENV)/.installed
 
@@ -29,11 +29,34 @@ $(VENV)/.installed: pyproject.toml
 		{ cat $(VENV)/warm_up.log; exit 1; }
 	touch $@
 
-test: install
-	$(PY) -m pytest -q -m "not slow"
+# The tests in two tiers, on pytest-xdist workers (one per core of the 2-core machines this
+# project runs on; `make test TEST_WORKERS=4` elsewhere), one thread each (the BLAS pools
+# here, torch's and Numba's in tests/conftest.py). Each test has a time limit
+# (pytest-timeout), so a hang fails the run instead of stalling it, and the 20 slowest are
+# listed at the end.
+#   make test       every unit and property test at tiny sizes: no Dask cluster, no
+#                   reproduce, a few command-line smoke tests (8.5 min of CPU after a fresh
+#                   install, much of it Numba compiling signatures only tests use: about
+#                   4.5 min of wall time on 2 free cores)
+#   make test-slow  the tests marked slow (Dask clusters, reproduce, the example scripts, the
+#                   continual calibration, the docs site in a browser, subprocess-heavy and
+#                   long tests; a test file per worker, so a module's cluster starts once) and
+#                   the fuzz suite's long profile
+#   make test-all   both
+TEST_WORKERS ?= 2
+PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --durations=20
 
-test-all: install
-	$(PY) -m pytest -q
+test: install
+	$(PYTEST) -m "not slow and not docs_browser" --timeout=120
+
+test-slow: install $(VENV)/.installed-docs
+	$(PYTEST) -m "slow or docs_browser" --dist loadfile --timeout=900
+	SPARSELAB_FUZZ=long $(PYTEST) --timeout=600 tests/test_fuzz_api.py
+
+test-all:
+	$(MAKE) --no-print-directory test
+	$(MAKE) --no-print-directory test-slow
 
 reproduce: install
 	$(VENV)/bin/sparselab reproduce --preset $(PRESET) $(if $(WORKERS),--workers $(WORKERS))
@@ -41,10 +64,17 @@ reproduce: install
 bench: install
 	$(PY) benchmarks/run_all.py --out runs/bench
 
-# the fuzz suite's long profile (`make test` runs its quick one): bad and unusual arguments
-# to every public callable (60 examples each; 10–16 minutes on one core)
+# the fuzz suite's long profile alone (`make test` runs its quick one, `make test-slow` this
+# one): bad and unusual arguments to every public callable (60 examples each; 10–16 minutes
+# on one core)
 fuzz: install
 	SPARSELAB_FUZZ=long $(PY) -m pytest -q tests/test_fuzz_api.py
+
+# the GPU check (benchmarks/device_check.sh): the CUDA tests, the CUDA benchmarks, a sweep and
+# an image experiment on CUDA beside the CPU, the paper preset's estimate on CUDA; ~8 minutes
+# on one GPU, into runs/device_check (or OUT=folder)
+device-check:
+	benchmarks/device_check.sh $(OUT)
 
 # the API reference and guides (mkdocs + mkdocstrings), into site/; warnings are errors
 docs: $(VENV)/.installed-docs
