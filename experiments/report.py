@@ -12,12 +12,17 @@ import numpy as np
 import pandas as pd
 
 from experiments.claims import (  # noqa: F401  (re-exported: report's public names)
+    ALPHA,
     AS_WELL_AS,
     CLAIM_COLUMNS,
+    CONTROL_ROLES,
+    NUMERIC_CLAIM_COLUMNS,
     PAPER_TABLE1,
     PAPER_TABLE2,
+    SESOI,
     Claim,
     claims_for,
+    control_status,
     mean_mse,
     paper_table2_anomalies,
     sizes_text,
@@ -177,6 +182,7 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
              f"{configs[0].n_train}, n_eval = {configs[0].n_eval}; preset: "
              f"{configs[0].preset}.", "",
              f"Sizes: {sizes_text(name, configs)}.", ""]
+    lines += control_lines(claims)
     lines += _variance_lines(frame)
     if name == "table1":
         for suffix, rows in _by_fit(frame):
@@ -266,15 +272,182 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
                   table.to_markdown(index=False, floatfmt=".3g"), ""]
     lines += _cost_formula_lines(frame)
     if claims:
-        lines += ["Claims: (verdict rules in experiments/claims/ and experiments/subspace.py; "
-                  "significance paired across seeds)", "",
-                  "| claim | source | verdict | evidence | significance | diagnosis |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-        cell = markdown_cell
-        lines += [f"| {cell(c.claim)} | {cell(c.source)} | **{c.verdict}** | {cell(c.evidence)} "
-                  f"| {cell(c.significance)} | "
-                  f"{cell(c.diagnosis) if c.verdict != 'supported' else ''} |" for c in claims]
+        table = pd.DataFrame([{c: getattr(claim, c) for c in CLAIM_COLUMNS}
+                              for claim in claims], columns=CLAIM_COLUMNS)
+        lines += claims_table_lines(table, with_experiment=False)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+#: The verdicts the overview counts, in its column order.
+OVERVIEW_VERDICTS = ("supported", "not supported", "underpowered", "inconclusive",
+                     "inconclusive (no seed noise measured)", "mixed", "out of reach",
+                     "not tested")
+
+
+def _number(value) -> float:
+    """A claims.csv number (read back as text by old readers) as a float; nan for none."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _p_text(value) -> str:
+    value = _number(value)
+    return "" if not np.isfinite(value) else f"{value:.2g}" if value >= 1e-3 else f"{value:.1e}"
+
+
+def claims_table_lines(table: pd.DataFrame, with_experiment: bool = True) -> list[str]:
+    """The long claim table: the controls first, then every claim with its regime, source,
+    verdict, SESOI, MDE, raw and Holm-adjusted p, test, significance and — when not
+    *supported* — its diagnosis.
+
+    Arguments:
+        table: claims rows with the ``CLAIM_COLUMNS`` (missing ones read as empty).
+        with_experiment: lead each row with the experiment's name (the report's summary).
+
+    Returns:
+        Markdown lines (a header line, the table and a blank line).
+    """
+    cell = markdown_cell
+    table = table.copy()
+    for column in CLAIM_COLUMNS:
+        if column not in table:
+            table[column] = np.nan if column in NUMERIC_CLAIM_COLUMNS else ""
+    roles = table["role"].astype(str).replace({"": "claim", "nan": "claim"})
+    order = roles.map(lambda r: 0 if r in CONTROL_ROLES else 1)
+    table = table.assign(role=roles, _order=order).sort_values("_order", kind="stable")
+    head = (["experiment"] if with_experiment else []) + [
+        "role", "claim", "kind", "quote", "axis", "quantifier", "regime", "source",
+        "verdict", "SESOI", "MDE", "p", "p (Holm)",
+        "test", "significance", "diagnosis (when not supported)"]
+    lines = [f"Claims and controls (rules: experiments/claims/; α = {ALPHA:g} family-wise, "
+             f"Holm over each experiment's claims; controls decided alone at α):", "",
+             "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for c in table.itertuples(index=False):
+        verdict = str(c.verdict)
+        values = ([cell(c.experiment)] if with_experiment else []) + [
+            cell(c.role), cell(c.claim), cell(c.kind), cell(_quoted(c.quote)), cell(c.axis),
+            cell(c.quantifier), cell(c.regime), cell(c.source), f"**{verdict}**",
+            _fmt(_number(c.sesoi)), _fmt(_number(c.mde)), _p_text(c.p_value),
+            _p_text(c.p_adjusted), cell(c.test), cell(c.significance),
+            "" if verdict == "supported" else cell(c.diagnosis)]
+        lines.append("| " + " | ".join(values) + " |")
+    return lines + [""]
+
+
+def _quoted(quote) -> str:
+    """A record's quote in quotation marks; "" for none (our own question)."""
+    quote = "" if quote is None or (isinstance(quote, float) and np.isnan(quote)) else str(quote)
+    return f"“{quote}”" if quote else ""
+
+
+def control_lines(claims: list[Claim]) -> list[str]:
+    """The experiment's controls in one line each, for the top of its section: role, status
+    (``control_status``), verdict and the paired effect; nothing without controls."""
+    lines = []
+    for c in claims:
+        if c.role in CONTROL_ROLES:
+            lines.append(f"- {c.role} — **{control_status(c.role, c.verdict)}** "
+                         f"({c.verdict}): {markdown_cell(c.claim)}; {markdown_cell(c.evidence)}; "
+                         f"{markdown_cell(c.significance)}")
+    return ["Controls (decided by the claims' rule; a failed control makes this experiment's "
+            "verdicts unreliable):", "", *lines, ""] if lines else []
+
+
+def claims_overview(table: pd.DataFrame) -> list[str]:
+    """One screen per run: per experiment, the count of each verdict over its claims, the
+    status of its negative and positive controls (``control_status``), the number of claims
+    and of those tested by a p-value (the Holm family), the family-wise level, and
+    "unreliable" where a control failed.
+
+    Arguments:
+        table: claims rows of every experiment with the ``CLAIM_COLUMNS`` (``role`` missing
+            or empty: a claim).
+
+    Returns:
+        Markdown lines.
+    """
+    if table.empty:
+        return []
+    roles = (table["role"].astype(str).replace({"": "claim", "nan": "claim"})
+             if "role" in table else pd.Series("claim", index=table.index))
+    table = table.assign(role=roles)
+    rows = []
+    unreliable = []
+    for name, group in table.groupby("experiment", sort=False):
+        claims = group[group["role"] == "claim"]
+        counts = claims["verdict"].astype(str).value_counts()
+        kinds = (claims["kind"].astype(str) if "kind" in claims
+                 else pd.Series("", index=claims.index))
+        row = {"experiment": name, "claims": len(claims),
+               "papers' claims": int((kinds == "paper").sum()),
+               "derived": int((kinds == "derived").sum()),
+               "ours": int((kinds == "ours").sum()),
+               "tested (Holm family)": int(claims["p_value"].map(_number).notna().sum())
+               if "p_value" in claims else 0}
+        row.update({v: int(counts.get(v, 0)) for v in OVERVIEW_VERDICTS})
+        other = int(counts.drop(list(OVERVIEW_VERDICTS), errors="ignore").sum())
+        if other:
+            row["other"] = other
+        statuses = {}
+        for role in CONTROL_ROLES:
+            mine = group[group["role"] == role]
+            statuses[role] = ", ".join(control_status(role, v) for v in mine["verdict"]) \
+                if len(mine) else "none"
+            row[role] = statuses[role]
+        failed = any("FAILED" in text for text in statuses.values())
+        row["reliable"] = "UNRELIABLE (a control failed)" if failed else "yes"
+        if failed:
+            unreliable.append(str(name))
+        row["family-wise level"] = f"Holm α = {ALPHA:g}"
+        rows.append(row)
+    frame = pd.DataFrame(rows).fillna(0)
+    frame = frame.loc[:, [c for c in frame.columns
+                          if not (c in OVERVIEW_VERDICTS and (frame[c] == 0).all())]]
+    lines = ["## Claims at a glance", "",
+             f"Per experiment: verdict counts over its claims (controls apart), its controls "
+             f"(negative: the reference model against itself on a split of the seeds, must not "
+             f"read supported; positive: the reference at x against x/4, must read "
+             f"supported), and its family-wise level (Holm over the claims with a p-value). "
+             f"*supported* needs the Holm-adjusted p ≤ {ALPHA:g}, the effect in the claimed "
+             f"direction and the MDE (power 0.8 at the run's seeds) ≤ the pre-registered "
+             f"SESOI; *underpowered*: MDE > SESOI; *inconclusive (no seed noise measured)*: "
+             f"< 2 seeds or sd = 0. Claims in all: {int((table['role'] == 'claim').sum())}"
+             + _kind_counts(table) + ".",
+             "", frame.to_markdown(index=False), "",
+             "Smallest effects of interest, fixed before the run (claims of one family share "
+             "one): " + "; ".join(f"{s.name} = {s.value:.3g} {s.unit} ({s.reason})"
+                                  for s in SESOI.values()) + ".", ""]
+    if unreliable:
+        lines += [f"Unreliable (a control failed, so their verdicts cannot be trusted): "
+                  f"{', '.join(unreliable)}.", ""]
+    return lines
+
+
+def _kind_counts(table: pd.DataFrame) -> str:
+    """The claims (controls apart) counted by kind: the papers' own, derived, ours, with the
+    papers' verdicts counted apart from ours."""
+    if "kind" not in table:
+        return ""
+    claims = table[table["role"] == "claim"]
+    parts = []
+    for kind, word in (("paper", "the papers' claims"), ("derived", "derived from the papers"),
+                       ("ours", "our own questions")):
+        mine = claims[claims["kind"].astype(str) == kind]
+        counts = mine["verdict"].astype(str).value_counts()
+        parts.append(f"{word} {len(mine)}" + (" (" + ", ".join(
+            f"{v} {n}" for v, n in counts.items()) + ")" if len(mine) else ""))
+    return " — " + "; ".join(parts)
+
+
+def claims_section(table: pd.DataFrame) -> list[str]:
+    """The report's claims: the one-screen overview (``claims_overview``), then the long
+    table (``claims_table_lines``)."""
+    if table.empty:
+        return []
+    return claims_overview(table) + ["## Claims and what this run says", "",
+                                     *claims_table_lines(table)]
 
 
 def markdown_cell(text) -> str:
@@ -364,7 +537,7 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
                 panel_window(c, s, r)[0].index)
         if panels:  # a config without panels (a hand-written one) draws no figure
             paths += plot_experiment(panels, stem, f"{name}: {config.target.label()}",
-                                     fit_mask=mask)
+                                     fit_mask=mask, config=config)
     table = out / "table.md"
     table.write_text(experiment_markdown(name, frame, configs, claims, fits=fits))
     claims_path = out / "claims.csv"

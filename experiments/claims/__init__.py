@@ -1,44 +1,61 @@
 """The claims an experiment tests, each with its verdict, a paired significance statement, a
 diagnosis computed from the data when it is not *supported*, its source and the run's sizes
-against the paper's (issue 25, item 6; the protocol of shared/VERDICTS.md).
+against the paper's.
 
-Rules, fixed in code:
-- "A beats B" (Baykal et al. 2022, §5.2 and the router papers): *supported* when A's
-  geometric-mean error over seeds is lower at every compared x, *not supported* when at none,
-  *mixed* otherwise. Beside it, the paired effect: per seed, Δ = ln nMSE(A) − ln nMSE(B),
-  averaged over the compared x, then the mean over seeds with a Student-t 95 % interval
-  (``paired_difference``); and per x whether that x's interval excludes 0.
-- Table 1, in the paper's words: "DSM uses only 18k FLOPs and gets smaller MSE than dense
-  model with 73k FLOPs" — some DSM sparsity at the smallest FLOPs below dense at the largest
-  (``table1_rule``). The equal-FLOPs comparisons the table lays out are reported too, marked
-  as the table's layout rather than a sentence of the paper.
-- Table 2, in the paper's words: "at the same total width a sparser DSM model *can* perform
-  as well as a dense model" — a possibility: *supported* when at some total width the best
-  DSM with k < width has nMSE ≤ ``AS_WELL_AS`` × dense (``table2_rule``). The paper's own
-  Table 2 reads *supported* under it (1.34× at width 1024, 1.19× at 2048); requiring every
-  width would call it mixed (2.03× at 4096), and requiring ≤ 1× would refute it.
+Rules, fixed in code (``_rules``):
+- A comparison ("A beats B", "A underperforms B") is one paired test over all (size, seed)
+  differences of ln error (``paired_difference``: ``inference.paired_test``, the t test on
+  per-seed means over sizes, or the exact sign-flip over seeds when normality fails).
+  *supported* needs the Holm-adjusted p ≤ ``ALPHA`` in the claimed direction and the minimal
+  detectable effect (power 0.8 at the run's seeds) ≤ the family's pre-registered SESOI
+  (``SESOI``: 10 % in nMSE; 1 point of accuracy for real data); otherwise *underpowered*
+  (with the seeds that would decide), *not supported* (significant the other way) or
+  *inconclusive*. Fewer than 2 seeds or sd = 0: *inconclusive (no seed noise measured)*.
+  *mixed* only when per-size tests (Holm across sizes) disagree significantly.
+- An equivalence ("matches", "as well as") is TOST against a stated band (routers: ±ln 1.1,
+  the SESOI; Table 2: ±ln ``AS_WELL_AS``, chosen post hoc so that the paper's own Table 2
+  reads within, and said so in the claim).
+- Best-of selections (Table 1's sparsity, Table 2's width and k): every configuration is
+  tested, Holm over them (``best_of``).
+- Holm over each experiment's claims (``adjust_family``); negative and positive controls on
+  the dense model head each experiment and stay outside the family (``control_claims``).
+- The paper's own one-run Tables 1 and 2 are read on point values (``table1_rule``,
+  ``table2_rule``): shown beside ours, never deciding.
 - The subspace exponent: ``experiments.subspace``.
 
 Each claim is judged per training regime present in the rows (column ``fit``: "exact" least
 squares or "sgd", i.e. Adam), and the regime is named in the claim line.
 
-The package: the claim record and its paired statistics, verdict and diagnosis (``_paired``),
+Every claim is written down once (``_records.RECORDS``): the paper's own short phrase
+(verbatim, or a paraphrase marked so), source, kind ("paper", "derived" or "ours"), axis of
+comparison, quantifier, direction or band and rule; each ``Claim`` finds its record from its
+experiment and text and carries quote, source, kind, axis and quantifier into ``claims.csv``.
+
+The package: the claim records (``_records``), the decision rules (``_rules``), the controls (``_controls``), the claim record
+and its paired statistics and diagnosis (``_paired``),
 the paper's Tables 1 and 2 and their rules (``_tables``), and each experiment's claims
 (``_by_experiment``: ``claims_for``).
 """
 
 from experiments.claims._by_experiment import (CLAIM_EXPERIMENTS, PAPER_SIZES, ROUTER_SOURCES,
                                                claims_for, matched_below, sizes_text)
-from experiments.claims._paired import (CLAIM_COLUMNS, LEVEL, REGIME_TEXT, REGIMES, Claim,
-                                        compare, comparison_diagnosis, comparison_verdict,
+from experiments.claims._controls import CONTROL_ROLES, control_claims, control_status
+from experiments.claims._paired import (CLAIM_COLUMNS, LEVEL, NUMERIC_CLAIM_COLUMNS, REGIME_TEXT,
+                                        REGIMES, Claim, compare, comparison_diagnosis, decided,
                                         lsh_description, mean_mse, paired_difference,
                                         seed_log_errors, significance_text, t_interval)
+from experiments.claims._rules import (ALPHA, NO_NOISE, POWER, SESOI, Rule, Sesoi,
+                                       adjust_family, best_of, comparison_verdict,
+                                       equivalence_stats, equivalence_verdict, needed_seeds)
 from experiments.claims._tables import (AS_WELL_AS, PAPER_TABLE1, PAPER_TABLE2,
                                         anomaly_diagnoses, paper_table2_anomalies, table1_rule,
                                         table2_rule, width_anomalies)
 
-__all__ = ["Claim", "CLAIM_COLUMNS", "CLAIM_EXPERIMENTS", "REGIMES", "REGIME_TEXT", "LEVEL",
-           "claims_for", "compare", "comparison_verdict", "comparison_diagnosis",
+__all__ = ["Claim", "CLAIM_COLUMNS", "NUMERIC_CLAIM_COLUMNS", "CLAIM_EXPERIMENTS", "REGIMES",
+           "REGIME_TEXT", "LEVEL", "ALPHA", "POWER", "NO_NOISE", "SESOI", "Sesoi", "Rule",
+           "claims_for", "compare", "comparison_verdict", "equivalence_verdict",
+           "equivalence_stats", "best_of", "adjust_family", "needed_seeds", "decided",
+           "control_claims", "control_status", "CONTROL_ROLES", "comparison_diagnosis",
            "paired_difference", "t_interval", "seed_log_errors", "mean_mse",
            "significance_text", "lsh_description", "sizes_text", "matched_below",
            "table1_rule", "table2_rule", "width_anomalies", "anomaly_diagnoses",

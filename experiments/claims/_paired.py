@@ -3,11 +3,13 @@ diagnosis (``experiments.claims``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import warnings
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import pandas as pd
 
+from experiments.claims._rules import ALPHA, NO_NOISE, SESOI, Rule
 from experiments.scaling import error_column
 from routing.validation import check_choice, check_int, check_real, check_points
 
@@ -26,18 +28,43 @@ class Claim:
     Attributes:
         experiment: experiment name.
         claim: the claim in words, with its source and regime.
-        verdict: "supported", "not supported", "mixed", "inconclusive", "out of reach" or
-            "not tested".
+        verdict: "supported", "not supported", "underpowered", "inconclusive", "inconclusive
+            (no seed noise measured)", "mixed", "out of reach" or "not tested"
+            (``experiments.claims._rules``).
         evidence: the comparison behind the verdict (numbers are nMSEs, or MSEs for rows
             without ``eval_nmse``).
         regime: the rows' ``fit`` ("exact", "sgd"; "" when the rows carry none).
         source: paper and section the claim comes from.
         effect: the effect size (comparisons: mean paired Δ ln nMSE, < 0 where the first model
-            is better; subspace: α − 2/k; Table 2: ln(best DSM / dense) at its best width).
+            is better; subspace: α − 2/k; Table 2: ln(DSM / dense) of the deciding
+            configuration).
         effect_low, effect_high: its 95 % interval (nan without one).
-        significance: the effect and interval in words.
+        significance: the test, effect and interval, p-values, SESOI and MDE in words.
         diagnosis: when the verdict is not *supported*: what the data say carries the gap.
         sizes: the run's sizes against the paper's.
+        role: "claim", "negative control" or "positive control" (controls stay outside the
+            family-wise adjustment and are decided at ``ALPHA``).
+        sesoi: the claim family's pre-registered smallest effect of interest (equivalences:
+            the band's half-width), in the effect's unit.
+        mde: the minimal detectable effect at power 0.8 with the run's seeds (inf when the
+            test cannot reach ``ALPHA`` at all; nan without seed noise).
+        p_value, p_adjusted: the claim's p-value and its Holm-adjusted value within the
+            experiment (nan when not tested by a p-value).
+        test: the rule that decided ("paired t on cluster means", "sign-flip (exact)", "TOST
+            …", "exponent band", …).
+        quote: the paper's own short phrase (or a paraphrase, or "" for our own question),
+            from the claim's record (``experiments.claims._records``).
+        kind: "paper" (the paper's claim), "derived" (derived by us from the paper's words) or
+            "ours" (our own question; the controls).
+        axis: what is held equal between the compared models.
+        quantifier: over which sizes the claim speaks.
+        record: the key of the claim's record (``_records.RECORDS``; "unrecorded" if none).
+        rule: how the verdict is redone on an adjusted p-value (``_rules.Rule``); not a
+            ``claims.csv`` column.
+
+    The record is looked up from ``experiment`` and ``claim`` when ``record`` is empty
+    (``_records.record_for``); it sets quote, kind, axis, quantifier and, when it names one,
+    the source.
     """
 
     experiment: str
@@ -52,9 +79,37 @@ class Claim:
     significance: str = ""
     diagnosis: str = ""
     sizes: str = ""
+    role: str = "claim"
+    sesoi: float = float("nan")
+    mde: float = float("nan")
+    p_value: float = float("nan")
+    p_adjusted: float = float("nan")
+    test: str = ""
+    quote: str = ""
+    kind: str = ""
+    axis: str = ""
+    quantifier: str = ""
+    record: str = ""
+    rule: object = field(default=None, repr=False, compare=False, metadata={"csv": False})
+
+    def __post_init__(self):
+        if self.record:
+            return
+        from experiments.claims._records import record_for
+
+        found = record_for(str(self.experiment), str(self.claim))
+        for name, value in (("quote", found.quote), ("kind", found.kind),
+                            ("axis", found.axis), ("quantifier", found.quantifier),
+                            ("record", found.key), ("source", found.source or self.source)):
+            object.__setattr__(self, name, value)
 
 
-CLAIM_COLUMNS = [f.name for f in fields(Claim)]
+#: The columns of ``claims.csv``: every field of ``Claim`` but its rule.
+CLAIM_COLUMNS = [f.name for f in fields(Claim) if f.metadata.get("csv", True)]
+
+#: The numeric ones.
+NUMERIC_CLAIM_COLUMNS = ("effect", "effect_low", "effect_high", "sesoi", "mde", "p_value",
+                         "p_adjusted")
 
 
 #: The regimes (``fit`` values) a diagnosis speaks of; "" for rows without one.
@@ -115,12 +170,14 @@ def t_interval(values, level: float = LEVEL) -> tuple[float, float, float]:
     """(mean, low, high) of ``values`` (1-D, finite) with a Student-t interval at ``level``;
     low = high = nan with fewer than two values, all three nan with none.
 
+    Computed by ``inference.intervals.t_interval``.
+
     Raises:
         ValueError: ``values`` is not a 1-D real array or holds NaN/inf (a missing value is
             dropped by the caller, never here: a NaN would silently shrink the sample);
             ``level`` outside (0, 1).
     """
-    from scipy import stats
+    from inference import t_interval as student_t_interval
 
     level = check_real(level, "level", 0.0, 1.0, low_open=True, high_open=True)
     if np.ndim(values) != 1:  # a column or a table is no sample: never flattened
@@ -132,32 +189,79 @@ def t_interval(values, level: float = LEVEL) -> tuple[float, float, float]:
     mean = float(values.mean())
     if len(values) < 2:
         return mean, float("nan"), float("nan")
-    half = stats.t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(
-        len(values))
-    if not (np.isfinite(mean) and np.isfinite(half)):
+    with np.errstate(over="ignore", invalid="ignore"):
+        interval = student_t_interval(values, level) if np.isfinite(mean) else None
+    if interval is None or not (np.isfinite(interval.low) and np.isfinite(interval.high)):
         raise ValueError("values are too large: their mean or spread overflows float64 "
                          f"(largest |value| {np.abs(values).max():.3g})")
-    return mean, float(mean - half), float(mean + half)
+    return mean, float(interval.low), float(interval.high)
+
+
+def _one_sample(d: np.ndarray) -> dict:
+    """n, mean, t interval (``t_interval``) and two-sided t-test p-value of the finite
+    entries of ``d`` (p nan with n < 2 or no spread)."""
+    from scipy import stats as scipy_stats
+
+    d = d[np.isfinite(d)]
+    mean, low, high = t_interval(d)
+    p = (float(scipy_stats.ttest_1samp(d, 0.0).pvalue)
+         if len(d) >= 2 and d.std(ddof=1) > 1e-12 * max(1.0, abs(mean)) else np.nan)
+    return {"n": len(d), "mean": mean, "low": low, "high": high, "p": p}
+
+
+def _one_samples(d: np.ndarray) -> list[dict]:
+    """``_one_sample`` of each row of ``d`` (pairs, seeds; nan: not measured); one vectorised
+    ``scipy.stats.ttest_1samp`` when every entry is finite (the usual case)."""
+    from scipy import stats as scipy_stats
+
+    if d.shape[1] < 2 or not np.isfinite(d).all():
+        return [_one_sample(row) for row in d]
+    table = d.T  # (seeds, pairs)
+    mean = table.mean(axis=0)
+    spread = table.std(axis=0, ddof=1) > 1e-12 * np.maximum(1.0, np.abs(mean))
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        # rows without spread warn of precision loss; their p is set to nan below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = scipy_stats.ttest_1samp(table, 0.0, axis=0)
+        interval = result.confidence_interval(LEVEL)
+    low = np.where(spread, interval.low, mean)  # no spread: a zero-width interval, as t_interval
+    high = np.where(spread, interval.high, mean)
+    return [{"n": len(table), "mean": float(mean[j]), "low": float(low[j]),
+             "high": float(high[j]), "p": float(result.pvalue[j]) if spread[j] else np.nan}
+            for j in range(table.shape[1])]
 
 
 def paired_difference(better: pd.DataFrame, worse: pd.DataFrame,
                       pairs: list[tuple[float, float]]) -> dict:
-    """The paired effect of ``better`` against ``worse`` over ``pairs`` of (x, x of worse):
-    per seed present on both sides of every pair, Δ_s = mean over pairs of
-    ln e_better(x, s) − ln e_worse(x', s); the mean over seeds and its t interval
-    (``t_interval``); and per pair the same over that pair's common seeds.
+    """The paired effect of ``better`` against ``worse`` over ``pairs`` of (x, x of worse),
+    tested once over all (pair, seed) differences d = ln e_better(x, s) − ln e_worse(x', s)
+    (``inference.paired_test``: strata the pairs, clusters the seeds present at every pair):
+    per seed, Δ_s = mean of d over pairs; the mean over seeds with its t interval; the
+    p-value of the chosen test; the minimal detectable effect (``inference``'s power 0.8 at
+    ``ALPHA`` from the sd of Δ_s; inf when the test cannot reach ``ALPHA`` with these
+    seeds); and per pair the paired t test over that pair's common seeds, Holm-adjusted
+    across pairs (``significant``), with ``mixed`` when one pair is significantly lower and
+    another significantly higher.
 
     Arguments:
-        better, worse: ``seed_log_errors`` tables.
+        better, worse: ``seed_log_errors`` tables (any value tables indexed by x with one
+            column per seed).
         pairs: [(x, x')] with x in better's index and x' in worse's.
 
     Returns:
-        {"mean", "low", "high": floats; "n_seeds": int; "per_x": DataFrame with x, ref, n,
-        mean, low, high, significant (bool: the interval excludes 0)}.
+        {"mean", "low", "high", "sd", "p_value", "mde", "min_p_value", "normality_p": floats
+        (nan without seed noise: fewer than 2 seeds or sd = 0); "n_seeds": int; "test": str;
+        "seed_values": the per-seed Δ_s, float64 (n_seeds,);
+        "mixed": bool; "per_x": DataFrame with x, ref, n, mean, low, high, p, p_adjusted,
+        significant}.
 
     Raises:
         ValueError: ``pairs`` not a list of (x, x') pairs, or a pair not in the tables.
+
+    Source: Student 1908; Fisher 1935 §21; Holm 1979.
     """
+    from inference import holm, minimal_detectable_effect, paired_test
+
     try:
         pairs = [(x, ref) for x, ref in pairs]
     except (TypeError, ValueError):
@@ -167,40 +271,55 @@ def paired_difference(better: pd.DataFrame, worse: pd.DataFrame,
     if missing:
         raise ValueError(f"pairs {missing} are not in the tables (better: "
                          f"{list(better.index)}, worse: {list(worse.index)})")
-    per_x, columns = [], []
-    for x, ref in pairs:
-        seeds = better.loc[x].dropna().index.intersection(worse.loc[ref].dropna().index)
-        d = better.loc[x, seeds].to_numpy(float) - worse.loc[ref, seeds].to_numpy(float)
-        mean, low, high = t_interval(d[np.isfinite(d)])
-        per_x.append({"x": x, "ref": ref, "n": len(seeds), "mean": mean, "low": low,
-                      "high": high, "significant": bool(np.isfinite(low)
-                                                        and (high < 0 or low > 0))})
-        columns.append(pd.Series(d, index=seeds))
-    table = pd.concat(columns, axis=1) if columns else pd.DataFrame()
-    complete = table.dropna()  # seeds present at every pair
-    mean, low, high = (t_interval(complete.mean(axis=1).to_numpy(float)) if len(complete)
-                       else (np.nan,) * 3)
-    return {"mean": mean, "low": low, "high": high, "n_seeds": len(complete),
-            "per_x": pd.DataFrame(per_x, columns=["x", "ref", "n", "mean", "low", "high",
-                                                   "significant"])}
+    seeds = better.columns.union(worse.columns)
+    b_values = better.reindex(columns=seeds).to_numpy(float)
+    w_values = worse.reindex(columns=seeds).to_numpy(float)
+    d = np.array([b_values[better.index.get_loc(x)] - w_values[worse.index.get_loc(ref)]
+                  for x, ref in pairs]).reshape(len(pairs), len(seeds))  # (pairs, seeds)
+    per_x = pd.DataFrame([{"x": x, "ref": ref, **t} for (x, ref), t in
+                          zip(pairs, _one_samples(d))],
+                         columns=["x", "ref", "n", "mean", "low", "high", "p"])
+    p_x = per_x["p"].to_numpy(float)
+    per_x["p_adjusted"] = holm(p_x, ALPHA).p_adjusted if np.isfinite(p_x).sum() > 1 else p_x
+    per_x["significant"] = per_x["p_adjusted"].to_numpy(float) <= ALPHA  # nan → False
+    complete = d[:, np.isfinite(d).all(axis=0)].T  # (seeds present at every pair, pairs)
+    nan = float("nan")
+    result = {"mean": nan, "low": nan, "high": nan, "sd": nan, "p_value": nan, "mde": nan,
+              "min_p_value": nan, "normality_p": nan, "n_seeds": len(complete),
+              "test": "none (no common seed)", "per_x": per_x, "seed_values": np.array([]),
+              "mixed": bool((per_x["significant"] & (per_x["mean"] < 0)).any()
+                            and (per_x["significant"] & (per_x["mean"] > 0)).any())}
+    if len(complete):
+        values = complete  # (seeds, pairs)
+        strata = np.tile(np.arange(values.shape[1]), values.shape[0])
+        clusters = np.repeat(np.arange(values.shape[0]), values.shape[1])
+        test = paired_test(values.ravel(), strata, clusters)
+        result["seed_values"] = values.mean(axis=1)
+        result.update(mean=test.mean, low=test.low, high=test.high, sd=test.sd,
+                      p_value=test.p_value, min_p_value=test.min_p_value,
+                      normality_p=test.normality_p, test=test.test)
+        if np.isfinite(test.p_value):
+            result["mde"] = (float("inf") if test.min_p_value > ALPHA else
+                             minimal_detectable_effect(test.sd, test.n, ALPHA))
+    return result
 
 
 def significance_text(stats: dict, what: str = "nMSE") -> str:
     """The paired effect in words: mean Δ ln error over seeds with its interval, the ratio it
-    means, and at how many x the per-x interval excludes 0."""
+    means, the test and its raw p-value, the MDE, and how many compared x are significant
+    after Holm across x (``paired_difference``'s dict)."""
     if not np.isfinite(stats["mean"]):
         return "no seed common to both models: no paired comparison"
     per_x = stats["per_x"]
     text = (f"paired over {stats['n_seeds']} seed{'s' if stats['n_seeds'] != 1 else ''}: "
             f"mean Δ ln {what} = {stats['mean']:+.3f}")
-    if np.isfinite(stats["low"]):
+    if np.isfinite(stats.get("p_value", np.nan)):
         text += (f" [{stats['low']:+.3f}, {stats['high']:+.3f}] (t, {LEVEL:.0%}), ratio "
-                 f"×{np.exp(stats['mean']):.2f}; the interval "
-                 + ("excludes 0" if stats["high"] < 0 or stats["low"] > 0 else "contains 0")
-                 + f"; per x, {int(per_x['significant'].sum())}/{len(per_x)} intervals "
-                   f"exclude 0")
+                 f"×{np.exp(stats['mean']):.2f}; {stats['test']}: p = {stats['p_value']:.3g}; "
+                 f"MDE {stats['mde']:.3g}; per x, {int(per_x['significant'].sum())}/"
+                 f"{len(per_x)} significant (Holm across x)")
     else:
-        text += f", ratio ×{np.exp(stats['mean']):.2f}; one seed: no interval"
+        text += f", ratio ×{np.exp(stats['mean']):.2f}; {NO_NOISE}"
     return text
 
 
@@ -272,7 +391,9 @@ def comparison_diagnosis(frame: pd.DataFrame, better_label: str, worse_label: st
                          f"{b_eval:.3g}: it {cause}")
     if regime == "exact":
         parts.append("regime: every frozen-feature top layer solved exactly (least squares), "
-                     "so dense gets its best possible top layer; the paper trained with Adam")
+                     "so dense gets its best possible top layer; the paper trains its "
+                     "synthetic models' top layer (optimiser in its Appendix D, not in our "
+                     "copy; it names Adam only for CIFAR-10)")
     elif regime == "sgd":
         parts.append("regime: trained with Adam for a fixed budget, the same for both models")
     return "; ".join(parts)
@@ -334,10 +455,13 @@ def compare(name: str, text: str, frame: pd.DataFrame, better_label: str, worse_
             x: str, against=None, worse_x: str | None = None, regime: str = "",
             source: str = "", sizes: str = "", n_train: int | None = None,
             describe: str = "") -> Claim:
-    """The claim "``better_label`` has lower error than ``worse_label``" at every x of the
+    """The claim "``better_label`` has lower error than ``worse_label``" over the x of the
     better model (against ``worse_label`` at ``against(x)`` when given; ``worse_x``: the column
-    of the worse model's x, default ``x``), with its paired significance and, when not
-    supported, ``comparison_diagnosis`` (after ``describe``, a text about the model).
+    of the worse model's x, default ``x``), decided by one paired test over all (x, seed)
+    differences of ln error (``paired_difference``) under ``comparison_verdict`` with the
+    SESOI ``SESOI["ln_error"]`` (10 % in nMSE), as a family of one (``adjust_family``
+    redoes it within an experiment); when not supported, ``comparison_diagnosis`` (after
+    ``describe``, a text about the model).
 
     Returns:
         a ``Claim``; *not tested* (effect and interval nan: nothing was measured) when the two
@@ -384,51 +508,18 @@ def _compare(name, text, frame, better_label, worse_label, x, against=None, wors
     evidence = "; ".join(f"{v:g}: {geo_b[v]:.3g} vs {geo_w[r]:.3g}"
                          + ("" if r == v else f" (at {r:g})") for v, r in pairs)
     stats = paired_difference(better, worse, pairs)
-    verdict = comparison_verdict(wins, len(pairs), stats)
-    diagnosis = ""
-    if verdict != "supported":
-        diagnosis = "; ".join(p for p in (describe, comparison_diagnosis(
-            frame, better_label, worse_label, x, stats, regime, n_train)) if p)
-    return Claim(name, _line(text, regime), verdict,
-                 f"{wins}/{len(pairs)} lower — {evidence}", effect=stats["mean"],
-                 effect_low=stats["low"], effect_high=stats["high"],
-                 significance=significance_text(stats), diagnosis=diagnosis, **extra)
+    diagnosis = "; ".join(p for p in (describe, comparison_diagnosis(
+        frame, better_label, worse_label, x, stats, regime, n_train)) if p)
+    return decided(Claim(name, _line(text, regime), "", f"{wins}/{len(pairs)} lower — "
+                         f"{evidence}", **extra),
+                   Rule("comparison", "lower", stats, SESOI["ln_error"], diagnosis=diagnosis))
 
 
-def comparison_verdict(wins: int, n_pairs: int, stats: dict) -> str:
-    """The verdict of "better beats worse" from the count of compared sizes it wins (on
-    geometric means over seeds) and the paired effect across seeds (``paired_difference``):
-
-    * *supported*: it wins at every size and the paired interval of mean Δ ln error lies
-      below 0;
-    * *not supported*: it wins at no size and the interval lies above 0;
-    * *inconclusive*: it wins at every size (or at none) but the interval contains 0 — the
-      seeds do not separate the models (VERDICTS.md: a comparison is decided paired across
-      seeds);
-    * *mixed*: it wins at some sizes only.
-
-    With a single seed (no interval) the count alone decides, and the significance text says
-    there is no interval.
-
-    Arguments:
-        wins, n_pairs: sizes won and compared (0 ≤ wins ≤ n_pairs, n_pairs ≥ 1).
-        stats: ``paired_difference``'s dict ("low", "high").
-
-    Returns:
-        "supported", "not supported", "inconclusive" or "mixed".
-
-    Raises:
-        ValueError: counts out of range.
-    """
-    wins, n_pairs = check_int(wins, "wins", 0), check_int(n_pairs, "n_pairs", 1)
-    if wins > n_pairs:
-        raise ValueError(f"need 0 <= wins <= n_pairs and n_pairs >= 1, got wins={wins}, "
-                         f"n_pairs={n_pairs}")
-    if 0 < wins < n_pairs:
-        return "mixed"
-    low, high = stats.get("low", np.nan), stats.get("high", np.nan)
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return "supported" if wins == n_pairs else "not supported"
-    if wins == n_pairs:
-        return "supported" if high < 0 else "inconclusive"
-    return "not supported" if low > 0 else "inconclusive"
+def decided(claim: Claim, rule: Rule) -> Claim:
+    """``claim`` decided by ``rule`` alone (a family of one: p_adjusted = p_value), with its
+    effect and interval; ``experiments.claims.adjust_family`` redoes it within the
+    experiment's family."""
+    stats = rule.stats
+    claim = replace(claim, effect=stats["mean"], effect_low=stats["low"],
+                    effect_high=stats["high"], rule=rule)
+    return rule.apply(claim, rule.p_value)

@@ -1,21 +1,45 @@
-"""The real-data experiments' paired claims (``experiments.real_data``): the verdict of
-``experiments.claims.comparison_verdict`` on differences in the measured unit."""
+"""The real-data experiments' paired claims (``experiments.real_data``): the rules of
+``experiments.claims`` (one paired test over all (size, seed) differences, the unit's
+pre-registered SESOI, the MDE, Holm within the experiment: ``adjust_family``) on differences
+in the measured unit, and the experiment's controls (``real_data_controls``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from experiments.claims import Claim, comparison_verdict, paired_difference
+from experiments.claims import (SESOI, Claim, Rule, Sesoi, adjust_family, control_claims,
+                                decided, paired_difference)
+
+#: The SESOI family of each unit a real-data claim is measured in (the unit text's start).
+UNIT_SESOI = {"test error": "test_error", "forgetting": "forgetting",
+              "dead fraction": "dead_fraction", "error gap": "error_gap"}
+
+__all__ = ["paired_claim", "real_data_controls", "adjust_family", "unit_sesoi", "UNIT_SESOI"]
+
+
+def unit_sesoi(unit: str) -> Sesoi:
+    """The pre-registered SESOI (``experiments.claims.SESOI``) of a claim measured in ``unit``
+    (its text starts with a key of ``UNIT_SESOI``).
+
+    Raises:
+        ValueError: ``unit`` starts with none of ``UNIT_SESOI``'s keys (give ``sesoi``).
+    """
+    for key, family in UNIT_SESOI.items():
+        if isinstance(unit, str) and unit.startswith(key):
+            return SESOI[family]
+    raise ValueError(f"unit must start with one of {sorted(UNIT_SESOI)} (or pass sesoi), got "
+                     f"{unit!r}")
 
 
 def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: str, x: str,
                  value: str, source: str, unit: str, against=None, budget: str = "",
-                 describe: str = "") -> Claim:
+                 describe: str = "", sesoi: Sesoi | None = None) -> Claim:
     """The claim "``better`` has a lower ``value`` than ``worse``" (value: an error-like
-    column — test error, forgetting, dead fraction) at every x the two share, decided by
-    ``experiments.claims.comparison_verdict`` on the paired differences across seeds
-    (``paired_difference``: per seed, mean over x of value(better) − value(worse)).
+    column — test error, forgetting, dead fraction) over the x the two share, decided by
+    ``experiments.claims.comparison_verdict`` on one paired test over all (x, seed)
+    differences value(better) − value(worse) (``paired_difference``), with the unit's SESOI
+    (``unit_sesoi``), as a family of one: ``adjust_family`` redoes it within the experiment.
 
     Arguments:
         name: experiment; text: the claim with its source; frame: rows with model_label, x,
@@ -24,6 +48,7 @@ def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: 
         against: x ↦ the worse model's x (default: the same x).
         budget: the preset's budget, appended to the diagnosis.
         describe: text put first in the diagnosis.
+        sesoi: the smallest effect of interest; None: ``unit_sesoi(unit)``.
 
     Returns:
         a ``Claim`` (effect: mean paired difference, < 0 where ``better`` is better; *not
@@ -31,7 +56,8 @@ def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: 
 
     Raises:
         TypeError: ``better`` or ``worse`` is not a string.
-        ValueError: ``x`` or ``value`` is not a column of ``frame``.
+        ValueError: ``x`` or ``value`` is not a column of ``frame``; ``unit`` without a SESOI
+            and ``sesoi`` None.
     """
     from experiments.claims._paired import _check_column, _check_label
 
@@ -39,6 +65,9 @@ def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: 
     _check_label(worse, "worse")
     _check_column(frame, x, "x")
     _check_column(frame, value, "value")
+    sesoi = unit_sesoi(unit) if sesoi is None else sesoi
+    if not isinstance(sesoi, Sesoi):
+        raise TypeError(f"sesoi must be an experiments.claims.Sesoi or None, got {sesoi!r}")
 
     def table(label):
         rows = frame[frame["model_label"] == label].dropna(subset=[value])
@@ -55,38 +84,65 @@ def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: 
     mean_a, mean_b = a.mean(axis=1), b.mean(axis=1)
     wins = sum(bool(mean_a[v] < mean_b[r]) for v, r in pairs)
     stats = paired_difference(a, b, pairs)
-    verdict = comparison_verdict(wins, len(pairs), stats)
     where = (lambda v: "") if len(pairs) == 1 and len(a.index) == 1 else (
         lambda v: f"{x} = {_fmt(v)}: ")
     evidence = (f"{wins}/{len(pairs)} lower {unit} (mean over seeds, {better} vs {worse}) — "
                 + "; ".join(f"{where(v)}{mean_a[v]:.3f} vs {mean_b[r]:.3f}" for v, r in pairs))
-    significance = _significance(stats, unit)
-    diagnosis = ""
-    if verdict != "supported":
-        diagnosis = "; ".join(p for p in (describe, _diagnosis(frame, better, worse, x, stats,
-                                                               value, unit), budget) if p)
-    return Claim(name, text, verdict, evidence, source=source, effect=stats["mean"],
-                 effect_low=stats["low"], effect_high=stats["high"],
-                 significance=significance, diagnosis=diagnosis, sizes=budget)
+    diagnosis = "; ".join(p for p in (describe, _diagnosis(frame, better, worse, x, stats,
+                                                           value, unit), budget) if p)
+    return decided(Claim(name, text, "", evidence, source=source, sizes=budget),
+                   Rule("comparison", "lower", stats, sesoi, diagnosis=diagnosis,
+                        unit=f"Δ {unit}"))
+
+
+def real_data_controls(name: str, frame: pd.DataFrame, reference: str, x: str, value: str,
+                       unit: str, budget: str = "", sesoi: Sesoi | None = None,
+                       positive: str | None = None) -> list[Claim]:
+    """A real-data experiment's negative and positive controls on ``reference`` (lower
+    ``value`` is better; ``experiments.claims.control_claims``): the negative, itself on a
+    split of the seeds; the positive, itself at x against x' ≤ x/4, or — with ``positive``,
+    a model known to do better (the continual experiment's joint-training oracle) —
+    ``positive`` against ``reference`` by ``paired_claim``. To put after its claims, outside
+    their Holm family.
+
+    Arguments:
+        name, frame, x, value, unit, budget, sesoi: as ``paired_claim``.
+        reference: the reference model's label; positive: a better model's label or None.
+
+    Returns:
+        [negative control, positive control] (``Claim.role`` set).
+
+    Raises:
+        TypeError: ``reference`` or ``positive`` is not a string (None for ``positive``).
+        ValueError: ``x`` or ``value`` is not a column of ``frame``; ``unit`` without a SESOI
+            and ``sesoi`` None.
+    """
+    from dataclasses import replace
+
+    from experiments.claims._paired import _check_column, _check_label
+
+    _check_label(reference, "reference")
+    if positive is not None:
+        _check_label(positive, "positive")
+    _check_column(frame, x, "x")
+    _check_column(frame, value, "value")
+    sesoi = unit_sesoi(unit) if sesoi is None else sesoi
+    rows = frame[frame["model_label"] == reference].dropna(subset=[value])
+    table = (rows.pivot_table(index=x, columns="seed", values=value, aggfunc="mean")
+             if len(rows) else pd.DataFrame(dtype=float))
+    negative, quarter = control_claims(name, table, reference, x, sesoi, unit=f"Δ {unit}",
+                                       sizes=budget)
+    if positive is None:
+        return [negative, quarter]
+    claim = paired_claim(name, f"positive control: {positive} has a lower {unit} than "
+                         f"{reference}; must read supported", frame, positive, reference, x,
+                         value, "experiments.claims, controls", unit, budget=budget,
+                         sesoi=sesoi)
+    return [negative, replace(claim, role="positive control")]
 
 
 def _fmt(v) -> str:
     return f"{v:g}" if isinstance(v, (int, float, np.integer, np.floating)) else str(v)
-
-
-def _significance(stats: dict, unit: str) -> str:
-    if not np.isfinite(stats["mean"]):
-        return "no seed common to both models: no paired comparison"
-    text = f"paired over {stats['n_seeds']} seeds: mean Δ {unit} = {stats['mean']:+.4f}"
-    if np.isfinite(stats["low"]):
-        excludes = stats["high"] < 0 or stats["low"] > 0
-        per_x = stats["per_x"]
-        text += (f" [{stats['low']:+.4f}, {stats['high']:+.4f}] (t, 95%); the interval "
-                 f"{'excludes' if excludes else 'contains'} 0; per size, "
-                 f"{int(per_x['significant'].sum())}/{len(per_x)} intervals exclude 0")
-    else:
-        text += "; one seed: no interval"
-    return text
 
 
 def _diagnosis(frame, better, worse, x, stats, value, unit) -> str:
@@ -103,6 +159,8 @@ def _diagnosis(frame, better, worse, x, stats, value, unit) -> str:
     if np.isfinite(stats["low"]) and stats["low"] <= 0 <= stats["high"]:
         parts.append(f"the seeds do not separate the models: the paired interval "
                      f"[{stats['low']:+.4f}, {stats['high']:+.4f}] contains 0")
+    elif not np.isfinite(stats["low"]):
+        parts.append("no seed noise measured (fewer than 2 seeds or identical differences)")
     if len(lost) and "train_accuracy" in frame and value == "test_error":
         worst = lost.loc[lost["mean"].idxmax()]
         mine = frame[(frame["model_label"] == better) & (frame[x] == worst["x"])]
