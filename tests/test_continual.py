@@ -11,7 +11,8 @@ import torch
 
 from experiments.continual import (EWC, MODELS, ORACLE, REFERENCE, ContinualSettings,
                                    ContinualModel, average_accuracy, class_split, forgetting,
-                                   run_continual_model, task_masks, unit_activity)
+                                   learning_accuracy, run_continual_model, task_masks,
+                                   unit_activity)
 from experiments.image_models import (ConvNet, SDMLPMask, TopKMLP, TrainSettings, accuracy,
                                       fit_classifier, four_layer_mlp)
 from routing.layers import SDMLP, DenseMLP, DenseMLPConfig, SDMLPConfig
@@ -42,6 +43,16 @@ def test_average_accuracy_and_forgetting():
     R[2, 0], R[2, 1] = 1.1, 0.9
     assert forgetting(R) == pytest.approx(-0.05)
     assert forgetting(np.array([[0.7]])) == 0.0
+
+
+def test_learning_accuracy_is_the_diagonal_and_tells_a_model_that_stops_learning():
+    R = np.array([[1.0, 0.0, 0.0], [0.6, 0.9, 0.0], [0.5, 0.8, 0.7]])
+    assert learning_accuracy(R) == pytest.approx((1.0 + 0.9 + 0.7) / 3)
+    # a model that stops learning forgets nothing and learns nothing new
+    stuck = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    assert forgetting(stuck) == 0.0 and learning_accuracy(stuck) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="square"):
+        learning_accuracy(np.ones((2, 3)))
 
 
 def test_topk_mlp_keeps_exactly_k_and_is_dense_at_k_equal_width():
@@ -233,15 +244,42 @@ def test_every_model_runs_matched_and_deterministically():
         assert r["params_matched"] or "not matched:" in r["sizing"], label
         assert json.loads(r["size"]) == MODELS[label].match(16, 10, settings)["size"]
         if label == ORACLE:
-            assert r["forgetting"] == 0.0 and np.isnan(R[:-1]).all()  # issue 29: defined, not NaN
+            assert r["forgetting"] == 0.0 and np.isnan(R[:-1]).all()  # defined, not NaN
+            assert r["learning_accuracy"] == pytest.approx(R[-1].mean())
         else:
             assert np.isfinite(R).all()
             assert r["average_accuracy"] == pytest.approx(R[-1].mean())
+            assert r["learning_accuracy"] == pytest.approx(np.diag(R).mean())
     a = run_continual_model("SDMLP", (X, y, Xt, yt), settings, seed=3)
     b = run_continual_model("SDMLP", (X, y, Xt, yt), settings, seed=3)
     assert a["acc_matrix"] == b["acc_matrix"] and a["dead_per_task"] == b["dead_per_task"]
     with pytest.raises(ValueError, match="model must be one of"):
         run_continual_model("LSTM", (X, y, Xt, yt), settings, seed=0)
+
+
+def test_sdmlp_with_ewc_is_sdmlp_plus_the_penalty_at_its_own_lambda():
+    """SDMLP + EWC (Bricken et al. Table 7): SDMLP's network and rate, EWC's penalty at
+    sdm_ewc_lambda; at λ = 0 it is SDMLP (up to its gradient clip), and its λ is not EWC's."""
+    X, y = tiny_data()
+    Xt, yt = tiny_data(1, 20)
+    s = ContinualSettings(n_neurons=16, k=4, n_experts=4, epochs_per_task=2,
+                          fisher_samples=4, evals_per_task=1)
+    kind = MODELS["SDMLP + EWC"]
+    assert kind.ewc and kind.ewc_lambda == "sdm_ewc_lambda"
+    assert kind.training(s) == MODELS["SDMLP"].training(s)
+    mine, sdmlp = kind.match(16, 10, s), MODELS["SDMLP"].match(16, 10, s)
+    assert (mine["size"], mine["params"]) == (sdmlp["size"], sdmlp["params"])
+    data = (X, y, Xt, yt)
+    base = run_continual_model("SDMLP + EWC", data, replace(s, sdm_ewc_lambda=0.0), seed=0)
+    strong = run_continual_model("SDMLP + EWC", data, replace(s, sdm_ewc_lambda=1e7), seed=0)
+    assert base["acc_matrix"] != strong["acc_matrix"]  # the penalty acts
+    other = run_continual_model("SDMLP + EWC", data, replace(s, ewc_lambda=1e7,
+                                                             sdm_ewc_lambda=0.0), seed=0)
+    assert other["acc_matrix"] == base["acc_matrix"]  # EWC's λ is not its
+    with pytest.raises(ValueError, match="sdm_ewc_lambda"):
+        ContinualSettings(sdm_ewc_lambda=-1.0)
+    with pytest.raises(ValueError, match="ewc_lambda must be one of"):
+        ContinualModel("x", kind.build, kind.training, ewc=True, ewc_lambda="lam")
 
 
 # -- matched parameters ----------------------------------------------------------------------
@@ -265,8 +303,9 @@ def test_closest_size_solves_linear_and_quadratic_counts():
 
 
 @pytest.mark.parametrize("preset, dataset", [("tiny", "digits"), ("tiny", "mnist"),
-                                             ("quick", "digits"), ("quick", "cifar10"),
-                                             ("paper", "mnist"), ("paper", "cifar10")])
+                                             ("quick", "digits"), ("quick", "mnist_5k"),
+                                             ("quick", "cifar10"), ("paper", "mnist"),
+                                             ("paper", "cifar10")])
 def test_every_model_is_matched_at_the_presets(preset, dataset):
     """Every model of the preset within ±5 % of the ReLU MLP's trainable parameters, counted
     on the built model (the paper preset by construction, without training)."""
@@ -274,7 +313,7 @@ def test_every_model_is_matched_at_the_presets(preset, dataset):
 
     config = experiment_config("continual", preset, dataset)
     s = ContinualSettings(**config.continual)
-    d = {"digits": 64, "mnist": 784, "cifar10": 3072}[dataset]
+    d = {"digits": 64, "mnist": 784, "mnist_5k": 784, "cifar10": 3072}[dataset]
     reference = (d + 1) * s.n_neurons + (s.n_neurons + 1) * 10
     assert config.d_in == d and set(config.matched) == set(MODELS)
     for label, m in config.matched.items():

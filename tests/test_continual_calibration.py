@@ -3,14 +3,16 @@
 import pytest
 
 from experiments.continual import ContinualSettings, run_continual_model
-from experiments.continual_calibration import (EWC_LAMBDAS, SDM_LRS, SGD_JUDGES, SGD_LRS,
-                                               _first_best, calibrate_continual)
-from experiments.real_data import PAPER_CONTINUAL_RATES, QUICK_CONTINUAL, experiment_config
-from experiments.real_data._rows import _data, _flat
+from experiments.continual_calibration import (EWC_LAMBDAS, SDM_EWC_LAMBDAS, SDM_LRS,
+                                               SGD_JUDGES, SGD_LRS, _first_best,
+                                               calibrate_continual)
+from experiments.real_data import (CALIBRATED_RATES, PAPER_CONTINUAL_RATES, QUICK_CONTINUAL,
+                                   QUICK_CONTINUAL_MNIST, experiment_config)
+from experiments.real_data._rows import _flat
 
 #: the tiny preset's sizes: seconds for the whole rule
 SMALL = dict(n_neurons=64, k=4, n_experts=16, fisher_samples=20, evals_per_task=1)
-RATES = ("sdm_lr", "sgd_lr", "ewc_lambda")
+RATES = ("sdm_lr", "sgd_lr", "ewc_lambda", "sdm_ewc_lambda")
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +25,7 @@ def test_each_value_is_the_first_best_of_its_candidates(small):
     assert list(accuracy["sdm_lr"]) == list(SDM_LRS)
     assert list(accuracy["sgd_lr"]) == list(SGD_LRS)
     assert list(accuracy["ewc_lambda"]) == list(EWC_LAMBDAS)
+    assert list(accuracy["sdm_ewc_lambda"]) == list(SDM_EWC_LAMBDAS)
     for judges in accuracy["sgd_lr"].values():
         assert tuple(judges) == SGD_JUDGES
     values = [a for a in accuracy["sdm_lr"].values()] + list(accuracy["ewc_lambda"].values())
@@ -35,6 +38,10 @@ def test_each_value_is_the_first_best_of_its_candidates(small):
     best = max(accuracy["ewc_lambda"].values())
     assert chosen["ewc_lambda"] == next(v for v in EWC_LAMBDAS
                                         if accuracy["ewc_lambda"][v] == best)
+    best = max(accuracy["sdm_ewc_lambda"].values())
+    assert chosen["sdm_ewc_lambda"] == next(v for v in SDM_EWC_LAMBDAS
+                                            if accuracy["sdm_ewc_lambda"][v] == best)
+    assert small["data"]["name"] == "digits" and small["seed"] == 100
     assert chosen["epochs_per_task"] == 1
     assert {k: chosen[k] for k in SMALL} == SMALL
 
@@ -44,7 +51,10 @@ def test_an_accuracy_equals_an_independent_run_of_the_harness(small):
     chosen = small["chosen"]
     config = experiment_config("continual", "quick", "digits")
     settings = ContinualSettings(class_order=config.continual["class_order"], **chosen)
-    data = _flat(*_data("quick", None, "digits")[1:])
+    from experiments.datasets import load_image_data
+
+    d = load_image_data("digits")
+    data = _flat(d.X_train, d.y_train, d.X_test, d.y_test)
     row = run_continual_model("EWC (ReLU MLP)", data, settings, 100, "cpu")
     assert row["final_accuracy"] == small["accuracy"]["ewc_lambda"][chosen["ewc_lambda"]]
 
@@ -71,13 +81,48 @@ def test_bad_arguments_are_refused_by_name(kwargs, match):
 def test_the_paper_preset_keeps_the_rates_calibrated_at_40_epochs():
     paper = experiment_config("continual", "paper", "mnist")
     assert {k: paper.continual[k] for k in RATES} == PAPER_CONTINUAL_RATES
+    assert paper.calibration["values"] == PAPER_CONTINUAL_RATES
+    assert "not calibrated on mnist" in paper.calibration["source"]
 
 
-def test_the_quick_rates_are_the_rule_at_the_quick_epochs():
-    """The rule rerun at the quick preset's epochs gives the quick preset's rates (about 20 s
-    on one core)."""
-    result = calibrate_continual(QUICK_CONTINUAL["epochs_per_task"])
-    assert {k: result["chosen"][k] for k in RATES} == {k: QUICK_CONTINUAL[k] for k in RATES}
+@pytest.mark.slow
+@pytest.mark.parametrize("data, sizes", [("digits", QUICK_CONTINUAL),
+                                         ("mnist_5k", QUICK_CONTINUAL_MNIST)])
+def test_the_quick_rates_are_the_rule_on_the_quick_data_at_the_quick_epochs(data, sizes):
+    """The rule rerun on each data set the quick preset reads, at its epochs, gives the rates
+    the preset uses there and records in config.json (about 30 s on one core each)."""
+    epochs = sizes["epochs_per_task"]
+    result = calibrate_continual(epochs, data=data)
+    assert {k: result["chosen"][k] for k in RATES} == CALIBRATED_RATES[(data, epochs)]
+    config = experiment_config("continual", "quick", data)
+    assert {k: config.continual[k] for k in RATES} == CALIBRATED_RATES[(data, epochs)]
+    assert config.calibration["values"] == CALIBRATED_RATES[(data, epochs)]
+    assert f"on {data} at {epochs} epochs a task" in config.calibration["source"]
+
+
+def test_a_calibration_file_overrides_the_rates_and_is_recorded(tmp_path):
+    import json
+
+    from experiments.continual_calibration import read_calibration
+    from experiments.real_data._configs import with_calibration
+
+    path = tmp_path / "rates.json"
+    path.write_text(json.dumps({"chosen": {"sgd_lr": 0.03, "ewc_lambda": 1e5, "k": 4}}))
+    config = with_calibration(experiment_config("continual", "quick", "digits"), path)
+    assert config.continual["sgd_lr"] == 0.03 and config.continual["ewc_lambda"] == 1e5
+    assert config.continual["sdm_lr"] == CALIBRATED_RATES[("digits", 20)]["sdm_lr"]
+    assert config.calibration["values"]["sgd_lr"] == 0.03
+    assert f"from file {path}" in config.calibration["source"]
+    toml = tmp_path / "rates.toml"
+    toml.write_text("sdm_lr = 3.0\n")
+    assert read_calibration(toml)[0] == {"sdm_lr": 3.0}
+    for bad, match in (({"n_neurons": 3}, "calibration may set"), ({}, "none of them"),
+                       ({"sgd_lr": 0.0}, "sgd_lr"), ({"ewc_lambda": -1.0}, "ewc_lambda")):
+        with pytest.raises(ValueError, match=match):
+            read_calibration(bad)
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="cannot be read as JSON"):
+        read_calibration(tmp_path / "bad.json")
 
 
 def test_the_command_line_refuses_bad_epochs_by_name():

@@ -1,4 +1,4 @@
-"""One writer per output folder, whole-file writes, one-line errors (issue 27, item 4)."""
+"""One writer per output folder, whole-file writes, one-line errors."""
 
 import errno
 import json

@@ -27,7 +27,7 @@ def frame_of(better, worse, xs=(1, 2, 3)):
 
 def claim(better, worse):
     return paired_claim("t", "A beats B", frame_of(better, worse), "A", "B", "x", "err",
-                        "src", "error")
+                        "src", "test error")
 
 
 SEEDS = range(4)
@@ -46,11 +46,14 @@ def test_paired_claim_supported_not_supported_mixed_inconclusive():
     mixed = {(x, s): (0.20 if x < 3 else 0.40) + JITTER[s] for x, s in base}
     assert claim(mixed, base).verdict == "mixed"
     # wins on the means at every x, but one seed goes the other way strongly: the paired
-    # interval contains 0
+    # interval contains 0, and 4 seeds could not have detected 1 point of accuracy
     noisy = {(x, s): 0.29 + (0.3 if s == 0 else -0.12) for x, s in base}
     c = claim(noisy, base)
-    assert c.verdict == "inconclusive" and c.effect_low < 0 < c.effect_high
-    assert "do not separate" in c.diagnosis
+    assert c.verdict == "underpowered" and c.effect_low < 0 < c.effect_high
+    assert "do not separate" in c.diagnosis and c.mde > c.sesoi == 0.01
+    # no seed noise (identical differences on every seed): never supported
+    assert claim({k: v - 0.1 for k, v in base.items()}, base).verdict == \
+        "inconclusive (no seed noise measured)"
     # no shared x
     other = {(9, s): 0.1 for s in SEEDS}
     assert claim(other, base).verdict == "not tested"
@@ -90,7 +93,8 @@ def test_cifar_tiny_writes_resumes_and_refuses_other_settings(tmp_path):
     names = {p.name for p in output_files(out)}
     assert {"results.csv", "config.json", "claims.csv", "table.md", "cifar_fig5.png"} <= names
     claims = pd.read_csv(out / "claims.csv")
-    assert list(claims.columns) == CLAIM_COLUMNS and len(claims) == 2
+    assert list(claims.columns) == CLAIM_COLUMNS and len(claims) == 4  # 2 claims, 2 controls
+    assert list(claims["role"]) == ["claim", "claim", "negative control", "positive control"]
     config = json.loads((out / "config.json").read_text())
     assert config["dataset"] == "digits" and config["n_train"] + config["n_test"] == 1797
     assert "69.79" in (out / "table.md").read_text()  # the paper's Table 3 beside ours
@@ -127,7 +131,8 @@ def test_continual_tiny_on_digits_all_models_and_claims(tmp_path):
                  dtype=float)
     assert R.shape == (5, 5)
     claims = pd.read_csv(tmp_path / "claims.csv")
-    assert len(claims) == 7 and claims["verdict"].notna().all()
+    assert len(claims) == 9 and claims["verdict"].notna().all()  # 7 claims, 2 controls
+    assert claims["role"].value_counts()["claim"] == 7
     assert (tmp_path / "continual_fig3.png").stat().st_size > 0
     text = (tmp_path / "table.md").read_text()
     assert "0.53" in text and "Linear Mask 0.38" in text
@@ -165,8 +170,8 @@ def test_comet_and_continual_read_mnist_from_data_dir(tmp_path):
     smaller = frame[frame["model_label"] == "smaller model"]
     assert (smaller["layer_width"] == (smaller["width"] * smaller["p_k"]).round()).all()
     claims = pd.read_csv(tmp_path / "comet" / "claims.csv")
-    assert len(claims) == 3
+    assert len(claims) == 5  # 3 claims, 2 controls
     frame = run_continual("tiny", tmp_path / "cl", data_dir=data, seeds=[0], progress=False)
-    assert set(frame["dataset"]) == {"mnist"} and len(frame) == 11
+    assert set(frame["dataset"]) == {"mnist"} and len(frame) == 12
     with pytest.raises(FileNotFoundError, match="neither MNIST"):
         run_cifar("tiny", tmp_path / "x", data_dir=tmp_path / "cl")

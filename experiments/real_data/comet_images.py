@@ -12,23 +12,26 @@ import pandas as pd
 import torch
 
 from experiments.claims import Claim
-from experiments.real_data._configs import PRESETS, CometImagesConfig, experiment_config
-from experiments.real_data._rows import (_data, _engine, _fingerprint, _holding_out, _mean_sd,
-                                         _prepare, _run_rows, _seeds, _tensor, _write_claims,
-                                         _write_config, _write_table)
-from experiments.real_data._verdicts import paired_claim
+from experiments.real_data._configs import PRESETS, CometImagesConfig
+from experiments.real_data._rows import (_announce, _configured, _engine, _fingerprint,
+                                         _holding_out, _load, _mean_sd, _prepare, _run_rows,
+                                         _tensor, _write_claims, _write_config, _write_table)
+from experiments.real_data._verdicts import (adjust_family, paired_claim,
+                                             real_data_controls)
 from routing.validation import check_choice
 
 
 @_holding_out
 def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
                      progress: bool = True, force: bool = False, workers: int | None = None,
-                     scheduler: str | None = None, rows_only: bool = False) -> pd.DataFrame:
+                     scheduler: str | None = None, rows_only: bool = False,
+                     data: str | None = None) -> pd.DataFrame:
     """COMET §5.2.1, Fig. 4 (App. A.1): 4-layer MLPs (3 hidden ReLU layers of N neurons) on
     flattened images scaled to [0, 1]: COMET at each p_k against the standard model (N, dense)
     and the smaller model (round(p_k N), dense), test accuracy over seeds.
 
-    Arguments and errors: as ``run_cifar`` ("paper" needs CIFAR-10 in ``data_dir``).
+    Arguments and errors: as ``run_cifar`` ("paper" needs CIFAR-10 in ``data_dir``; the quick
+    preset reads MNIST-5k by default).
 
     Returns:
         the rows of this run (model_label "COMET", "standard model" or "smaller model"; width
@@ -42,13 +45,15 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
     check_choice(preset, "preset", PRESETS)
     engine = _engine(workers, scheduler, device)
     torch_device = run_device(device, scheduler)
-    dataset, X_train, y_train, X_test, y_test = _data(preset, data_dir)
-    config = _seeds(experiment_config("comet_images", preset, dataset), seeds)
-    settings = _fingerprint(config)
+    images = _load("comet_images", preset, data, data_dir)
+    dataset, X_train, y_train, X_test, y_test = (images.name, images.X_train, images.y_train,
+                                                 images.X_test, images.y_test)
+    config = _configured("comet_images", preset, images, seeds)
+    settings = _fingerprint(config, images)
     out = pathlib.Path(out)
-    table = _prepare(out, "comet_images", settings, force)
-    _write_config(out, "comet_images", config, settings, torch_device, data_dir,
-                  len(y_train), len(y_test))
+    table = _prepare(out, "comet_images", settings, force, config, images)
+    _write_config(out, "comet_images", config, settings, torch_device, images)
+    _announce("comet_images", images, progress)
     data = (_tensor(X_train, "cpu", True), torch.from_numpy(y_train),
             _tensor(X_test, "cpu", True), torch.from_numpy(y_test))
     train = TrainSettings(epochs=config.epochs, batch_size=config.batch_size,
@@ -82,11 +87,13 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
     frame = _run_rows(out, "comet_images", settings, jobs, table, progress, data, engine)
     if rows_only:
         return frame
-    claims = comet_claims(frame, config)
+    claims = adjust_family(comet_claims(frame, config)) + real_data_controls(  # Holm, controls
+        "comet_images", frame, "standard model", "width", "test_error", "test error",
+        budget=config.budget)
     _write_claims(out, claims)
-    _plot_comet(frame, out / "comet_fig4.png", config)
+    _plot_comet(frame, out / "comet_fig4.png", config, images.title)
     _write_table(out, "COMET §5.2.1, Fig. 4: 4-layer MLPs by neurons and sparsity", config,
-                 frame, claims, _comet_tables(frame))
+                 frame, claims, _comet_tables(frame), images)
     return frame
 
 
@@ -149,11 +156,12 @@ def _comet_tables(frame: pd.DataFrame) -> list[str]:
             _mean_sd(labelled, "width", "model", "test_accuracy").T.to_markdown(), ""]
 
 
-def _plot_comet(frame: pd.DataFrame, path: pathlib.Path, config) -> None:
+def _plot_comet(frame: pd.DataFrame, path: pathlib.Path, config, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator, ScalarFormatter
 
     fig, axes = plt.subplots(1, len(config.p_ks), figsize=(3.6 * len(config.p_ks), 3.4),
                              squeeze=False)
@@ -168,9 +176,14 @@ def _plot_comet(frame: pd.DataFrame, path: pathlib.Path, config) -> None:
             ax.errorbar(g.mean().index, g.mean().values, yerr=g.sem().fillna(0).values,
                         marker="o", capsize=3, label=label)
         ax.set_xscale("log")
+        # ticks at the widths run, plain numbers: log minor labels overlap ("3×4×10¹6×10¹")
+        ax.xaxis.set_major_locator(FixedLocator(sorted(config.widths)))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("neurons per layer N")
         ax.set_title(f"p_k = {p_k:g}", fontsize=9)
-    axes[0, 0].set_ylabel(f"test accuracy ({config.dataset})")
+    axes[0, 0].set_ylabel(f"test accuracy ({title})")
     axes[0, 0].legend(fontsize=7)
     fig.suptitle("4-layer MLPs, COMET vs standard vs smaller (Fig. 4 style)", fontsize=9)
     fig.tight_layout()

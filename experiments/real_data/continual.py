@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 
 from experiments.claims import Claim
-from experiments.real_data._configs import (PRESETS, ContinualConfig, _with_matched,
-                                            experiment_config)
-from experiments.real_data._rows import (_data, _engine, _fingerprint, _flat, _holding_out,
-                                         _prepare, _run_rows, _seeds, _write_claims, _write_config,
-                                         _write_table)
-from experiments.real_data._verdicts import paired_claim
+from experiments.real_data._configs import PRESETS, ContinualConfig
+from experiments.real_data._rows import (_announce, _configured, _engine, _fingerprint, _flat,
+                                         _holding_out, _load, _prepare, _run_rows, _write_claims,
+                                         _write_config, _write_table)
+from experiments.real_data._verdicts import (adjust_family, paired_claim,
+                                             real_data_controls)
 from routing.validation import check_choice
 
 #: Bricken et al. 2023: final validation accuracy of the 1K-neuron models where the paper
@@ -24,6 +24,7 @@ from routing.validation import check_choice
 #: Table 2 ablations, CIFAR-10 embeddings, k = 10).
 PAPER_BRICKEN = pd.DataFrame([
     ("SDMLP", 0.53, 0.63, 0.63), ("SDMLP (mask)", None, None, 0.38),
+    ("SDMLP + EWC", 0.83, None, None),
     ("Top-K", 0.22, 0.29, None), ("ReLU MLP", 0.21, None, None),
     ("EWC (ReLU MLP)", 0.61, 0.67, None), (("oracle (ReLU MLP, joint)"), 0.98, 0.93, None)],
     columns=["model", "Split MNIST (Table 7, k=10)", "Split CIFAR-10 (Table 5, k=10)",
@@ -33,7 +34,8 @@ PAPER_BRICKEN = pd.DataFrame([
 @_holding_out
 def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
                   progress: bool = True, force: bool = False, workers: int | None = None,
-                  scheduler: str | None = None, rows_only: bool = False) -> pd.DataFrame:
+                  scheduler: str | None = None, rows_only: bool = False,
+                  data: str | None = None, calibration=None) -> pd.DataFrame:
     """Bricken et al. 2023, §5 (Table 1, Fig. 3), App. E.1 (pixels), F.3 (Split MNIST):
     class-incremental continual learning, every model of ``experiments.continual.MODELS`` in
     the same harness (``run_continual_model``), the accuracy matrix, final and average
@@ -42,32 +44,38 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
     fewer dead neurons). Every model's size is matched to the ReLU MLP's trainable parameters
     before training (``ContinualConfig.matched``, written to config.json and table.md).
 
-    Arguments and errors: as ``run_cifar``; with ``data_dir`` the data are Split MNIST (IDX
-    files there) or Split CIFAR-10 pixels (binary files there).
+    Arguments and errors: as ``run_cifar``; the quick preset reads MNIST-5k by default
+    (Split MNIST-5k); with ``data_dir`` the data are Split MNIST (IDX files there) or Split
+    CIFAR-10 pixels (binary files there). ``calibration``: a file or dict of learning rates
+    and λs replacing the preset's calibrated ones
+    (``experiments.continual_calibration.read_calibration``; recorded in config.json).
+
+    Besides the files of ``run_cifar`` it writes ``accuracy_matrix.csv`` (every R[i, j]:
+    model, seed, after_task i, task j, accuracy) and ``continual_accuracy_matrices.png``
+    (one heatmap of the mean R per model).
 
     Returns:
         the rows of this run: one per model and seed (model_label, final_accuracy,
-        average_accuracy, forgetting, dead_fraction, acc_matrix / dead_per_task / curve as
-        JSON, params, relu_mlp_params, params_rel_diff, params_matched, size, sizing, …).
+        average_accuracy, forgetting, learning_accuracy, dead_fraction, acc_matrix /
+        dead_per_task / curve as JSON, params, relu_mlp_params, params_rel_diff,
+        params_matched, size, sizing, …).
     """
-    from experiments.continual import ContinualSettings, run_continual_model
+    from experiments.continual import ORACLE, ContinualSettings, run_continual_model
     from experiments.sweep import resolve_device, run_device
 
     check_choice(preset, "preset", PRESETS)
     engine = _engine(workers, scheduler, device)
     torch_device = run_device(device, scheduler)
-    dataset, X_train, y_train, X_test, y_test = _data(preset, data_dir)
-    config = _seeds(experiment_config("continual", preset, dataset), seeds)
-    d_in = int(np.prod(X_train.shape[1:]))
-    if config.d_in != d_in:  # files of another image size than the data set's own
-        config = _with_matched(config, d_in)
-    settings = _fingerprint(config)
+    images = _load("continual", preset, data, data_dir)
+    config = _configured("continual", preset, images, seeds, calibration)
+    dataset = images.name
+    settings = _fingerprint(config, images)
     out = pathlib.Path(out)
-    table = _prepare(out, "continual", settings, force)
-    _write_config(out, "continual", config, settings, torch_device, data_dir, len(y_train),
-                  len(y_test))
+    table = _prepare(out, "continual", settings, force, config, images)
+    _write_config(out, "continual", config, settings, torch_device, images)
+    _announce("continual", images, progress)
     continual = ContinualSettings(**config.continual)
-    data = _flat(X_train, y_train, X_test, y_test)
+    data = _flat(images.X_train, images.y_train, images.X_test, images.y_test)
 
     def job(label, seed):
         def run(data):  # here or on a worker: the device is the process's own
@@ -82,12 +90,16 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
     frame = _run_rows(out, "continual", settings, jobs, table, progress, data, engine)
     if rows_only:
         return frame
-    claims = continual_claims(frame, config)
+    claims = adjust_family(continual_claims(frame, config)) + real_data_controls(  # Holm,
+        "continual", frame.assign(final="final"), "ReLU MLP", "final", "error",  # controls
+        "test error after the last task", budget=config.budget, positive=ORACLE)
     _write_claims(out, claims)
-    _plot_continual(frame, out / "continual_fig3.png", config)
+    _write_matrix(frame, out / "accuracy_matrix.csv")
+    _plot_continual(frame, out / "continual_fig3.png", images.title)
+    _plot_matrices(frame, out / "continual_accuracy_matrices.png", images.title)
     _write_table(out, "Bricken et al. 2023 §5: class-incremental continual learning (Table 1, "
                  "Fig. 3; App. E.1, F.3)", config, frame, claims,
-                 _continual_tables(frame, config))
+                 _continual_tables(frame, config), images)
     return frame
 
 
@@ -171,33 +183,111 @@ def _matched_table(config: ContinualConfig) -> list[str]:
 def _continual_summary(frame: pd.DataFrame) -> list[str]:
     summary = frame.groupby("model_label", sort=False).agg(
         final_accuracy=("final_accuracy", "mean"), sd=("final_accuracy", "std"),
-        average_accuracy=("average_accuracy", "mean"), forgetting=("forgetting", "mean"),
+        average_accuracy=("average_accuracy", "mean"),
+        learning_accuracy=("learning_accuracy", "mean"), forgetting=("forgetting", "mean"),
         dead_after_last=("dead_fraction", "mean"), params=("params", "first"),
         activated=("activated_units", "first"), units=("n_units", "first"),
         wall_s=("wall_s", "mean"))
     for column in ("params", "activated", "units"):
         summary[column] = summary[column].astype(int)
-    return ["Means over seeds (final accuracy: whole test set after the last task; forgetting: "
+    paper = PAPER_BRICKEN.astype(object).where(PAPER_BRICKEN.notna(), "")
+    return ["Means over seeds (final accuracy: whole test set after the last task; learning "
+            "accuracy: each task's test accuracy right after training on it, mean over tasks — "
+            "a model that stops learning has a low one however little it forgets; forgetting: "
             "Chaudhry et al. 2018; dead: share of hidden units — for MoE layers, experts or "
-            "value slots — active for no test input after the last task):", "",
-            summary.to_markdown(floatfmt=("", ".3f", ".3f", ".3f", ".3f", ".3f", ".0f",
+            "value slots — active for no test input after the last task). The accuracy matrix "
+            "R[i, j] of every model and seed is in accuracy_matrix.csv and drawn in "
+            "continual_accuracy_matrices.png:", "",
+            summary.to_markdown(floatfmt=("", ".3f", ".3f", ".3f", ".3f", ".3f", ".3f", ".0f",
                                           ".0f", ".0f", ".2f")), "",
             "Bricken et al. 2023, final validation accuracy, 1K neurons (the paper's numbers; "
             "blank where it gives none):", "",
-            PAPER_BRICKEN.to_markdown(index=False, missingval=""), ""]
+            paper.to_markdown(index=False), ""]
 
 
-def _plot_continual(frame: pd.DataFrame, path: pathlib.Path, config) -> None:
+def _matrix_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Long rows of every accuracy matrix: model_label, seed, after_task i, task j (both from
+    1), the task's classes and R[i, j] (empty where not measured: the oracle's rows before
+    its one joint training)."""
+    rows = []
+    for r in frame.itertuples(index=False):
+        R = np.array(json.loads(r.acc_matrix), dtype=float)
+        tasks = json.loads(r.tasks)
+        for i in range(R.shape[0]):
+            for j in range(R.shape[1]):
+                rows.append({"model_label": r.model_label, "seed": r.seed, "after_task": i + 1,
+                             "task": j + 1, "classes": " ".join(map(str, tasks[j])),
+                             "accuracy": R[i, j]})
+    return pd.DataFrame(rows, columns=["model_label", "seed", "after_task", "task", "classes",
+                                       "accuracy"])
+
+
+def _write_matrix(frame: pd.DataFrame, path: pathlib.Path) -> None:
+    from experiments.output_folder import write_frame
+
+    write_frame(_matrix_rows(frame), path)
+
+
+def _plot_matrices(frame: pd.DataFrame, path: pathlib.Path, title: str) -> None:
+    """One heatmap per model of its accuracy matrix R (mean over seeds): row i after task i,
+    column j task j; the diagonal is the learning accuracy, the last row the final
+    per-task accuracy."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
+    long = _matrix_rows(frame)
+    labels = list(dict.fromkeys(frame["model_label"]))
+    ncols = min(4, len(labels))
+    nrows = -(-len(labels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.7 * ncols, 2.6 * nrows + 0.6),
+                             squeeze=False)
+    image = None
+    for ax, label in zip(axes.flat, labels):
+        mean = long[long["model_label"] == label].pivot_table(
+            index="after_task", columns="task", values="accuracy", aggfunc="mean",
+            dropna=False)
+        R = mean.to_numpy(dtype=float)
+        T = R.shape[0]
+        cmap = plt.get_cmap("viridis").copy()
+        cmap.set_bad("0.85")
+        image = ax.imshow(np.ma.masked_invalid(R), vmin=0, vmax=1, cmap=cmap)
+        for i in range(T):
+            for j in range(R.shape[1]):
+                if np.isfinite(R[i, j]):
+                    ax.text(j, i, f"{R[i, j]:.2f}", ha="center", va="center", fontsize=6,
+                            color="white" if R[i, j] < 0.6 else "black")
+        ax.set_xticks(range(R.shape[1]), [str(t) for t in mean.columns])
+        ax.set_yticks(range(T), [str(t) for t in mean.index])
+        ax.tick_params(labelsize=7)
+        ax.set_title(label, fontsize=8)
+        ax.set_xlabel("task", fontsize=7)
+        ax.set_ylabel("after task", fontsize=7)
+    for ax in list(axes.flat)[len(labels):]:
+        ax.axis("off")
+    fig.suptitle(f"Accuracy matrices R[i, j], Split {title} (mean over seeds; grey: not "
+                 f"measured)", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 0.92, 1))
+    if image is not None:
+        fig.colorbar(image, cax=fig.add_axes((0.93, 0.15, 0.015, 0.7)), label="test accuracy")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _plot_continual(frame: pd.DataFrame, path: pathlib.Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
     colours = plt.get_cmap("tab20").colors
     for i, (label, rows) in enumerate(frame.groupby("model_label", sort=False)):
+        # tab20's dark shades, then its light ones: 20 models before a colour repeats
         style = dict(color="black", ls="--") if "oracle" in label else dict(
-            color=colours[2 * i % 20])
+            color=colours[(2 * i) % 20 + (2 * i) // 20 % 2])
         curves = [np.array(json.loads(c), dtype=float) for c in rows["curve"]]
         curves = [c for c in curves if c.size]
         if curves:
@@ -213,11 +303,14 @@ def _plot_continual(frame: pd.DataFrame, path: pathlib.Path, config) -> None:
                 **style)
     ax.set_xlabel("tasks trained")
     ax.set_ylabel("test accuracy, all classes")
-    ax.set_title(f"Split {config.dataset}, class-incremental (Fig. 3 style)", fontsize=9)
+    ax.set_title(f"Split {title}, class-incremental (Fig. 3 style)", fontsize=9)
     bx.set_xlabel("after task")
     bx.set_ylabel("dead fraction of hidden units")
     bx.set_title("dead neurons per task (Fig. 10c style)", fontsize=9)
-    ax.legend(fontsize=6, ncol=2)
+    for axis in (ax, bx):
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    # beside the panels: inside, a legend of 12 models covers curves (the oracle's on top)
+    bx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
