@@ -1,4 +1,4 @@
-"""Sweep speed under real conditions (issue 27, item 5), ratios measured in one run:
+"""Sweep speed under real conditions, ratios measured in one run:
 
 1. neighbour: rows of the ``routers`` quick sweep computed in this process, quiet and beside
    one busy single-threaded process (``while True: pass``), under the thread policy (one

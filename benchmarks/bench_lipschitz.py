@@ -1,4 +1,4 @@
-"""Benchmark of target evaluation (issue: "n_inputs = 16 on 10⁵ points well under a second").
+"""Benchmark of target evaluation (target: n_inputs = 16 on 10⁵ points well under a second).
 
 Measures, in one run, RandomHypercubeFunction(16) on 10⁵ points by multilinear contraction
 against the direct sum over the 2^16 corner indicators (timed on a subset and scaled

@@ -1,5 +1,5 @@
-"""Benchmark of the models' training (issue 4: "DSM training step time at k = width/16 vs dense
-at the same width: target <= 0.5x on CPU; samples/s of each model's training").
+"""Benchmark of the models' training: DSM training step time at k = width/16 vs dense
+at the same width: target <= 0.5x on CPU; samples/s of each model's training.
 
 Measured in one run, interleaved so that machine load hits every model alike:
 

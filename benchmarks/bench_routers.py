@@ -1,6 +1,6 @@
-"""Benchmark of the routers' training (issue 7: "training samples/s of each router at matched
+"""Benchmark of the routers' training: training samples/s of each router at matched
 activated units on CPU, and on a GPU when one can be had; the gather-based sparse paths must
-not be slower than the dense model of the same total width").
+not be slower than the dense model of the same total width.
 
 One training step (forward, MSE plus aux losses, backward, optimiser step, ``after_step``) of
 every router of ``routing.layers`` at a activated units out of 4a total units (the
@@ -38,7 +38,7 @@ from _timing import machine, steady_malloc, thread_limit, time_interleaved  # no
 
 DIM, BATCH = 8, 1024
 # the routers whose sparse path touches only each example's selected experts, slots or units
-# (issue 7's target: not slower than the dense network of the same total width). SMEAR merges
+# (the target: not slower than the dense network of the same total width). SMEAR merges
 # every expert's parameters for every example (Muqeeth et al. §3): dense by design.
 GATHER_BASED = ("comet", "sigma_moe", "topk_moe", "pkm", "sdmlp")
 ACTIVATED = (64, 256)

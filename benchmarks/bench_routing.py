@@ -1,4 +1,4 @@
-"""Speed of the routing hashes against plain-numpy recipes (issue 3, "Speed").
+"""Speed of the routing hashes against plain-numpy recipes.
 
 All numbers come from one run on the same data: N = 10⁶ points, dim = 64, float32, uniform on
 a random 4-dimensional subspace of R^64 (coordinates of a point of [-1, 1]^4 in an orthonormal

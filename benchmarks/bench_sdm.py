@@ -1,6 +1,6 @@
 """Benchmark of routing.sdm: the whole binary circle-intersection curve for n = 1000, d = 451.
 
-Target (issue 6): the curve d_v = 0 … n in <= 10 ms after compilation and >= 100x faster than a
+Target: the curve d_v = 0 … n in <= 10 ms after compilation and >= 100x faster than a
 straightforward double loop over scipy.special.comb, measured in the same run. The baseline
 loops over d_v and over z (the bits where the neuron disagrees with both centres) and sums
 comb(d_v, c) over the allowed c with one vectorised scipy.special.comb call, in float64:

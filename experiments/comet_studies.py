@@ -1,4 +1,4 @@
-"""COMET's two synthetic studies (issue 7): similar inputs share masks (COMET §5.1.1, Fig. 2)
+"""COMET's two synthetic studies: similar inputs share masks (COMET §5.1.1, Fig. 2)
 and fixed routing leaves no neuron dead (§5.1.2), the latter on sparselab's own inputs.
 
 **Similarity** (``run_similarity``). 500 random input pairs of length 100; every input has

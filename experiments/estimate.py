@@ -1,4 +1,4 @@
-"""How long a reproduction will take on this device, measured before it starts (issue 27).
+"""How long a reproduction will take on this device, measured before it starts.
 
 ``sparselab reproduce --preset paper`` runs thousands of rows at sizes no laptop finishes in a
 day; it says first how long it expects to take, from a calibration on the device it

@@ -1,7 +1,7 @@
 """Training the router layers of ``routing.layers`` as regressors on the Lipschitz targets.
 
 Unlike the models of ``experiments.models`` (frozen features, linear top layer, exact fit),
-the routers of issue 7 learn their routing (σ-MoE, top-k MoE, PKM, SMEAR, SDMLP) or their
+the routers learn their routing (σ-MoE, top-k MoE, PKM, SMEAR, SDMLP) or their
 backbone (COMET), so they are trained end to end: minibatches, the MSE plus the layer's
 auxiliary losses (``forward`` returns them already weighted), the layer's own optimiser
 (Adam, or plain SGD for SDMLP: Bricken et al. 2023 §4, stale momentum), a cosine learning-rate

@@ -521,7 +521,7 @@ def fit_law(frame: pd.DataFrame, x: str, y: str = "eval_nmse", law: str = "offse
     table of mean ln y per (x, seed) it was made from, ``law``, ``n_boot`` and ``seed``: the
     same curve in another experiment (fig4 repeats fig2's) returns the kept ``LawFit``, whose
     ``samples`` are read-only. Source: Besiroglu et al. 2024, "Chinchilla scaling: a replication
-    attempt" (robust fit, bootstrap intervals); issue 25 (bootstrap over seeds and points).
+    attempt" (robust fit, bootstrap intervals), here resampling seeds and points.
 
     Arguments:
         frame: rows with columns ``x``, ``y`` and ``seed`` (one model's results).

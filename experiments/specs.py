@@ -19,7 +19,7 @@ from routing.validation import check_int, check_real, check_seed
 #: Generated targets (``lipschitz``), and "data": (X, y) read from a file of one's own
 #: (``lipschitz.data_file``).
 TARGET_FAMILIES = ("polynomial", "hypercube", "mlp", "data")
-#: The routers of issue 7 (``routing.layers``), trained end to end (``experiments.kinds.routers``).
+#: The routers of ``routing.layers``, trained end to end (``experiments.kinds.routers``).
 ROUTER_KINDS = ("comet", "sigma_moe", "topk_moe", "pkm", "smear", "sdmlp")
 #: The ``routing.layers`` layers a sweep trains end to end: the routers and their dense
 #: baseline ``DenseMLP`` (every unit active; k, if given, must equal the width).

@@ -1,5 +1,5 @@
 """The subspace experiment's fit window, reach and verdict (Baykal et al. 2022, Theorem 4.1
-and Lemma 4.2; issue 25, item 3).
+and Lemma 4.2).
 
 The LSH-table learner (bucket means of Euclidean LSH) on inputs uniform on Γ, a random
 k-dimensional subspace of [-1, 1]^64: its eval nMSE against the number T of non-empty buckets
@@ -25,7 +25,7 @@ from the *inputs* of each run, never from its errors:
 ρ, the empty fraction and the empty share are functions of the training and evaluation inputs
 and of the hash functions only (``bucket_geometry`` recomputes them from the sweep's seeds;
 they never see y). The thresholds were fixed in this module, from that reasoning, before the
-decisive fit was run. They were *informed* by two things seen before: issue 25's report that a
+decisive fit was run. They were *informed* by two things seen before: an earlier report that a
 fit on T ≥ 30 within the sample regime gives α ≈ 0.663 at k = 3 (ρ ≈ 0.24 there), and a
 look at ρ, the empty fraction and the empty share against T on the inputs alone (seed 0,
 n_train = 50 000 and 200 000), which showed that the sample condition by itself lets through

@@ -6,7 +6,8 @@ Why. A sweep's per-row work is many small operations (a router's training step m
 machine), but those pools wait for each other at every operation, spinning, so as soon as
 anything else runs beside them — a busy neighbour, or another Dask worker — every step waits
 for a descheduled thread: the same sweep took 10–35× longer beside one busy single-threaded
-process (issue 27). With one thread everywhere the neighbour cost nothing measurable. So:
+process (docs/performance.md, "Threads"). With one thread everywhere the neighbour cost
+nothing measurable. So:
 
 - a sweep runs its rows with one torch (intra-op), Numba and BLAS thread in the process
   (``single_threaded``, used by ``experiments.sweep.run_sweep``'s serial path);

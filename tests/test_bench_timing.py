@@ -82,6 +82,7 @@ def _faults_per_step(nbytes: int) -> float:
     return float(faults)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(__import__("platform").libc_ver()[0] != "glibc",
                     reason="the malloc thresholds are glibc's")
 def test_steady_malloc_spares_a_dense_step_its_page_faults():

@@ -326,6 +326,7 @@ def test_reproduce_only_runs_the_named_steps_and_reports_the_others_done(tmp_pat
     assert ran == ["b", "a"]
 
 
+@pytest.mark.slow
 def test_reproduce_only_with_workers_runs_the_named_steps_there(tmp_path, monkeypatch):
     from experiments import reproduce
 

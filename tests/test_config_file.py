@@ -1,4 +1,4 @@
-"""Experiments from a TOML file (issue 26, item 2) and data sets of one's own (item 3)."""
+"""Experiments from a TOML file and data sets of one's own (docs/first_experiment.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sweeps on Dask workers (issue 27): the same rows as the serial path, a user's own model kind
+"""Sweeps on Dask workers: the same rows as the serial path, a user's own model kind
 shipped to workers that never registered it, a worker killed mid-task, a driver killed."""
 
 import os
@@ -82,6 +82,7 @@ def cluster():
         yield cluster.scheduler_address, client
 
 
+@pytest.mark.slow
 def test_rows_are_the_same_serial_and_on_two_workers(tmp_path, cluster):
     address, client = cluster
     config = _config()
@@ -106,6 +107,7 @@ def test_rows_are_the_same_serial_and_on_two_workers(tmp_path, cluster):
     assert set(trim.values()) == {os.environ.get("MALLOC_TRIM_THRESHOLD_")}
 
 
+@pytest.mark.slow
 def test_the_local_cluster_keeps_dasks_housekeeping_slow(cluster):
     # engine.WORKER_CONFIG: no stack profiler in the workers (it takes the task's GIL every
     # 10 ms), event-loop ticks, system and memory monitors at seconds, not 20-500 ms
@@ -134,6 +136,7 @@ def test_rows_are_the_same_on_a_local_cluster_of_one_or_four_workers(tmp_path, w
                                   check_exact=True)
 
 
+@pytest.mark.slow
 def test_a_kind_registered_in_the_driver_only_runs_on_the_workers(tmp_path, cluster,
                                                                   slow_kind):
     address, client = cluster
@@ -146,6 +149,7 @@ def test_a_kind_registered_in_the_driver_only_runs_on_the_workers(tmp_path, clus
     assert any(client.run(lambda: name in model_kind_names()).values())
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_task_loses_and_duplicates_no_row(tmp_path, cluster, slow_kind):
     address, client = cluster
     config = _slow_config(0.4)  # 8 rows of 0.4 s on 2 workers
@@ -181,6 +185,7 @@ run_sweep([_slow_config(0.3)], sys.argv[1], device="cpu", progress=False, schedu
 """
 
 
+@pytest.mark.slow
 def test_a_killed_driver_resumes_with_the_rest(tmp_path, cluster, slow_kind):
     address, client = cluster
     out = tmp_path / "run"
@@ -242,6 +247,7 @@ def test_each_local_worker_gets_one_gpu(tmp_path):
     assert sorted(visible.values()) == sorted(str(i % n) for i in range(2))
 
 
+@pytest.mark.slow
 def test_local_workers_share_the_visible_gpus_round_robin(monkeypatch):
     # the GPU choice without a GPU: the ids come from the driver's CUDA_VISIBLE_DEVICES,
     # which no CPU-only torch reads (the cuda test above runs the rows on real GPUs)
@@ -263,6 +269,7 @@ def test_local_workers_share_the_visible_gpus_round_robin(monkeypatch):
         assert sorted(engine.client.run(visible).values()) == ["2", "2"]
 
 
+@pytest.mark.slow
 def test_rows_and_tasks_carry_their_priority(cluster, slow_kind):
     from experiments.engine import Engine
 
@@ -292,6 +299,7 @@ def test_rows_and_tasks_carry_their_priority(cluster, slow_kind):
     assert {-p for key, p in seen.items() if key.startswith("sparselab-step-")} == {3}
 
 
+@pytest.mark.slow
 def test_rows_finished_out_of_order_are_written_in_the_sweep_order(tmp_path, cluster,
                                                                    slow_kind):
     """The first row sleeps while the other worker finishes the rest: the workers finish the
@@ -322,6 +330,7 @@ class LoggedConstantKind(SlowConstantKind):
         return super().fit(model, spec, config, X, y, regime, seed)
 
 
+@pytest.mark.slow
 def test_rows_two_sweeps_share_are_computed_once(tmp_path, cluster):
     """Two sweeps at once on one engine (as ``sparselab reproduce --workers`` runs them) with
     a model in common: its rows are computed once, and each sweep's results.csv is the one
@@ -372,6 +381,7 @@ def test_rows_two_sweeps_share_are_computed_once(tmp_path, cluster):
         assert set(parallel["model_label"]) == {m.display() for m in config.models}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["scale", "--experiment", "fig2", "--preset", "tiny"],
     ["scale", "--experiment", "cifar", "--preset", "tiny", "--seeds", "0"],

@@ -1,4 +1,4 @@
-"""``reproduce --preset paper`` says first how long it will take (issue 27, item 5): the
+"""``reproduce --preset paper`` says first how long it will take: the
 estimate extrapolates timed rows at reduced sizes, scales with the work, and is printed."""
 
 import json
@@ -90,7 +90,7 @@ def test_a_small_sweep_is_timed_whole():
 def test_a_wide_exact_fit_is_timed_with_two_rows_per_coefficient():
     """Below about one training row per coefficient an exact fit's normal matrix is rank
     deficient and the fit takes another, slower path than the full-size row: a calibration
-    row of an exact fit keeps ROWS_PER_COEF rows per coefficient (issue 27: one of the
+    row of an exact fit keeps ROWS_PER_COEF rows per coefficient (one of the
     paper's 16 384-wide Table 1 rows was timed over 700 s on 2 000 rows); SGD rows are not
     raised, and a model just under the line keeps the sweep's s1."""
     from experiments.estimate import ROWS_PER_COEF, _row_scale
@@ -222,6 +222,7 @@ def test_a_real_calibration_comes_close_to_the_real_time():
     assert 0.25 < result.seconds / actual < 4, (result.seconds, actual)
 
 
+@pytest.mark.slow
 def test_reproduce_paper_prints_the_estimate_first(tmp_path, monkeypatch):
     seen = {}
 
@@ -279,6 +280,7 @@ def _deterministic_timer(config, spec, seed, device):
     return 2e-5 * n, (spec.width or 4) * 0.1 + 1e-5 * n + 1e-3 * config.sgd_steps + superlinear
 
 
+@pytest.mark.slow
 def test_a_calibration_on_workers_gives_the_serial_numbers():
     """``engine``: the sampled rows are timed on Dask workers, several at once, and the
     estimate is assembled in the serial order: the same timings give the same numbers."""
@@ -307,6 +309,7 @@ def test_the_estimate_option_prints_and_runs_nothing(tmp_path):
     assert not any((tmp_path / name).exists() for name in ("fig2", "index.json"))
 
 
+@pytest.mark.slow
 def test_the_estimate_option_with_workers_times_the_rows_there(tmp_path):
     result = CliRunner().invoke(reproduce_command, ["--preset", "tiny", "--out",
                                                     str(tmp_path), "--estimate", "--device",

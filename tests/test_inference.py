@@ -252,6 +252,7 @@ def test_nan_p_values_are_untested_and_excluded_from_the_family():
     assert holm(0.01).p_adjusted.shape == ()
 
 
+@pytest.mark.slow
 def test_families_along_the_last_axis_match_one_at_a_time():
     rng = np.random.default_rng(5)
     p = rng.uniform(size=(40, 6)) ** 2

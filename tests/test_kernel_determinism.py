@@ -96,6 +96,7 @@ def _exercise_router_kernels():
             loss.backward()
 
 
+@pytest.mark.slow
 def test_no_reassociated_kernel_sums_in_a_loop_that_stores():
     _exercise_router_kernels()
     checked = 0
@@ -114,3 +115,21 @@ def test_no_reassociated_kernel_sums_in_a_loop_that_stores():
                 checked += summing
     # the pattern is looked for where it can occur: the kernels do have vectorised sums
     assert checked >= 10
+
+
+def test_the_masked_unit_row_has_no_reassociated_sum_beside_a_store():
+    """The fast tier's case of ``test_no_reassociated_kernel_sums_in_a_loop_that_stores``
+    (marked slow: it compiles every reassociated kernel anew): the kernel whose scratch stores
+    once made LLVM run its sum serially, compiled anew in both dtypes and inspected."""
+    kernel = _unit_kernel._unit_row_masked
+    fresh = njit(fastmath=kernel.targetoptions["fastmath"])(kernel.py_func)
+    summing = 0
+    for dtype in DTYPES:
+        n = 64
+        scores, v, bias, u0 = (np.linspace(-1, 1, n).astype(dtype) for _ in range(4))
+        fresh(scores, v, dtype(0.5), n, bias, dtype(0.1), u0, np.empty(n + 16, dtype))
+    for signature in fresh.signatures:
+        found, bad = _vector_loops_summing_beside_stores(fresh.inspect_llvm(signature))
+        assert not bad, f"_unit_row_masked{signature}: {bad}"
+        summing += found
+    assert len(fresh.signatures) == 2 and summing >= 2  # a vectorised sum in each dtype

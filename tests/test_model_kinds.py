@@ -1,4 +1,4 @@
-"""The one model interface (issue 26): the registry, contract tests run over every registered
+"""The one model interface: the registry, contract tests run over every registered
 kind (as scikit-learn's ``check_estimator``), a user's own router registered and swept, and a
 tiny sweep of every built-in kind equal to the one recorded before the refactor."""
 

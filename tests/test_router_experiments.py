@@ -1,4 +1,5 @@
-"""The routers of issue 7 in the experiment harness: specs, building, training, sweeps."""
+"""The routers of ``routing.layers`` (COMET, σ-MoE, top-k MoE, PKM, SMEAR, SDMLP) in the
+experiment harness: specs, building, training, sweeps."""
 
 import numpy as np
 import pandas as pd

@@ -286,6 +286,7 @@ def test_project_candidates_keeps_projections_reaching_the_threshold(seed, n, di
     check_candidates(seed, n, dim, n_dirs, dtype)
 
 
+@pytest.mark.slow
 def test_range_scans_without_avx512(tmp_path):
     """The portable code path (LLVM's compressing store), compiled for a generic CPU."""
     script = (

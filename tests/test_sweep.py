@@ -186,13 +186,13 @@ def test_rows_written_before_settings_were_recorded_are_refused(tmp_path):
     with pytest.raises(ValueError, match="before rows recorded their settings") as error:
         run_sweep([config], tmp_path, device="cpu", progress=False)
     assert "n_train 999 there, 300 now" in str(error.value)
-    # rows of another experiment in the same folder: refused, naming it (issue 27)
+    # rows of another experiment in the same folder: refused, naming it
     other = config.with_(name="fig2")
     with pytest.raises(ValueError, match="4 rows of experiment 'fig4'"):
         run_sweep([other], tmp_path, device="cpu", progress=False)
 
 
-# -- normalised errors (issue 25): every row carries them; older tables resume and get them
+# -- normalised errors: every row carries them; older tables resume and get them
 
 def test_rows_carry_eval_and_train_nmse_over_their_own_labels(tmp_path):
     from experiments.sweep import _make_data
@@ -251,3 +251,35 @@ def test_rows_of_interleaved_seeds_share_their_data_sets(monkeypatch):
     assert drawn[-1] == 0 and len(drawn) == 3 + sweep.DATA_CACHE_SIZE
     for a, b in zip(again, first[0]):  # drawn anew from its seed: the same numbers
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_specs_differing_only_in_n_tables_both_keep_their_rows_through_a_resume(tmp_path):
+    """Two LSH specs alike but for n_tables (same label): a sweep stopped after the first row
+    and resumed computes the second and keeps both, each the row its own spec gives alone. A
+    row key blind to n_tables would take the second for the first, done already."""
+    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+
+    one, two = (ModelSpec("lsh", n_bits=4, n_tables=t, family="sign", label="LSH")
+                for t in (1, 2))
+    config = ExperimentConfig(name="fig4", preset="tiny", target=TargetSpec("polynomial"),
+                              models=(one, two), seeds=(0,), n_train=300, n_eval=200)
+    computed = []
+
+    def stop_after_the_first(row):
+        computed.append(row["model_key"])
+        raise Interrupt
+
+    with pytest.raises(Interrupt):
+        run_sweep([config], tmp_path / "resumed", device="cpu", progress=False,
+                  on_row=stop_after_the_first)
+    resumed = run_sweep([config], tmp_path / "resumed", device="cpu", progress=False,
+                        on_row=lambda row: computed.append(row["model_key"]))
+    assert computed == [one.key(), two.key()]  # each computed once: the second on resuming
+    on_disk = pd.read_csv(tmp_path / "resumed" / "results.csv")
+    assert len(on_disk) == len(resumed) == 2
+    for spec, (_, row) in zip((one, two), on_disk.iterrows()):
+        alone = run_sweep([config.with_(models=(spec,))], tmp_path / f"alone{spec.n_tables}",
+                          device="cpu", progress=False)
+        assert row["model_key"] == spec.key()
+        assert row["eval_mse"] == pytest.approx(alone["eval_mse"].iloc[0], rel=1e-12)
+    assert on_disk["eval_mse"].iloc[0] != on_disk["eval_mse"].iloc[1]  # two models, two fits

@@ -55,6 +55,7 @@ def _child(mode, cache):
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="NUMBA_CACHE_DIR in a child process")
 def test_after_the_warm_up_the_sampled_work_compiles_nothing(tmp_path):
     cache = tmp_path / "numba_cache"
