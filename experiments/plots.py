@@ -16,7 +16,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
 from experiments.scaling import error_column, fit_power_law  # noqa: E402
-from routing.validation import check_real  # noqa: E402
+from routing.validation import as_numpy, check_real  # noqa: E402
 
 
 def _check_column(frame: pd.DataFrame, column, name: str) -> str:
@@ -103,28 +103,143 @@ def axis_label(frame: pd.DataFrame, x: str, labels: list[str]) -> str:
     return f"total width ({width}) / non-empty buckets ({buckets})"
 
 
+#: Smallest gap between two labelled x ticks of a panel, as a share of its log x span:
+#: a panel 5.2 inches wide has about 4 inches of axis, a label of four digits about 0.35.
+MIN_TICK_GAP = 0.12
+
+
+def spaced_ticks(values, min_gap: float = MIN_TICK_GAP) -> np.ndarray:
+    """The x values to label on a log axis: the positive ``values`` (sorted, unique), kept
+    from the smallest up when at least ``min_gap`` of the log span lies between a value and
+    the last kept one, so that no two labels run into each other (224 and 256 on a panel
+    spanning 16 … 1024 would print as "22456"); the largest value replaces the last kept one
+    when the two are too close.
+
+    Arguments:
+        values: array-like of x values (float); non-positive ones are dropped.
+        min_gap: share of log10(max / min) in (0, 1).
+
+    Returns:
+        float array, sorted.
+
+    Raises:
+        ValueError: ``min_gap`` not in (0, 1); ``values`` not a 1-D array of finite reals.
+    """
+    min_gap = check_real(min_gap, "min_gap", 0.0, 1.0, low_open=True, high_open=True)
+    values = as_numpy(values)
+    if values.dtype.kind not in "biuf" or values.ndim != 1 or not np.isfinite(values).all():
+        raise ValueError(f"values must be a 1-D array of finite reals, got dtype {values.dtype} "
+                         f"and shape {values.shape}")
+    values = np.unique(values.astype(float))
+    values = values[values > 0]
+    if len(values) < 2:
+        return values
+    logs = np.log10(values)
+    gap = min_gap * (logs[-1] - logs[0])
+    kept = [0]
+    for i in range(1, len(values)):
+        if logs[i] - logs[kept[-1]] >= gap:
+            kept.append(i)
+    if kept[-1] != len(values) - 1:
+        if len(kept) > 1:
+            kept[-1] = len(values) - 1
+        else:
+            kept.append(len(values) - 1)
+    return values[kept]
+
+
 def _log_x_ticks(ax, values) -> None:
     """Label only major ticks; over less than two decades (where matplotlib would label the
-    minor ticks too, and 3×10¹ runs into 4×10¹), put them at the plotted x values."""
+    minor ticks too, and 3×10¹ runs into 4×10¹), put them at plotted x values spaced apart
+    (``spaced_ticks``)."""
     ax.xaxis.set_minor_formatter(NullFormatter())
     values = np.unique(np.asarray(values, dtype=float))
     values = values[values > 0]
     if len(values) < 2 or np.log10(values[-1] / values[0]) >= 2:
         return
-    step = int(np.ceil(len(values) / 6))  # at most 6 labels: they stay apart on a panel
-    ax.xaxis.set_major_locator(FixedLocator(values[::step]))
+    ax.xaxis.set_major_locator(FixedLocator(spaced_ticks(values)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+#: Characters per line of a panel's title (fontsize 9 on a 5.2-inch panel).
+TITLE_WIDTH = 62
+#: A title a config written before regimes were drawn from it carries its regime after this.
+_OLD_REGIME_SUFFIX = "\n— "
+
+
+def panel_regime(config, labels: list[str], rows: pd.DataFrame) -> str:
+    """How the models of a panel were trained, in words, from the config that ran: "exact
+    least squares", "Adam on the top layer, 30 steps of 256, lr 0.01", or — for a panel of
+    models trained end to end (the routers) beside frozen-feature models — both, each with
+    its models. Read from the rows' ``fit`` and ``model`` (kind) and the config's
+    ``sgd_steps``, ``sgd_batch`` and ``sgd_lr``; "" when ``config`` is None or the rows carry
+    no ``fit`` or none of ``labels``.
+
+    Raises:
+        TypeError: ``labels`` not a list of strings.
+    """
+    from experiments.specs import TRAINED_KINDS
+
+    labels = _check_labels(labels)
+    if config is None or "fit" not in rows or rows.empty:
+        return ""
+    rows = rows[rows["model_label"].isin(labels)]
+    groups: dict[str, list[str]] = {}
+    for label in labels:
+        mine = rows[rows["model_label"] == label]
+        if mine.empty:
+            continue
+        fit = str(mine["fit"].iloc[0])
+        trained = "model" in mine and str(mine["model"].iloc[0]) in TRAINED_KINDS
+        if fit == "exact":
+            words = "exact least squares"
+        elif trained:
+            words = (f"trained end to end, {config.sgd_steps} steps of {config.sgd_batch} "
+                     f"(own optimiser, lr)")
+        else:
+            words = (f"Adam on the top layer, {config.sgd_steps} steps of "
+                     f"{config.sgd_batch}, lr {config.sgd_lr:g}")
+        groups.setdefault(words, []).append(label)
+    if len(groups) <= 1:  # none: no rows of ``labels``
+        return next(iter(groups), "")
+    import textwrap
+
+    # the largest group is "the others", so that a title stays a few short lines
+    ordered = sorted(groups.items(), key=lambda item: len(item[1]))
+    lines = [f"{words}: {', '.join(members)}" for words, members in ordered[:-1]]
+    lines.append(f"the others: {ordered[-1][0]}")
+    return "\n".join(textwrap.fill(line, TITLE_WIDTH) for line in lines)
+
+
+def panel_title(name: str, spec: dict, rows: pd.DataFrame, config=None) -> str:
+    """A panel's title: "(name) " and the spec's title (without a regime an older config
+    copied into it), then the regime of its models (``panel_regime``).
+
+    Raises:
+        TypeError: ``spec`` not a dict whose "models" is a list of model labels (strings).
+    """
+    from collections.abc import Mapping
+
+    if not isinstance(spec, Mapping) or "models" not in spec:
+        raise TypeError(f"spec must be a dict with a 'models' list, got {spec!r}")
+    labels = _check_labels(spec["models"], "spec['models']")
+    base = str(spec.get("title", "")).split(_OLD_REGIME_SUFFIX)[0]
+    regime = panel_regime(config, labels, rows)
+    return f"({name}) {base}" + (f"\n{regime}" if regime else "")
 
 
 def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = "",
                theory_alpha: float | None = None, fit_mask=None,
-               colors: dict[str, str] | None = None, legend_ax=None) -> None:
+               colors: dict[str, str] | None = None, legend_ax=None,
+               window: tuple[float | None, float | None] | None = None) -> None:
     """Draw one panel: a line (mean of log error over seeds, the error of ``error_column``)
     and min–max band per label; the fitted exponent in the legend uses the rows where
     ``fit_mask(rows)`` holds (all if None), and those points are drawn filled, the others
-    hollow. ``colors`` maps labels to colours (so that a model keeps its colour across
-    panels). The legend goes into ``legend_ax`` (an empty axes below the panel) or, without
-    one, to the right of the panel: never over data.
+    hollow, and the fitted law is drawn dashed over them. ``window`` (min, max of x; None
+    for an open end) shades the pre-registered fit window. ``colors`` maps labels to colours
+    (so that a model keeps its colour across panels). The legend goes into ``legend_ax``
+    (an empty axes below the panel) or, without one, to the right of the panel: never over
+    data.
 
     Raises:
         ValueError: ``x`` not a column of ``frame``; ``theory_alpha`` not None or a finite
@@ -145,8 +260,10 @@ def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = 
         xs += list(stats.index)
         fit_rows = rows if fit_mask is None else rows[fit_mask(rows)]
         text = label
+        law = None
         if fit_rows[x].nunique() >= 2:
-            text += f" ({fit_power_law(fit_rows, x, y=y, n_boot=200).label()})"
+            law = fit_power_law(fit_rows, x, y=y, n_boot=200)
+            text += f" ({law.label()})"
         line, = ax.plot(stats.index, stats["mean"], marker="o", markersize=3, label=text,
                         markerfacecolor="none" if fit_mask is not None else None,
                         color=(colors or {}).get(label))
@@ -154,6 +271,24 @@ def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = 
         ax.plot(fitted.index, fitted["mean"], "o", markersize=3, color=line.get_color())
         ax.fill_between(stats.index, stats["low"], stats["high"], color=line.get_color(),
                         alpha=0.2, linewidth=0)
+        if law is not None and fit_mask is not None:  # the law the legend's α belongs to
+            grid = np.geomspace(fitted.index.min(), fitted.index.max(), 20)
+            ax.plot(grid, np.exp(law.log_c) * grid ** -law.alpha, "--", linewidth=1,
+                    color=line.get_color())
+    if fit_mask is not None:
+        ax.plot([], [], "o", markersize=3, color="0.3", label="filled: fitted (in window)")
+        ax.plot([], [], "o", markersize=3, color="0.3", markerfacecolor="none",
+                label="open: outside the fit window")
+        ax.plot([], [], "--", color="0.3", label="fitted law C·x^(−α)")
+    if window is not None and xs:
+        # shaded over the plotted x only: a window reaching past the data does not widen it
+        low, high = window
+        low = min(xs) if low is None else max(low, min(xs) / 1.2)
+        high = max(xs) if high is None else min(high, max(xs) * 1.2)
+        if low < high:
+            ax.axvspan(low, high, color="0.88", zorder=0,
+                       label="pre-registered fit window of x: " + " … ".join(
+                           "open" if bound is None else f"{bound:g}" for bound in window))
     if theory_alpha is not None:
         ax.plot([], [], " ", label=f"theory: α = 2/k = {theory_alpha:.2f}")
     ax.set_xscale("log")
@@ -187,10 +322,13 @@ def panel_rows(spec: dict, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def experiment_figure(panels: list[tuple[str, dict, pd.DataFrame]], suptitle: str,
-                      fit_mask=None) -> plt.Figure:
+                      fit_mask=None, config=None) -> plt.Figure:
     """One figure with a panel per (name, spec, rows), at most ``PANELS_PER_ROW`` in a row,
     each panel's legend in an axes of its own below it; a panel plots the rows of its regime
-    (``panel_rows``). Returns the figure (the caller saves and closes it).
+    (``panel_rows``). Titles name each panel's regime from ``config``, the
+    ``ExperimentConfig`` that ran (``panel_title``; None: the specs' titles alone), and its
+    ``fit_window`` on a panel's x is shaded when ``fit_mask`` is given. Returns the figure
+    (the caller saves and closes it).
 
     Raises:
         ValueError: no panels, a spec without "x" and "models" (naming ``spec``), or as
@@ -204,7 +342,8 @@ def experiment_figure(panels: list[tuple[str, dict, pd.DataFrame]], suptitle: st
         _check_labels(spec["models"], "spec['models']")
         _check_column(with_size(rows), spec["x"], "spec['x']")
         panel_rows(spec, rows)
-    entries = max(len(spec["models"]) + ("theory_alpha" in spec) for _, spec, _ in panels)
+    entries = max(len(spec["models"]) + ("theory_alpha" in spec) + 4 * (fit_mask is not None)
+                  for _, spec, _ in panels)
     legend_height = LEGEND_ROW_INCHES * np.ceil(entries / 2) + 0.1
     n_cols = min(len(panels), PANELS_PER_ROW)
     n_rows = int(np.ceil(len(panels) / n_cols))
@@ -220,10 +359,14 @@ def experiment_figure(panels: list[tuple[str, dict, pd.DataFrame]], suptitle: st
     colors = {label: cycle[i % len(cycle)] for i, label in enumerate(labels)}
     for i, (name, spec, rows) in enumerate(panels):
         row, col = divmod(i, n_cols)
-        plot_panel(axes[2 * row, col], with_size(panel_rows(spec, rows)), spec["x"],
-                   spec["models"], title=f"({name}) {spec.get('title', '')}",
+        mine = with_size(panel_rows(spec, rows))
+        window = None
+        if fit_mask is not None and config is not None and config.fit_window:
+            window = config.fit_window.get(spec["x"])
+        plot_panel(axes[2 * row, col], mine, spec["x"], spec["models"],
+                   title=panel_title(name, spec, mine, config),
                    theory_alpha=spec.get("theory_alpha"), fit_mask=fit_mask, colors=colors,
-                   legend_ax=axes[2 * row + 1, col])
+                   legend_ax=axes[2 * row + 1, col], window=window)
     for i in range(len(panels), n_rows * n_cols):  # the last row's empty places
         row, col = divmod(i, n_cols)
         axes[2 * row, col].axis("off")
@@ -233,10 +376,10 @@ def experiment_figure(panels: list[tuple[str, dict, pd.DataFrame]], suptitle: st
 
 
 def plot_experiment(panels: list[tuple[str, dict, pd.DataFrame]], path_stem: pathlib.Path,
-                    suptitle: str, fit_mask=None) -> list[pathlib.Path]:
-    """``experiment_figure`` (each panel brings its rows) written as PNG and SVG. Returns the
-    two paths."""
-    fig = experiment_figure(panels, suptitle, fit_mask=fit_mask)
+                    suptitle: str, fit_mask=None, config=None) -> list[pathlib.Path]:
+    """``experiment_figure`` (each panel brings its rows; ``config``: the config that ran,
+    whose regime each title names) written as PNG and SVG. Returns the two paths."""
+    fig = experiment_figure(panels, suptitle, fit_mask=fit_mask, config=config)
     paths = [path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")]
     for path in paths:
         fig.savefig(path, dpi=110)

@@ -1,7 +1,7 @@
 """The experiments of Baykal et al. 2022, §5 (Figures 2–4, Tables 1–2) and the subspace sweep,
 each at three presets: ``tiny`` (seconds; for tests), ``quick`` (widths scaled down; the seven
 experiments of this module together: about 620 s, summed over their rows, in a ``sparselab
-reproduce --workers 2`` on a slow 2-core VM — 820 s before issue 27's time budget halved the
+reproduce --workers 2`` on a slow 2-core VM — 820 s before the 2-core time budget halved the
 "sgd" regime's and the routers' Adam steps) and ``paper`` (the paper's sizes; meant for a
 GPU).
 
@@ -36,7 +36,7 @@ Quick sizes against the paper's (paper preset = the paper's sizes where it gives
   (``SGD_GRID``): the LSH tables at s ∈ {1, 16} with 3 sizes, dense at 5 widths and DSM at
   3 k per total width.
 
-The paper's appendix with the training details is not available (see shared/papers/README.md):
+The paper's appendix with the training details is not available:
 the sample sizes, seeds and fitting choices below are our documented defaults.
 """
 
@@ -55,7 +55,7 @@ REGIMES = ("exact", "sgd")
 #: (``ExperimentConfig`` fields; batches of ``sgd_batch`` examples, cosine decay of the learning
 #: rate, standardised targets: ``experiments.fitting``). Quick: 200 steps of 512 examples, 5.1
 #: epochs of the 20 000 training points, at 20× Adam's default rate since the budget is short.
-#: It was 400 steps until issue 27's time budget halved it, by cost alone (the regime's rows
+#: It was 400 steps until the 2-core time budget halved it, by cost alone (the regime's rows
 #: were a seventh of a quick reproduce's row time); measured in Figure 2's quick rows (seed 0,
 #: eval nMSE; exact fit in brackets), 200×512 gives dense width 2048 0.25 (0.047), DSM 512/k=256
 #: 0.30 (0.15), DSM 2048/k=64 0.20 (0.20), 16-table affine LSH of 7 bits 0.50 (0.37; 400 steps:
@@ -138,11 +138,11 @@ def regime_title(config: ExperimentConfig) -> str:
 
 
 def _in_regime(config: ExperimentConfig) -> ExperimentConfig:
-    """``config`` with each panel naming its regime: the regime's fit as the panel's ``"fit"``
-    (``experiments.plots`` plots only those rows) and ``regime_title`` after its title."""
-    panels = {name: {**spec, "fit": config.fit,
-                     "title": f"{spec.get('title', '')}\n— {regime_title(config)}"}
-              for name, spec in config.panels.items()}
+    """``config`` with each panel plotting its regime: the regime's fit as the panel's
+    ``"fit"`` (``experiments.plots`` plots only those rows). The regime's words are not
+    copied into the title: the plot writes them from the config that ran
+    (``experiments.plots.panel_regime``), so an edited ``sgd_steps`` shows in every panel."""
+    panels = {name: {**spec, "fit": config.fit} for name, spec in config.panels.items()}
     return config.with_(panels=panels)
 
 
@@ -444,7 +444,7 @@ def subspace(preset: str) -> list[ExperimentConfig]:
     subspace_claim``'s. Every run is plotted, the window's filled.
 
     Sizes (quick): n_train = 100 000, n_eval = 10 000, 3 seeds, 4 widths per decade of T
-    (about 100 widths over the five k, ~300 rows). History: until issue 25 the quick preset
+    (about 100 widths over the five k, ~300 rows). History: earlier, the quick preset
     used n_train = 50 000, ten widths 32·0.6^j and the sample condition as the only window,
     both set after a first run; the grid, sizes and window here replace them.
 
@@ -482,14 +482,14 @@ ROUTER_LABELS = {"comet": "COMET", "sigma_moe": "σ-MoE", "topk_moe": "top-k MoE
 #: Label of the dense baseline trained end to end beside the routers (``DenseMLP``).
 TRAINED_DENSE_LABEL = "dense MLP, trained"
 #: Adam steps (batches of 1 024) of the routers and the trained dense MLP in the quick preset:
-#: 750 (1 500 until issue 27's time budget; chosen by cost alone, before the run that gave the
+#: 750 (1 500 before the 2-core time budget; chosen by cost alone, before the run that gave the
 #: verdicts at 750: the routers were 18 % of a quick reproduce's row time, nearly all of it
 #: their training steps).
 QUICK_ROUTER_STEPS = 750
 
 
 def routers(preset: str) -> list[ExperimentConfig]:
-    """Issue 7: the other papers' routers beside DSM, dense and LSH on the random polynomial
+    """The other papers' routers beside DSM, dense and LSH on the random polynomial
     and hypercube targets of Baykal et al. §5 (n = 8), at matched activated units a.
 
     Sparse models have total width 4a: DSM (k = a), COMET (one hidden layer, p_k = 1/4),

@@ -58,7 +58,7 @@ def steps(preset: str, device: str = "auto", workers: int | None = None,
                                                           weightings=sdm.weightings,
                                                           beta=sdm.beta)),
     ]
-    check_preset = "paper" if preset == "paper" else "quick"
+    check_preset = preset  # tiny: the checks' smoke run, which decides nothing
     result.append(("checks", {"preset": check_preset}, ChecksStep(check_preset)))
     similarity, utilisation = preset_similarity(preset), preset_utilisation(preset)
     result += [
@@ -478,9 +478,10 @@ def _check_row(r: dict) -> dict:
 
 
 def claims_summary(table: pd.DataFrame) -> list[str]:
-    """The report's claims section: how verdicts are reached, then one row per claim with its
-    regime, source, verdict, paired significance and — when it is not *supported* — the
-    diagnosis computed from the data (``experiments.claims``).
+    """The report's claims section (``experiments.report.claims_section``): one screen per
+    experiment (verdict counts, controls, claims tested, family-wise level), then one row per
+    claim with its regime, source, verdict, SESOI, MDE, raw and adjusted p, test,
+    significance and — when it is not *supported* — the diagnosis computed from the data.
 
     Arguments:
         table: claims rows with the ``CLAIM_COLUMNS`` (``_read_claims`` fills missing ones).
@@ -488,29 +489,9 @@ def claims_summary(table: pd.DataFrame) -> list[str]:
     Returns:
         Markdown lines.
     """
-    from experiments.report import markdown_cell
+    from experiments.report import claims_section
 
-    rows = ["| experiment | claim | regime | source | verdict | significance | reason |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
-    for claim in table.itertuples(index=False):
-        verdict = str(claim.verdict)
-        reason = "" if verdict == "supported" else markdown_cell(claim.diagnosis)
-        cell = markdown_cell
-        rows.append(f"| {cell(claim.experiment)} | {cell(claim.claim)} | {cell(claim.regime)} "
-                    f"| {cell(claim.source)} | **{verdict}** | {cell(claim.significance)} | "
-                    f"{reason} |")
-    return ["## Claims and what this run says", "",
-            "Verdicts: *supported* / *not supported* / *mixed* (a comparison holds at every, no "
-            "or some compared size, on geometric means over seeds, and — for supported or not "
-            "supported — the paired interval across seeds excludes 0); *inconclusive* (a "
-            "comparison won or lost at every size whose paired interval contains 0; the "
-            "subspace exponent: an interval that neither fits the band nor misses it) and *out "
-            "of reach* (a window too short for the asymptotic law); *not tested*. Significance "
-            "is paired across seeds (mean Δ ln nMSE with a Student-t 95 % interval); the reason is "
-            "computed from the run's rows. Each experiment's section gives its evidence, "
-            "sizes against the paper's and the rules (experiments/claims/, "
-            "experiments/subspace.py). Claims are judged per training regime present.", "",
-            *rows, ""]
+    return claims_section(table)
 
 
 def _read_claims(path: pathlib.Path) -> pd.DataFrame:
@@ -524,7 +505,8 @@ def _read_claims(path: pathlib.Path) -> pd.DataFrame:
         table = pd.read_csv(path)
     except pd.errors.EmptyDataError:
         return pd.DataFrame(columns=CLAIM_COLUMNS)
-    numeric = ("effect", "effect_low", "effect_high")
+    from experiments.claims import NUMERIC_CLAIM_COLUMNS as numeric
+
     for column in CLAIM_COLUMNS:
         if column not in table:
             table[column] = np.nan if column in numeric else ""

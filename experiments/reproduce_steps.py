@@ -315,7 +315,7 @@ class ChecksStep:
                 refused write (``experiments.output_folder.OutputError``).
         """
         from experiments import output_folder
-        from proofs_checks.cli import PARAMS_OF_PRESET, format_table
+        from proofs_checks.cli import PARAMS_OF_PRESET, format_table, preset_decides
 
         got = [r.name for r in results]
         if got != self.names():
@@ -323,7 +323,8 @@ class ChecksStep:
                              f"got {got}")
         out = pathlib.Path(out)
         payload = {"preset": self.preset, "params": PARAMS_OF_PRESET[self.preset],
-                   "seed": self.seed, "seconds": round(sum(r.seconds for r in results), 2),
+                   "seed": self.seed, **preset_decides(self.preset),
+                   "seconds": round(sum(r.seconds for r in results), 2),
                    "results": [r.to_dict() for r in results]}
         with output_folder.writer(out):
             output_folder.write_text(out / "results.json",

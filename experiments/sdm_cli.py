@@ -32,6 +32,9 @@ __all__ = ["SdmCurvesConfig", "sdm_curves_tables", "write_sdm_curves", "sdm_comm
 # behind Fig. 7; as β -> 0 the exponential curve tends to the binary one.
 DEFAULT_BETA = 0.05
 _COLOURS = {"binary": "tab:blue", "linear": "tab:orange", "exponential": "tab:green"}  # as in Fig. 7
+# the weightings' curves lie within about 0.01 · I(0) of each other: each its own marker, size
+# and line style, so that a curve under another still shows
+_STYLES = {"binary": ("o", 6, "-"), "linear": ("s", 4, "--"), "exponential": ("^", 3, ":")}
 
 
 @dataclass(frozen=True)
@@ -133,31 +136,86 @@ def sdm_curves_tables(config: SdmCurvesConfig) -> tuple[pd.DataFrame, pd.DataFra
     return pd.concat(curves, ignore_index=True), pd.DataFrame(fits)
 
 
-def _plot(curves: pd.DataFrame, fits: pd.DataFrame, config: SdmCurvesConfig, path: pathlib.Path) -> None:
+def coinciding_weightings(curves: pd.DataFrame, d: int, weightings, n_shown: int,
+                          atol: float = 1e-12) -> list[list[str]]:
+    """The weightings of radius ``d`` grouped by identical curves: two weightings share a group
+    when their normalised intersections differ by at most ``atol`` at every shown d_v
+    (``d_v <= n_shown``), so that a plot can draw one line for the group and say so (lines
+    that coincide exactly would hide each other). Order: ``weightings``' own.
+
+    Arguments:
+        curves: ``sdm_curves_tables``' curves; d: a radius of them; weightings: names;
+        n_shown: the largest d_v drawn; atol: tolerance (>= 0, in units of I(0)).
+
+    Raises:
+        ValueError: ``atol`` < 0.
+    """
+    import numpy as np
+
+    from routing.validation import check_real
+
+    atol = check_real(atol, "atol", 0.0)
+    values = {w: curves[(curves.d == d) & (curves.weighting == w) & (curves.d_v <= n_shown)]
+              .sort_values("d_v").normalised.to_numpy() for w in weightings}
+    groups: list[list[str]] = []
+    for weighting in weightings:
+        for group in groups:
+            first = values[group[0]]
+            if len(first) == len(values[weighting]) and np.all(
+                    np.abs(first - values[weighting]) <= atol):
+                group.append(weighting)
+                break
+        else:
+            groups.append([weighting])
+    return groups
+
+
+def sdm_figure(curves: pd.DataFrame, fits: pd.DataFrame, config: SdmCurvesConfig):
+    """The Fig. 7 panels, one per radius: each weighting's normalised intersection, weightings
+    whose curves coincide drawn as one line labelled with all their names and "identical"
+    (``coinciding_weightings``; the title says so too), and the softmax fit to the first
+    weighting. Returns the matplotlib ``Figure``."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(4.2 * len(config.radii), 3.6), layout="constrained")
+    fig = Figure(figsize=(4.2 * len(config.radii), 3.8), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(config.radii), squeeze=False)[0]
     fitted = config.weightings[0]  # the softmax overlaid: the fit to the first weighting (binary by default)
     for ax, d in zip(axes, config.radii):
-        for weighting in config.weightings:
-            shown = (curves.d == d) & (curves.weighting == weighting) & (curves.d_v <= min(config.n, 2 * d + 1))
-            rows = curves[shown]
-            label = weighting + (f" (β={config.beta:g}/bit)" if weighting == "exponential" else "")
-            ax.plot(rows.d_v, rows.normalised, "o-", ms=3, lw=1.5, color=_COLOURS[weighting], label=label)
-            if weighting == fitted:
-                beta = fits[(fits.d == d) & (fits.weighting == weighting)].softmax_beta.iloc[0]
-                ax.plot(rows.d_v, rows.softmax_fit, "k--", lw=1,
-                        label=f"softmax exp(β·cos), β={beta:.1f}\n(OLS fit to {weighting}, d_v < {d})")
-        ax.set_title(f"n = {config.n}, d = {d}")
+        shown_max = min(config.n, 2 * d + 1)
+        groups = coinciding_weightings(curves, d, config.weightings, shown_max)
+        for group in groups:
+            weighting = group[0]
+            rows = curves[(curves.d == d) & (curves.weighting == weighting) & (curves.d_v <= shown_max)]
+            names = [w + (f" (β={config.beta:g}/bit)" if w == "exponential" else "") for w in group]
+            label = " = ".join(names) + (" (identical curves)" if len(group) > 1 else "")
+            marker, size, style = _STYLES[weighting]
+            ax.plot(rows.d_v, rows.normalised, marker=marker, ms=size, ls=style, lw=1.5,
+                    color=_COLOURS[weighting], label=label,
+                    markerfacecolor="none" if size > 3 else None)
+            if fitted in group:
+                beta = fits[(fits.d == d) & (fits.weighting == fitted)].softmax_beta.iloc[0]
+                ax.plot(rows.d_v, curves[(curves.d == d) & (curves.weighting == fitted)
+                                         & (curves.d_v <= shown_max)].softmax_fit, "k--", lw=1,
+                        label=f"softmax exp(β·cos), β={beta:.1f}\n(OLS fit to {fitted}, d_v < {d})")
+        same = [g for g in groups if len(g) > 1]
+        shown = curves[(curves.d == d) & (curves.d_v <= shown_max)]
+        spread = shown.groupby("d_v").normalised.agg(lambda v: v.max() - v.min()).max()
+        note = "".join(f"\n{', '.join(g)}: one curve (they coincide)" for g in same)
+        if not same and len(config.weightings) > 1:
+            note = f"\nweightings differ by ≤ {spread:.3f} · I(0): they overlap"
+        ax.set_title(f"n = {config.n}, d = {d}{note}", fontsize=9)
         ax.set_xlabel("Hamming distance d_v between query and pattern")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
     axes[0].set_ylabel("normalised circle intersection I(d_v) / I(0)")
     fig.suptitle("SDM neuron weightings (Bricken et al. 2023, Fig. 7)", fontsize=10)
-    fig.savefig(path, dpi=120)
+    return fig
+
+
+def _plot(curves: pd.DataFrame, fits: pd.DataFrame, config: SdmCurvesConfig, path: pathlib.Path) -> None:
+    sdm_figure(curves, fits, config).savefig(path, dpi=120)
 
 
 def write_sdm_curves(out_dir, n=64, radii=(5, 11, 15), weightings=("binary", "linear", "exponential"),

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the framework (scipy) and the checks load when checks run, 
     from proofs_checks._framework import CheckResult
 
 __all__ = ["run_checks", "write_checks", "format_table", "check_command", "PRESETS",
-           "PARAMS_OF_PRESET", "load_check_module"]
+           "PARAMS_OF_PRESET", "load_check_module", "preset_decides"]
 
 #: The presets of ``sparselab check``, the same names as every other command's.
 PRESETS = ("tiny", "quick", "paper")
@@ -105,7 +105,7 @@ def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] 
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         payload = {"preset": preset, "params": params, "seed": seed,
-                   **_decides(preset), "seconds": round(time.perf_counter() - start, 2),
+                   **preset_decides(preset), "seconds": round(time.perf_counter() - start, 2),
                    "results": [r.to_dict() for r in results]}
         (out / "results.json").write_text(json.dumps(payload, indent=1, ensure_ascii=False))
     return results
@@ -131,7 +131,7 @@ def _check_out_folder(out) -> pathlib.Path:
     return out
 
 
-def _decides(preset: str) -> dict:
+def preset_decides(preset: str) -> dict:
     """``{"decides": bool, "note": str}`` for a preset's JSON: tiny decides nothing."""
     from proofs_checks._framework import TINY_NOTE
 
@@ -369,7 +369,7 @@ def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], pres
     results = run_checks(preset, out, only=only or None, seed=seed, echo=click.echo)
     click.echo(format_table(results))
     counts = {v.value: sum(r.verdict == v for r in results) for v in Verdict}
-    decides = _decides(preset)
+    decides = preset_decides(preset)
     click.echo(("" if decides["decides"] else f"{decides['note']}: ")
                + ", ".join(f"{n} {k}" for k, n in counts.items()))
     if json_path is not None:

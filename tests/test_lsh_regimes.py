@@ -1,4 +1,4 @@
-"""Issue 25, items 4 and 5: the LSH families and table counts of Figures 2–4, non-empty buckets
+"""The LSH families and table counts of Figures 2–4, non-empty buckets
 on the x-axis, and the two training regimes (exact least squares, Adam) of every
 frozen-feature experiment, kept apart in rows, fits and figures."""
 
@@ -40,7 +40,8 @@ def test_frozen_experiments_run_in_both_regimes_with_one_budget(name, preset):
     for config in configs:
         for spec in config.panels.values():
             assert spec["fit"] == config.fit
-            assert spec["title"].endswith(regime_title(config))
+            # the regime is drawn from the config that ran, never copied into the title
+            assert regime_title(config) not in spec["title"]
     assert regime_title(exact) == "exact least squares"
     assert regime_title(sgd).startswith(f"Adam, {budget['sgd_steps']} steps")
 

@@ -1,4 +1,4 @@
-"""``sparselab reproduce --workers N`` runs every step at once on Dask workers (issue 27): the
+"""``sparselab reproduce --workers N`` runs every step at once on Dask workers: the
 same files, numbers and verdicts as the serial run, the same markers and resume."""
 
 import json
@@ -93,6 +93,7 @@ def _run_both(tmp_path, monkeypatch, address, checks, scaling):
     return serial, parallel, written, lines
 
 
+@pytest.mark.slow
 def test_every_step_on_two_workers_writes_what_the_serial_run_writes(tmp_path, monkeypatch,
                                                                      address):
     serial, parallel, written, lines = _run_both(tmp_path, monkeypatch, address, None,
@@ -123,6 +124,7 @@ def test_checks_split_into_tasks_merge_into_the_serial_runs_files(tmp_path, monk
     assert plots and all((parallel / f).is_file() for f in plots)
 
 
+@pytest.mark.slow
 def test_a_stale_or_forced_step_is_redone_and_a_done_one_is_not(tmp_path, monkeypatch,
                                                                 address):
     calls = []
@@ -155,6 +157,7 @@ def test_a_stale_or_forced_step_is_redone_and_a_done_one_is_not(tmp_path, monkey
     assert json.loads((tmp_path / "b" / "done.json").read_text())["files"] == ["b/x.txt"]
 
 
+@pytest.mark.slow
 def test_a_failing_step_stops_the_run_and_the_rerun_does_only_the_rest(tmp_path, monkeypatch,
                                                                        address):
     fail = {"on": True}
@@ -211,6 +214,7 @@ def test_long_steps_get_the_workers_first():
         ["comet_similarity", "checks", "sdm", "targets"]
 
 
+@pytest.mark.slow
 def test_steps_run_in_the_driver_where_the_workers_do_not_see_the_folder(tmp_path,
                                                                          monkeypatch, address):
     from experiments import reproduce_parallel
@@ -258,6 +262,7 @@ def test_steps_refuse_bad_settings_at_construction():
         step.merge(pathlib.Path("unused"), [])
 
 
+@pytest.mark.slow
 def test_a_check_made_of_parts_is_the_check_run_whole(tmp_path):
     """The parallel run's split of a check — its real run, then each planted run apart — gives
     the result ``Check.run`` gives (``seconds`` aside), and the parts' bookkeeping refuses a
@@ -284,6 +289,7 @@ def test_a_check_made_of_parts_is_the_check_run_whole(tmp_path):
         step.planted_one("collisions", len(verdicts), 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["cifar", "continual", "comet_images"])
 def test_image_rows_on_two_workers_are_the_serial_rows(tmp_path, address, name):
     """An image experiment's rows trained on the workers (the data sent once) are the rows
