@@ -457,6 +457,43 @@ def markdown_cell(text) -> str:
         str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def image_data_lines(out, written: dict) -> list[str]:
+    """The data of every image experiment of a ``sparselab reproduce`` folder, one line each
+    (``experiments.real_data.data_of`` of the folder holding its ``config.json``: name,
+    source — package and version, or folder and file hashes — train/test sizes, image
+    shape, split and the arrays' sha256), for the top of ``report.md``; nothing when no step
+    wrote a config.json that names its data (the scaling experiments read no images).
+
+    Arguments:
+        out: the reproduce folder.
+        written: step name -> its files, relative to ``out`` (``run_reproduce``'s record).
+
+    Returns:
+        Markdown lines (a header line, one bullet per image experiment, a blank line).
+
+    Raises:
+        TypeError: ``written`` is not a dict.
+        ValueError: a step's config.json is not JSON (``data_of``).
+    """
+    from experiments.real_data import data_of
+
+    if not isinstance(written, dict):
+        raise TypeError(f"written must be a dict of step name -> files, got "
+                        f"{type(written).__name__}")
+    rows = []
+    for name, files in written.items():
+        for f in files or ():
+            if pathlib.PurePath(str(f)).name == "config.json":
+                line = data_of((pathlib.Path(out) / str(f)).parent)
+                if line:
+                    rows.append(f"- `{name}`: {markdown_cell(line)}")
+    if not rows:
+        return []
+    return ["Data of the image experiments (from each one's config.json; the sha256 is part "
+            "of its settings fingerprint, so rows made on other data are never reused):", "",
+            *rows, ""]
+
+
 def _cost_formula_lines(frame: pd.DataFrame) -> list[str]:
     """A table of counted FLOPs beside the model's own paper's cost formula (SMEAR §3), for
     the models that report one (``flops_cost_formula``); none when no model does."""

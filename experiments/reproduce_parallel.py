@@ -9,7 +9,7 @@ never idle while work is left:
   row); once its rows are in, the driver writes its ``config.json``, fits, plots and claims
   (``ScalingStep.outputs``: matplotlib is not thread-safe, so outputs are written by the
   driver's main thread, one experiment at a time, while the workers go on);
-- an image experiment (``ImageStep``) likewise: each row (a model trained on the digits) a
+- an image experiment (``ImageStep``) likewise: each row (a model trained on its data) a
   task, the data sent to each worker once, then its claims, plots and table by the driver;
 - the checks (``ChecksStep``) are a task per check's real run, which writes its plots into
   ``checks/<name>/``, and a task per planted run of its power (``Check.power_runs``); the

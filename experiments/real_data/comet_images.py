@@ -17,7 +17,7 @@ from experiments.real_data._rows import (_announce, _configured, _engine, _finge
                                          _holding_out, _load, _mean_sd, _prepare, _run_rows,
                                          _tensor, _write_claims, _write_config, _write_table)
 from experiments.real_data._verdicts import (adjust_family, paired_claim,
-                                             real_data_controls)
+                                             real_data_controls, shared_regime)
 from routing.validation import check_choice
 
 
@@ -89,7 +89,7 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
         return frame
     claims = adjust_family(comet_claims(frame, config)) + real_data_controls(  # Holm, controls
         "comet_images", frame, "standard model", "width", "test_error", "test error",
-        budget=config.budget)
+        budget=config.budget, regime=shared_regime(config))
     _write_claims(out, claims)
     _plot_comet(frame, out / "comet_fig4.png", config, images.title)
     _write_table(out, "COMET §5.2.1, Fig. 4: 4-layer MLPs by neurons and sparsity", config,
@@ -102,12 +102,16 @@ def comet_claims(frame: pd.DataFrame, config: CometImagesConfig) -> list[Claim]:
 
     * per p_k: COMET beats the smaller model (round(p_k N) neurons, equal activated units) at
       every N;
-    * "as network capacity grows, the COMET model emerges as the top performer": COMET's
-      advantage over the standard model (accuracy difference) is larger at the largest N than
-      at the smallest, at every p_k;
+    * "as network capacity increases with more neurons, the COMET model emerges as the top
+      performer": COMET's advantage over the standard model (accuracy difference) is larger
+      at the largest N than at the smallest, at every p_k;
     * at the largest N, COMET beats the standard model at every p_k.
+
+    The claim texts name no paper: each claim's record (``experiments.claims._records``)
+    carries its quote and source.
     """
     budget = config.budget
+    regime = shared_regime(config)
     tag = f" [{config.dataset}, {config.optimizer} {config.epochs} epochs]"
     source = "COMET §5.2.1, Fig. 4 (App. A.1)"
     none = ". The paper gives Fig. 4 as curves; our copy has no numbers to set beside ours"
@@ -115,9 +119,9 @@ def comet_claims(frame: pd.DataFrame, config: CometImagesConfig) -> list[Claim]:
     for p_k in config.p_ks:
         rows = frame[(frame["model_label"] != "standard model") & (frame["p_k"] == p_k)]
         c = paired_claim("comet_images", f"COMET beats the smaller model (p_k·N neurons, equal "
-                         f"activated units) at p_k = {p_k:g}, every N ({source}){tag}", rows,
+                         f"activated units) at p_k = {p_k:g}, every N{tag}", rows,
                          "COMET", "smaller model", "width", "test_error", source, "test error",
-                         budget=budget)
+                         budget=budget, regime=regime)
         claims.append(replace(c, evidence=c.evidence + none))
     # COMET's advantage over the standard model, per (p_k, N, seed): negative = COMET better
     comet = frame[frame["model_label"] == "COMET"].set_index(["width", "seed", "p_k"])
@@ -132,19 +136,18 @@ def comet_claims(frame: pd.DataFrame, config: CometImagesConfig) -> list[Claim]:
                           gap[gap["width"] == high].assign(model_label=f"N = {high:g}")])
         c = paired_claim("comet_images", f"COMET's advantage over the standard model grows with "
                          f"capacity: (error COMET − error standard) lower at N = {high:g} than "
-                         f"at N = {low:g}, at every p_k (\"as network capacity grows, the COMET "
-                         f"model emerges as the top performer\", {source}){tag}", ends,
+                         f"at N = {low:g}, at every p_k{tag}", ends,
                          f"N = {high:g}", f"N = {low:g}", "p_k", "gap", source,
-                         "error gap (COMET − standard)", budget=budget)
+                         "error gap (COMET − standard)", budget=budget, regime=regime)
         claims.append(replace(c, evidence=c.evidence + none))
     top = frame[frame["width"] == max(config.widths)]
     top = pd.concat([top[top["model_label"] == "COMET"],
                      *[top[top["model_label"] == "standard model"].assign(p_k=p)
                        for p in config.p_ks]])
     c = paired_claim("comet_images", f"at the largest N = {max(config.widths):g}, COMET beats "
-                     f"the standard model at every p_k ({source}){tag}", top, "COMET",
+                     f"the standard model at every p_k{tag}", top, "COMET",
                      "standard model", "p_k", "test_error", source, "test error",
-                     budget=budget)
+                     budget=budget, regime=regime)
     claims.append(replace(c, evidence=c.evidence + none))
     return claims
 
