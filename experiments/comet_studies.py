@@ -33,6 +33,10 @@ the backbone cannot change them (COMET §4, point 2). Here the inputs are sparse
 the input sample (``n_inputs``), so it can only fall as n_inputs grows. ``p_ks=None`` draws
 p_k per network as the paper; a tuple evaluates every network at every p_k of the grid (same
 V, so in layer 1 the winners at a smaller p_k are a subset of those at a larger one).
+``_utilisation_claims`` decides §5.1.2's "fewer than 2% of the models had any such neurons"
+on these rows (a model: one network at one p_k; its neurons never active over the largest
+``n_inputs``), with an exact binomial test of the fraction of models against 2 %
+(Clopper–Pearson bounds, ``inference.intervals``), Holm over the input distributions.
 
 Source: COMET (Anonymous, "More Experts Than Galaxies", under review) §5.1.1, Fig. 2 and
 §5.1.2, Fig. 3.
@@ -289,8 +293,9 @@ def plot_similarity(df: pd.DataFrame, out_dir) -> list[pathlib.Path]:
 
 
 def _write_study(out_dir, name: str, config, run, summarise, plot,
-                 progress: bool) -> list[pathlib.Path]:
-    """Run a study; write <name>_config.json, <name>.csv, <name>_summary.csv and its plots."""
+                 progress: bool, claims=None) -> list[pathlib.Path]:
+    """Run a study; write <name>_config.json, <name>.csv, <name>_summary.csv, its plots and,
+    with ``claims`` (rows, config → Claims), claims.csv."""
     check_bool(progress, "progress")
     out_dir = make_folder(out_dir, "out_dir")
     df = run(config, progress=progress)
@@ -299,7 +304,15 @@ def _write_study(out_dir, name: str, config, run, summarise, plot,
     paths[0].write_text(json.dumps(asdict(config), indent=2) + "\n")
     df.to_csv(paths[1], index=False)
     summarise(df).to_csv(paths[2], index=False)
-    return paths + plot(df, out_dir)
+    paths += plot(df, out_dir)
+    if claims is not None:
+        from experiments.claims import CLAIM_COLUMNS
+
+        paths.append(out_dir / "claims.csv")
+        pd.DataFrame([{c: getattr(claim, c) for c in CLAIM_COLUMNS}
+                      for claim in claims(df, config)],
+                     columns=CLAIM_COLUMNS).to_csv(paths[-1], index=False)
+    return paths
 
 
 def write_similarity(out_dir, config: SimilarityConfig,
@@ -521,8 +534,158 @@ def plot_utilisation(df: pd.DataFrame, out_dir) -> list[pathlib.Path]:
     return paths
 
 
+#: COMET §5.1.2's bound: "fewer than 2% of the models had any such neurons" (never active).
+DEAD_MODELS_BOUND = 0.02
+#: Family-wise level of the utilisation claims (Holm over the input distributions).
+DEAD_MODELS_ALPHA = 0.05
+#: Power at which the claim's detectable fraction is printed.
+DEAD_MODELS_POWER = 0.8
+
+
+def _paper_setting(config: UtilisationConfig) -> str:
+    """How this run's setting differs from §5.1.2's, in one line."""
+    draw = ("1 − p_k ~ U(0.05, 1) per network, as the paper" if config.p_ks is None else
+            f"every network at each p_k of the grid {', '.join(f'{p:g}' for p in config.p_ks)} "
+            f"(not the paper's draw 1 − p_k ~ U(0.05, 1): a grid weights low p_k, where dead "
+            f"neurons are, differently)")
+    return (f"ours: {config.n_networks} networks × {config.n_hidden} masked layers, N_ℓ ~ "
+            f"U{config.width_range}, {draw}, inputs {config.dim}-dimensional "
+            f"({', '.join(config.inputs)}), {config.n_inputs[-1]} of them; the paper: 1 000 "
+            f"networks, 3 masked layers, N_ℓ ~ U(100, 1000), CIFAR-10 (3 072-dimensional "
+            f"images, its training set)")
+
+
+def _detectable_fraction(n: int, family: int) -> tuple[int, float]:
+    """(k_c, f): the most models with a dead neuron out of ``n`` that still support "below
+    ``DEAD_MODELS_BOUND``" at the Holm level α/``family`` (−1 when even none would), and the
+    largest true fraction at which that happens with probability ≥ ``DEAD_MODELS_POWER``
+    (NaN when k_c = −1)."""
+    from scipy.optimize import brentq
+    from scipy.stats import binom
+
+    level = DEAD_MODELS_ALPHA / family
+    k_c = int(binom.ppf(level, n, DEAD_MODELS_BOUND))
+    while k_c >= 0 and binom.cdf(k_c, n, DEAD_MODELS_BOUND) > level:
+        k_c -= 1
+    if k_c < 0:
+        return -1, float("nan")
+    def power(f):
+        return binom.cdf(k_c, n, f) - DEAD_MODELS_POWER
+
+    if power(DEAD_MODELS_BOUND) >= 0:
+        return k_c, DEAD_MODELS_BOUND
+    return k_c, float(brentq(power, 0.0, DEAD_MODELS_BOUND, xtol=1e-12))
+
+
+def _dead_diagnosis(rows: pd.DataFrame, by_p_k: pd.DataFrame) -> str:
+    """Where the never-active neurons of one input distribution's ``rows`` (one n_inputs)
+    are, from the rows: the p_k at which models have them (against the paper's "mostly models
+    with a high sparsity level"), the pooled dead fraction of neurons (against the paper's
+    7.6e-4 %) and its share per layer."""
+    dead_at = [p for p, r in by_p_k.iterrows() if r["sum"] > 0]
+    grid = list(by_p_k.index)
+    if not dead_at:
+        where = "no model has a dead neuron"
+    elif max(dead_at) < max(grid):
+        where = f"models with a dead neuron only at p_k ≤ {max(dead_at):g} (high sparsity)"
+    else:
+        where = (f"models with a dead neuron at p_k up to {max(dead_at):g}, the largest run: "
+                 f"not only at high sparsity, unlike the paper")
+    per_layer = rows.groupby("layer")[["n_dead", "width"]].sum()
+    pooled = per_layer["n_dead"].sum() / per_layer["width"].sum()
+    layers = ", ".join(f"layer {ell} {r.n_dead / r.width:.2%}" for ell, r in
+                       per_layer.iterrows())
+    return (f"{where}; dead neurons {pooled:.3%} of all (the paper: 7.6e-4 %), by layer: "
+            f"{layers}")
+
+
+def _utilisation_claims(df: pd.DataFrame, config: UtilisationConfig) -> list:
+    """COMET §5.1.2's "fewer than 2% of the models had any such neurons" on sparselab's
+    inputs: one ``experiments.claims.Claim`` per input distribution (experiment
+    "comet_utilisation").
+
+    A model is one network at one p_k; it "has a dead neuron" when some neuron of it was
+    active for none of the largest ``n_inputs`` inputs. With k such models of n: the one-sided
+    exact binomial test of H0 "fraction ≥ 2 %" (``scipy.stats.binomtest``, alternative
+    "less"; its rejection at level α is the one-sided Clopper–Pearson upper bound falling
+    below 2 %), Holm over the input distributions (``inference.holm``). Verdict: *supported*
+    when the Holm-adjusted p ≤ 0.05; *not supported* when the fraction is shown above 2 %
+    (the "greater" test, Holm alike); *underpowered* when even k = 0 could not support it
+    (too few models; the models needed are printed); else *inconclusive*. The effect is
+    k / n with its two-sided 95 % Clopper–Pearson interval (``inference.clopper_pearson``).
+
+    Arguments:
+        df: ``run_utilisation``'s rows; config: the configuration that made them.
+
+    Raises:
+        ValueError: ``df`` lacks a column of ``run_utilisation``'s or has no rows.
+    """
+    from scipy.stats import binomtest
+
+    from experiments.claims import Claim
+    from inference import clopper_pearson, holm
+
+    needed = {"input", "network", "p_k", "n_inputs", "n_dead"}
+    if not isinstance(df, pd.DataFrame) or not needed <= set(df.columns) or df.empty:
+        raise ValueError(f"df must hold run_utilisation's rows (columns {sorted(needed)}), "
+                         f"got {type(df).__name__}")
+    largest = df["n_inputs"].max()
+    rows = df[df["n_inputs"] == largest]
+    inputs = list(dict.fromkeys(rows["input"]))
+    bound, alpha, family = DEAD_MODELS_BOUND, DEAD_MODELS_ALPHA, len(inputs)
+    setting = _paper_setting(config)
+    stats = []
+    for name in inputs:
+        per_model = rows[rows["input"] == name].groupby(["network", "p_k"])["n_dead"].sum()
+        k, n = int((per_model > 0).sum()), len(per_model)
+        by_p_k = per_model.gt(0).groupby(level="p_k").agg(["sum", "size"])
+        stats.append((name, k, n, by_p_k, binomtest(k, n, bound, alternative="less").pvalue,
+                      binomtest(k, n, bound, alternative="greater").pvalue))
+    p_less = holm([s[4] for s in stats], alpha).p_adjusted
+    p_greater = holm([s[5] for s in stats], alpha).p_adjusted
+    claims = []
+    for (name, k, n, by_p_k, p_raw, _), p_adj, p_up in zip(stats, p_less, p_greater):
+        low, high = clopper_pearson(k, n, 0.95)
+        _, upper = clopper_pearson(k, n, 1 - alpha, alternative="less")
+        k_c, f_power = _detectable_fraction(n, family)
+        zero_p = binomtest(0, n, bound, alternative="less").pvalue
+        if p_adj <= alpha:
+            verdict = "supported"
+        elif p_up <= alpha:
+            verdict = "not supported"
+        elif zero_p * family > alpha:
+            verdict = "underpowered"
+        else:
+            verdict = "inconclusive"
+        need = int(np.ceil(np.log(alpha / family) / np.log(1 - bound)))
+        power_text = (f"supported when at most {k_c} of {n} models have a dead neuron; power "
+                      f"{DEAD_MODELS_POWER:g} up to a true fraction of {f_power:.3g}"
+                      if k_c >= 0 else f"even 0 of {n} models cannot support it at the Holm "
+                      f"level: needs ≥ {need} models")
+        significance = (f"{k}/{n} models with a dead neuron = {k / n:.3g} (95 % CP "
+                        f"[{low:.3g}, {high:.3g}]); one-sided 95 % CP upper bound "
+                        f"{upper:.3g} against {bound:g}; exact binomial p = {p_raw:.3g}, "
+                        f"Holm-adjusted {p_adj:.3g} ({family} input distributions); "
+                        + power_text)
+        evidence = ("models with a dead neuron by p_k: "
+                    + ", ".join(f"p_k {p:g}: {int(r['sum'])}/{int(r['size'])}"
+                                for p, r in by_p_k.iterrows())
+                    + f" (neurons never active over {largest} inputs)")
+        diagnosis = "" if verdict == "supported" else _dead_diagnosis(
+            rows[rows["input"] == name], by_p_k) + "; " + setting
+        claims.append(Claim(
+            "comet_utilisation", f"fewer than 2 % of the models had any never-active neuron, "
+            f"{name} inputs ({largest} of them)", verdict, evidence, effect=k / n,
+            effect_low=low, effect_high=high, significance=significance, diagnosis=diagnosis,
+            sizes=setting, sesoi=bound, p_value=float(p_raw), p_adjusted=float(p_adj),
+            test="one-sided exact binomial (Clopper–Pearson) against 2 %, Holm"))
+    return claims
+
+
 def write_utilisation(out_dir, config: UtilisationConfig,
                       progress: bool = True) -> list[pathlib.Path]:
-    """Run the study and write config.json, the tidy CSV, the summary CSV and the plots."""
+    """Run the study and write config.json, the tidy CSV, the summary CSV, the plots and
+    ``claims.csv`` (``_utilisation_claims``: §5.1.2's "fewer than 2% of the models")."""
     return _write_study(out_dir, "utilisation", config, run_utilisation,
-                        summarise_utilisation, plot_utilisation, progress)
+                        summarise_utilisation, plot_utilisation, progress,
+                        claims=_utilisation_claims)

@@ -8,6 +8,9 @@ pattern for each radius and weighting, with the fitted softmax exponential overl
     DIR/sdm_softmax_fits.csv    one row per (d, weighting): fitted β, intercept, R²
     DIR/sdm_curves.png          one panel per radius (Fig. 7)
     DIR/sdm_curves_config.json  the configuration, so the figure can be regenerated from DIR
+    DIR/claims.csv              App. A.7's claim that the weightings differ negligibly, decided
+                                on the curves against ``NEGLIGIBLE_BAND``, with its positive
+                                control (``_weighting_claims``)
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from experiments.cli_options import writable_folder
 if TYPE_CHECKING:  # numpy, pandas and routing.sdm (Numba) load when the curves are drawn
     import pandas as pd
 
-__all__ = ["SdmCurvesConfig", "sdm_curves_tables", "write_sdm_curves", "sdm_command"]
+__all__ = ["SdmCurvesConfig", "sdm_curves_tables", "write_sdm_curves", "sdm_command",
+           "NEGLIGIBLE_BAND"]
 
 # β of the exponential weighting (per bit of Hamming distance). App. A.7 does not state the value
 # behind Fig. 7; as β -> 0 the exponential curve tends to the binary one.
@@ -35,6 +39,19 @@ _COLOURS = {"binary": "tab:blue", "linear": "tab:orange", "exponential": "tab:gr
 # the weightings' curves lie within about 0.01 · I(0) of each other: each its own marker, size
 # and line style, so that a curve under another still shows
 _STYLES = {"binary": ("o", 6, "-"), "linear": ("s", 4, "--"), "exponential": ("^", 3, ":")}
+
+#: Smallest difference of interest between two weightings' curves (App. A.7, Fig. 7: they
+#: "differ negligibly"), in units of I(0), the curves' common scale: every pair of normalised
+#: curves within ±NEGLIGIBLE_BAND at every plotted d_v reads negligible. Fixed in code before
+#: the claim was decided; the curves themselves had been plotted before (they are computed,
+#: not sampled), so the band is stated with its reason rather than claimed blind.
+NEGLIGIBLE_BAND = 0.05
+NEGLIGIBLE_BAND_REASON = ("5 % of I(0), the height of Fig. 7's panels: a gap that small is a "
+                          "few line widths on the figure, what the paper calls 'barely "
+                          "visible'; no tolerance is stated in the paper")
+#: The positive control's planted weighting differs from the binary one by this multiple of
+#: the band (just beyond it: a computed difference has no noise to clear).
+PLANT_EXCESS = 1.1
 
 
 @dataclass(frozen=True)
@@ -170,6 +187,169 @@ def coinciding_weightings(curves: pd.DataFrame, d: int, weightings, n_shown: int
     return groups
 
 
+def _shown_max(n: int, d: int) -> int:
+    """The largest Hamming distance d_v drawn for radius ``d`` (Fig. 7's range: 0 … 2d + 1,
+    at most ``n``); the weighting claim is decided over the same range."""
+    return min(n, 2 * d + 1)
+
+
+def _weighting_spread(curves: pd.DataFrame, d: int, weightings, n_shown: int) -> float:
+    """The largest gap between the normalised curves I(d_v) / I(0) of ``weightings`` at radius
+    ``d`` over d_v = 0 … ``n_shown``: the maximum over d_v of (largest − smallest value across
+    the weightings), i.e. the largest |difference| of any pair; 0.0 for one weighting. In
+    units of I(0) (Bricken et al. 2023, App. A.7, Fig. 7).
+
+    Arguments:
+        curves: ``sdm_curves_tables``' curves; d: a radius of them; weightings: names of
+        curves in them; n_shown: the largest d_v compared (int >= 0).
+
+    Raises:
+        ValueError: ``weightings`` empty, or a weighting without the n_shown + 1 rows of
+            radius ``d`` (naming it).
+    """
+    import numpy as np
+
+    from routing.validation import check_int
+
+    n_shown = check_int(n_shown, "n_shown", 0)
+    weightings = list(weightings)
+    if not weightings:
+        raise ValueError("weightings must name at least one curve, got none")
+    values = []
+    for w in weightings:
+        rows = curves[(curves.d == d) & (curves.weighting == w) & (curves.d_v <= n_shown)]
+        if len(rows) != n_shown + 1:
+            raise ValueError(f"weightings: {w!r} has {len(rows)} rows at d = {d} for d_v = 0 … "
+                             f"{n_shown}, needs {n_shown + 1}")
+        values.append(rows.sort_values("d_v").normalised.to_numpy())
+    values = np.vstack(values)
+    return float((values.max(axis=0) - values.min(axis=0)).max())
+
+
+def _exponential_gap(n: int, radii, beta: float) -> float:
+    """The largest gap, over ``radii`` and each radius' plotted d_v (``_shown_max``), between
+    the normalised curve of the exponential weighting at ``beta`` (per bit, Eq. 9) and the
+    binary one (Eq. 7), computed by ``routing.sdm.circle_intersection``; in units of I(0).
+
+    Raises:
+        ValueError: as ``circle_intersection`` (n < 2, a radius outside [1, n], β < 0).
+    """
+    import numpy as np
+
+    from routing.sdm import circle_intersection
+
+    gap = 0.0
+    for d in radii:
+        d_v = np.arange(_shown_max(n, d) + 1)
+        binary = circle_intersection(n, d, d_v, "binary", None, log=True)
+        exp = circle_intersection(n, d, d_v, "exponential", beta, log=True)
+        gap = max(gap, float(np.abs(np.exp(exp - exp[0]) - np.exp(binary - binary[0])).max()))
+    return gap
+
+
+def _planted_beta(n: int, radii, gap: float, beta_max: float = 64.0) -> float | None:
+    """The β (per bit) at which the exponential weighting's curve lies ``gap`` · I(0) from the
+    binary one at its farthest (``_exponential_gap``; a root by ``scipy.optimize.brentq``
+    between β = 0, where the two curves are the same, and the first doubling of 0.05 past
+    it), or None when no β ≤ ``beta_max`` reaches ``gap``. The positive control's plant: a
+    real weighting built to differ by ``gap``.
+
+    Raises:
+        ValueError: ``gap`` not a finite real > 0 or ``beta_max`` not > 0.
+    """
+    from scipy.optimize import brentq
+
+    from routing.validation import check_real
+
+    gap = check_real(gap, "gap", 0.0, None, low_open=True)
+    beta_max = check_real(beta_max, "beta_max", 0.0, None, low_open=True)
+    high = 0.05
+    while _exponential_gap(n, radii, high) <= gap:
+        high *= 2
+        if high > beta_max:
+            return None
+    return float(brentq(lambda beta: _exponential_gap(n, radii, beta) - gap, 0.0, high,
+                        xtol=1e-12))
+
+
+def _weighting_claims(config: SdmCurvesConfig, curves: pd.DataFrame,
+                     band: float = NEGLIGIBLE_BAND) -> list:
+    """App. A.7's claim on Fig. 7 ("Weighting neuron read and write operations has a
+    negligible effect on SDM"), decided as an equivalence on the curves, and its positive
+    control; ``experiments.claims.Claim`` rows of experiment "sdm".
+
+    * The claim: every pair of ``config.weightings``' normalised curves lies within ±``band``
+      · I(0) at every plotted d_v (0 … 2d + 1) of every radius: *supported* when the largest
+      gap (``_weighting_spread``) is ≤ ``band``, *not supported* when it is larger, *not
+      tested* with one weighting. The curves are computed, not sampled: the verdict carries
+      no p-value and no interval, its only uncertainty is float rounding (≈ 1e-15 · I(0)).
+    * The positive control: an exponential weighting planted at the β where its curve lies
+      ``PLANT_EXCESS`` × ``band`` from the binary one (``_planted_beta``), read by the same rule
+      against the binary curve; it must read *supported* (they differ beyond the band).
+
+    Arguments:
+        config: the curves' configuration; curves: ``sdm_curves_tables(config)[0]``;
+        band: the smallest difference of interest, in units of I(0), in (0, 1].
+
+    Raises:
+        ValueError: ``band`` outside (0, 1]; ``curves`` lacking a curve of ``config``.
+    """
+    from experiments.claims import Claim
+    from routing.validation import check_real
+
+    band = check_real(band, "band", 0.0, 1.0, low_open=True)
+    names, radii = config.weightings, config.radii
+    reason = NEGLIGIBLE_BAND_REASON if band == NEGLIGIBLE_BAND else "a band given by the caller"
+    sizes = (f"n = {config.n}, radii {', '.join(map(str, radii))}, exponential β = "
+             f"{config.beta:g}/bit; the paper's Fig. 7: n = 64, d = 5, 11, 15, β not stated")
+    common = {"sizes": sizes, "sesoi": band, "test": "largest gap of computed curves against "
+              "the band (deterministic: no sampling, no p-value)"}
+    text = (f"the {', '.join(names)} weightings differ negligibly: every pair of normalised "
+            f"curves within ±{band:g} · I(0) at every plotted d_v (0 … 2d + 1), every radius")
+    if len(names) < 2:
+        claims = [Claim("sdm", text, "not tested", "one weighting: no pair to compare",
+                        **common)]
+    else:
+        per, parts = {}, []
+        for d in radii:
+            per[d] = _weighting_spread(curves, d, names, _shown_max(config.n, d))
+            pairs = [(a, b, _weighting_spread(curves, d, (a, b), _shown_max(config.n, d)))
+                     for i, a in enumerate(names) for b in names[i + 1:]]
+            parts.append(f"d = {d}: " + ", ".join(f"{a}–{b} {g:.3g}" for a, b, g in pairs))
+        spread = max(per.values())
+        widest = max(per, key=per.get)
+        verdict = "supported" if spread <= band else "not supported"
+        significance = (f"largest gap {spread:.4g} · I(0) (d = {widest}) against the band "
+                        f"±{band:g} · I(0) ({reason}); computed, not sampled: no p-value, no "
+                        f"interval, the only uncertainty float rounding (≈ 1e-15 · I(0))")
+        edge = _planted_beta(config.n, radii, band) if "exponential" in names else None
+        evidence = ("largest gap between weightings, in units of I(0): " + "; ".join(parts)
+                    + (f". The exponential weighting stays within the band of the binary one "
+                       f"up to β ≈ {edge:.3g}/bit at these radii (ours: {config.beta:g}/bit)"
+                       if edge is not None else ""))
+        diagnosis = "" if verdict == "supported" else (
+            f"the gap reaches {spread:.3g} · I(0) at d = {widest}, beyond ±{band:g}; "
+            "the exponential weighting's gap grows with β, which Fig. 7 does not state")
+        claims = [Claim("sdm", text, verdict, evidence, effect=spread,
+                        significance=significance, diagnosis=diagnosis, **common)]
+    planted = _planted_beta(config.n, radii, PLANT_EXCESS * band)
+    control = (f"positive control: a planted exponential weighting, built to lie {PLANT_EXCESS:g} "
+               f"× the band from the binary one, differs beyond ±{band:g} · I(0) by the same "
+               f"rule; must read supported")
+    if planted is None:
+        claims.append(Claim("sdm", control, "not tested", f"no β ≤ 64/bit moves the exponential "
+                            f"curve {PLANT_EXCESS:g} × {band:g} · I(0) from the binary one at "
+                            f"these radii", role="positive control", **common))
+    else:
+        gap = _exponential_gap(config.n, radii, planted)
+        claims.append(Claim("sdm", control, "supported" if gap > band else "not supported",
+                            f"planted β = {planted:.4g}/bit: largest gap {gap:.4g} · I(0) from "
+                            f"the binary curve", effect=gap, role="positive control",
+                            significance=f"largest gap {gap:.4g} · I(0) against the band "
+                            f"±{band:g} · I(0); computed, not sampled", **common))
+    return claims
+
+
 def sdm_figure(curves: pd.DataFrame, fits: pd.DataFrame, config: SdmCurvesConfig):
     """The Fig. 7 panels, one per radius: each weighting's normalised intersection, weightings
     whose curves coincide drawn as one line labelled with all their names and "identical"
@@ -183,11 +363,11 @@ def sdm_figure(curves: pd.DataFrame, fits: pd.DataFrame, config: SdmCurvesConfig
     axes = fig.subplots(1, len(config.radii), squeeze=False)[0]
     fitted = config.weightings[0]  # the softmax overlaid: the fit to the first weighting (binary by default)
     for ax, d in zip(axes, config.radii):
-        shown_max = min(config.n, 2 * d + 1)
-        groups = coinciding_weightings(curves, d, config.weightings, shown_max)
+        n_shown = _shown_max(config.n, d)
+        groups = coinciding_weightings(curves, d, config.weightings, n_shown)
         for group in groups:
             weighting = group[0]
-            rows = curves[(curves.d == d) & (curves.weighting == weighting) & (curves.d_v <= shown_max)]
+            rows = curves[(curves.d == d) & (curves.weighting == weighting) & (curves.d_v <= n_shown)]
             names = [w + (f" (β={config.beta:g}/bit)" if w == "exponential" else "") for w in group]
             label = " = ".join(names) + (" (identical curves)" if len(group) > 1 else "")
             marker, size, style = _STYLES[weighting]
@@ -197,10 +377,10 @@ def sdm_figure(curves: pd.DataFrame, fits: pd.DataFrame, config: SdmCurvesConfig
             if fitted in group:
                 beta = fits[(fits.d == d) & (fits.weighting == fitted)].softmax_beta.iloc[0]
                 ax.plot(rows.d_v, curves[(curves.d == d) & (curves.weighting == fitted)
-                                         & (curves.d_v <= shown_max)].softmax_fit, "k--", lw=1,
+                                         & (curves.d_v <= n_shown)].softmax_fit, "k--", lw=1,
                         label=f"softmax exp(β·cos), β={beta:.1f}\n(OLS fit to {fitted}, d_v < {d})")
         same = [g for g in groups if len(g) > 1]
-        shown = curves[(curves.d == d) & (curves.d_v <= shown_max)]
+        shown = curves[(curves.d == d) & (curves.d_v <= n_shown)]
         spread = shown.groupby("d_v").normalised.agg(lambda v: v.max() - v.min()).max()
         note = "".join(f"\n{', '.join(g)}: one curve (they coincide)" for g in same)
         if not same and len(config.weightings) > 1:
@@ -230,7 +410,8 @@ def write_sdm_curves(out_dir, n=64, radii=(5, 11, 15), weightings=("binary", "li
         beta: decay per bit of the exponential weighting, float >= 0.
 
     Returns:
-        Paths of sdm_curves.csv, sdm_softmax_fits.csv, sdm_curves.png, sdm_curves_config.json.
+        Paths of sdm_curves.csv, sdm_softmax_fits.csv, sdm_curves.png, sdm_curves_config.json
+        and claims.csv (``_weighting_claims``: App. A.7's claim and its positive control).
 
     Raises:
         ValueError: for n < 2, a radius outside [1, n], an unknown weighting or β < 0.
@@ -241,11 +422,18 @@ def write_sdm_curves(out_dir, n=64, radii=(5, 11, 15), weightings=("binary", "li
     out = make_folder(out_dir, "out_dir")
     curves, fits = sdm_curves_tables(config)
     paths = [out / "sdm_curves.csv", out / "sdm_softmax_fits.csv", out / "sdm_curves.png",
-             out / "sdm_curves_config.json"]
+             out / "sdm_curves_config.json", out / "claims.csv"]
     curves.to_csv(paths[0], index=False, float_format="%.17g")
     fits.to_csv(paths[1], index=False, float_format="%.17g")
     _plot(curves, fits, config, paths[2])
     paths[3].write_text(json.dumps(asdict(config), indent=2) + "\n")
+    import pandas as pd
+
+    from experiments.claims import CLAIM_COLUMNS
+
+    pd.DataFrame([{c: getattr(claim, c) for c in CLAIM_COLUMNS}
+                  for claim in _weighting_claims(config, curves)],
+                 columns=CLAIM_COLUMNS).to_csv(paths[4], index=False)
     return paths
 
 

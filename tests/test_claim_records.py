@@ -186,3 +186,75 @@ def test_router_claims_are_recorded_and_smear_is_tested_as_non_inferiority(smear
     assert smear_claims and {c.verdict for c in smear_claims} == {verdict}
     assert all(c.kind == "paper" for c in smear_claims)
     assert any(c.record == "sigma_moe_vs_softmax_topk" for c in claims)
+
+
+#: Table 7 of Bricken et al. 2023 (Split MNIST, 1K neurons): (method, k, accuracy) as printed.
+TABLE7 = (("SDMLP", "1", "0.69"), ("SDMLP", "10", "0.53"), ("EWC", "NA", "0.61"),
+          ("MAS", "NA", "0.49"), ("ReLU", "NA", "0.21"), ("SDMLP+EWC", "10", "0.83"),
+          ("Oracle", "NA", "0.98"))
+
+
+def test_the_continual_records_cite_table_7s_rows_as_the_paper_prints_them():
+    """Every Table 7 number a continual record or ``PAPER_BRICKEN`` cites is a row of the
+    paper's Table 7 (Split MNIST, 1K neurons); the EWC record says where its table and text
+    disagree; a continual claim is matched to its own record by the comparison it names."""
+    from experiments.real_data.continual import PAPER_BRICKEN, TABLE7 as COLUMN
+
+    path = PAPERS_DIR / PAPERS["Bricken et al. 2023"]
+    if not path.is_file():
+        pytest.skip(f"the papers' texts are not at {PAPERS_DIR}")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    end = next(i for i, l in enumerate(lines) if l.startswith("Table 7:"))
+    start = max(i for i, l in enumerate(lines[:end]) if l.startswith("Method\tNeurons"))
+    table = lines[start:end]  # Table 7's rows alone, not Table 5's or Table 8's
+    for method, k, value in TABLE7:
+        assert f"{method}\t1K\t{k}\t{value}" in table, (method, k, value)
+    # the Top-K row is printed in Cyrillic look-alikes ("Тор-К"): matched by its numbers
+    assert any(l.endswith("\t1K\t10\t0.22") and l.split("\t")[0] not in ("SDMLP", "SDMLP+EWC")
+               for l in table)
+    paper = {(r.model, r.k): r[PAPER_BRICKEN.columns.get_loc(COLUMN)]
+             for r in PAPER_BRICKEN.itertuples(index=False)}
+    assert paper[("SDMLP", "1")] == 0.69 and paper[("SDMLP", "10")] == 0.53
+    assert paper[("EWC (ReLU MLP)", "")] == 0.61 and paper[("MAS (not run here)", "")] == 0.49
+    assert paper[("Top-K", "10")] == 0.22 and paper[("ReLU MLP", "")] == 0.21
+    assert paper[("SDMLP + EWC", "10")] == 0.83
+    assert paper[("oracle (ReLU MLP, joint)", "")] == 0.98
+    ewc = record("sdmlp_vs_ewc")
+    assert ewc.kind == "paper" and "App. F.3" in ewc.source
+    assert "SDMLP k = 1 0.69, SDMLP k = 10 0.53, EWC 0.61, MAS 0.49" in ewc.source
+    assert "disagree" in ewc.note and "k = 10" in ewc.note
+    assert "ReLU 0.21" in record("sdmlp_vs_relu").source
+    assert "Top-K (k = 10) 0.22" in record("sdmlp_vs_topk").source
+    for text, key in (("SDMLP (k = 8) ends with a higher accuracy than EWC (ReLU MLP)",
+                       "sdmlp_vs_ewc"),
+                      ("SDMLP (k = 8) ends with a higher accuracy than ReLU MLP",
+                       "sdmlp_vs_relu"),
+                      ("SDMLP (k = 8) ends with a higher accuracy than Top-K (k = 8)",
+                       "sdmlp_vs_topk"),
+                      ("SDMLP (k = 8) forgets less than ReLU MLP", "sdmlp_forgets_less")):
+        assert record_for("continual", text).key == key, text
+    assert record_for("continual", "SDMLP ends lower than ReLU MLP").key == "unrecorded"
+
+
+def test_comet_claim_texts_leave_quote_and_source_to_their_records():
+    from experiments.real_data import comet_claims, experiment_config
+
+    config = experiment_config("comet_images", "tiny", "digits")
+    rng = np.random.default_rng(0)
+    rows = []
+    for seed in (0, 1, 2):
+        for width in config.widths:
+            rows.append({"model_label": "standard model", "width": width, "p_k": 1.0,
+                         "seed": seed, "test_error": 0.2 + rng.normal(0, 0.01)})
+            for p_k in config.p_ks:
+                for label, error in (("COMET", 0.15), ("smaller model", 0.3)):
+                    rows.append({"model_label": label, "width": width, "p_k": p_k,
+                                 "seed": seed, "test_error": error + rng.normal(0, 0.01)})
+    claims = comet_claims(pd.DataFrame(rows), config)
+    keys = {c.record for c in claims}
+    assert keys == {"comet_vs_smaller_every_n", "comet_advantage_grows",
+                    "comet_vs_standard_largest"}
+    for c in claims:
+        assert "§" not in c.claim and "top performer" not in c.claim, c.claim
+        assert c.source.startswith("COMET §5.2.1") or c.source.startswith("ours, after COMET")
+        assert c.quote == record(c.record).quote

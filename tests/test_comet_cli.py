@@ -40,13 +40,17 @@ def _stable_sort_masks(layer: COMET, X: torch.Tensor) -> list[torch.Tensor]:
 def test_utilisation_writes_its_files_and_config(written):
     out, output = written
     names = ["utilisation_config.json", "utilisation.csv", "utilisation_summary.csv",
-             "comet_utilisation.png", "comet_utilisation.svg"]
+             "comet_utilisation.png", "comet_utilisation.svg", "claims.csv"]
     for name in names:
         assert (out / name).stat().st_size > 0
         assert f"wrote {out / name}" in output
     config = json.loads((out / "utilisation_config.json").read_text())
     expected = json.loads(json.dumps(asdict(preset_utilisation("tiny"))))
     assert config == expected
+    claims = pd.read_csv(out / "claims.csv", keep_default_na=False)
+    assert list(claims["record"]) == ["comet_dead_neuron_models"] * 2
+    assert set(claims["verdict"]) <= {"supported", "not supported", "inconclusive",
+                                      "underpowered"}
 
 
 def test_utilisation_never_active_counts_match_a_recomputation(written):

@@ -221,3 +221,65 @@ def test_unknown_preset():
         preset_similarity("huge")
     with pytest.raises(ValueError, match="preset"):
         preset_utilisation("huge")
+
+
+# -- §5.1.2's claim: "fewer than 2% of the models had any such neurons" -----------------------
+def _models(counts, n_inputs=1000):
+    """Rows of run_utilisation's shape: per input name, (models, models with a dead neuron),
+    one network per model at p_k 0.5 (a model with a dead neuron at p_k 0.05), one layer."""
+    rows = []
+    for name, (n, k) in counts.items():
+        for net in range(n):
+            rows.append({"input": name, "network": net, "network_seed": net,
+                         "p_k": 0.05 if net < k else 0.5, "layer": 1, "width": 100, "k": 5,
+                         "n_inputs": n_inputs, "n_dead": 3 if net < k else 0,
+                         "dead_fraction": 0.03 if net < k else 0.0})
+    return pd.DataFrame(rows)
+
+
+def _claims(counts):
+    from experiments.comet_studies import _utilisation_claims
+
+    return _utilisation_claims(_models(counts), UtilisationConfig(inputs=tuple(counts)))
+
+
+@pytest.mark.parametrize("n, k, verdict", [
+    (400, 0, "supported"),       # upper bound 0.0075 < 2 %
+    (400, 3, "supported"),       # 0.75 %: upper bound 0.019 < 2 %
+    (400, 8, "inconclusive"),    # 2 %: neither side shown
+    (400, 20, "not supported"),  # 5 %: lower bound above 2 %
+    (100, 0, "underpowered"),    # even none of 100 cannot show < 2 % (needs ≥ 149)
+])
+def test_dead_neuron_claim_moves_across_two_percent(n, k, verdict):
+    from inference import clopper_pearson
+
+    claim = _claims({"cube": (n, k)})[0]
+    assert claim.verdict == verdict, claim.significance
+    assert claim.effect == k / n and claim.sesoi == 0.02
+    low, high = clopper_pearson(k, n, 0.95)
+    assert (claim.effect_low, claim.effect_high) == (low, high)
+    assert claim.record == "comet_dead_neuron_models" and claim.kind == "derived"
+    assert "CIFAR-10" in claim.sizes
+
+
+def test_dead_neuron_claims_are_holm_adjusted_over_inputs():
+    from scipy.stats import binomtest
+
+    # 160 models with none dead: p = 0.98^160 = 0.039 alone, 0.079 after Holm over two inputs
+    one = _claims({"cube": (160, 0)})[0]
+    two = _claims({"cube": (160, 0), "subspace": (160, 0)})
+    p = binomtest(0, 160, 0.02, alternative="less").pvalue
+    assert one.p_value == pytest.approx(p) and one.verdict == "supported"
+    assert all(c.p_adjusted == pytest.approx(2 * p) for c in two)
+    assert {c.verdict for c in two} == {"underpowered"}
+    assert "needs ≥ 183 models" in two[0].significance
+
+
+def test_dead_neuron_diagnosis_is_read_from_the_rows():
+    claim = _claims({"cube": (30, 10)})[0]
+    assert "only at p_k ≤ 0.05" in claim.diagnosis and "7.6e-4 %" in claim.diagnosis
+    assert "p_k 0.05: 10/10, p_k 0.5: 0/20" in claim.evidence
+    from experiments.comet_studies import _utilisation_claims
+
+    with pytest.raises(ValueError, match="df"):
+        _utilisation_claims(pd.DataFrame(), UtilisationConfig())
