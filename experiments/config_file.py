@@ -23,6 +23,8 @@ the fields every sweep shares written once under ``[defaults]``::
     kind = "dense"
     width = 64
 
+Models may sit under ``[defaults]`` too (``[[defaults.models]]``); a config fitting only some
+of them lists their keys (``ModelSpec.key``), e.g. ``models = ["dense;width=16;n_tables=1"]``.
 A field left out takes ``ExperimentConfig``'s default; ``fit_window`` bounds use ``inf`` /
 ``-inf`` for an open end (TOML has no null). ``write_toml`` writes any preset in this form
 (``sparselab scale --print-config``), which is the easiest start. Errors name the field (with
@@ -102,7 +104,7 @@ def config_file_from_mapping(data: dict, base: pathlib.Path | None = None) -> Ex
     """
     from experiments.presets import EXPERIMENTS
 
-    _check_keys(data, _TOP, "the top level")
+    _check_keys(data, _TOP, None)
     experiment = data.get("experiment")
     if not isinstance(experiment, str) or not experiment.isidentifier():
         raise ValueError(f"experiment must be a name (letters, digits, _), got {experiment!r}")
@@ -129,7 +131,7 @@ def config_file_from_mapping(data: dict, base: pathlib.Path | None = None) -> Ex
         merged.setdefault("name", experiment)
         merged.setdefault("preset", preset)
         try:
-            configs.append(_config(merged, where, base))
+            configs.append(_config(merged, where, base, defaults.get("models")))
         except (ValueError, TypeError) as error:
             message = str(error)
             raise ValueError(message if message.startswith(where) else f"{where}: {message}") \
@@ -137,7 +139,16 @@ def config_file_from_mapping(data: dict, base: pathlib.Path | None = None) -> Ex
     return ExperimentFile(experiment, preset, claims, tuple(configs))
 
 
-def _config(data: dict, where: str, base: pathlib.Path | None) -> ExperimentConfig:
+def _config(data: dict, where: str, base: pathlib.Path | None,
+            shared_models=None) -> ExperimentConfig:
+    """One ``[[configs]]`` entry (merged over ``[defaults]``) as an ``ExperimentConfig``;
+    its ``models`` are tables, or keys (``ModelSpec.key``) of the models under
+    ``[defaults]`` (``shared_models``), so that a regime fitting a subset of them lists
+    them by name only.
+
+    Raises:
+        ValueError: naming the field at fault, its place first (``where``).
+    """
     _check_keys(data, _CONFIG_FIELDS, where)
     data = dict(data)
     target = dict(data.pop("target", {}))
@@ -151,10 +162,21 @@ def _config(data: dict, where: str, base: pathlib.Path | None) -> ExperimentConf
     if not isinstance(models, list) or not models:
         raise ValueError(f"{where}.models must be a non-empty array of tables "
                          f"([[configs.models]])")
+    pool = _models_by_key(shared_models)
     specs = []
     for j, model in enumerate(models):
+        if isinstance(model, str):
+            if model not in pool:
+                known = ", ".join(repr(key) for key in list(pool)[:3])
+                raise ValueError(
+                    f"{where}.models[{j}]: {model!r} is not the key of a model under "
+                    f"[defaults] (" + (f"{len(pool)} there, e.g. {known}" if pool else
+                                       "none there") + ")")
+            specs.append(pool[model])
+            continue
         if not isinstance(model, dict):
-            raise ValueError(f"{where}.models[{j}] must be a table, got {model!r}")
+            raise ValueError(f"{where}.models[{j}] must be a table or the key of a model "
+                             f"under [defaults], got {model!r}")
         _check_keys(model, _MODEL_FIELDS, f"{where}.models[{j}]")
         try:
             specs.append(ModelSpec(**model))
@@ -172,6 +194,18 @@ def _config(data: dict, where: str, base: pathlib.Path | None) -> ExperimentConf
     except (ValueError, TypeError) as error:
         raise ValueError(f"{where}.target: {error}") from None
     return ExperimentConfig(target=target_spec, models=tuple(specs), **data)
+
+
+def _models_by_key(models) -> dict[str, ModelSpec]:
+    """``[defaults]``'s model tables by ``ModelSpec.key``; {} when there are none, or they
+    do not all read (their own errors are raised where a config uses them)."""
+    if not isinstance(models, list) or not all(isinstance(m, dict) for m in models):
+        return {}
+    try:
+        specs = [ModelSpec(**model) for model in models]
+    except (ValueError, TypeError):
+        return {}
+    return {spec.key(): spec for spec in specs}
 
 
 def _seeds(value, name: str) -> tuple[int, ...]:
@@ -194,11 +228,18 @@ def _merge(defaults: dict, entry: dict) -> dict:
     return merged
 
 
-def _check_keys(data: dict, allowed: tuple[str, ...], where: str) -> None:
+def _check_keys(data: dict, allowed: tuple[str, ...], where: str | None) -> None:
+    """Refuse a key of ``data`` not in ``allowed``: ``"{where}: unknown field 'x' (allowed:
+    …)"``, the place once, first (``where`` None: "… at the top level").
+
+    Raises:
+        ValueError: the first unknown key, its place and the allowed fields.
+    """
     unknown = [key for key in data if key not in allowed]
     if unknown:
-        raise ValueError(f"unknown field {unknown[0]!r} in {where} (allowed: "
-                         f"{', '.join(allowed)})")
+        field = f"unknown field {unknown[0]!r}"
+        place = f"{field} at the top level" if where is None else f"{where}: {field}"
+        raise ValueError(f"{place} (allowed: {', '.join(allowed)})")
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -228,10 +269,29 @@ def with_overrides(configs, seeds: tuple[int, ...] | None = None, n_train: int |
     return [config.with_(**changes) for config in configs] if changes else list(configs)
 
 
+#: The ``TargetSpec`` fields each target family reads (``TargetSpec.build``,
+#: ``ExperimentConfig.make_data``); ``write_toml`` leaves out the others when they hold
+#: their default.
+TARGET_FIELDS_READ = {"polynomial": ("family", "n_inputs", "degree", "subspace_k", "seed"),
+                      "hypercube": ("family", "n_inputs", "subspace_k", "seed"),
+                      "mlp": ("family", "n_inputs", "hidden", "subspace_k", "seed"),
+                      "data": ("family", "n_inputs", "path", "sha256")}
+
+#: What ``write_toml`` says under ``[defaults]`` when no config has a fit window.
+_NO_FIT_WINDOW = (
+    "# fit_window: none, every scaling-law fit uses every row. To pre-register one, e.g.\n"
+    "# fit_window = { activated_units = [16, inf] }   # x column -> [min, max], inf: open\n")
+
+
 def write_toml(experiment: str, preset: str, configs, claims: str | None = None) -> str:
-    """The TOML text of an experiment (``read_config_file`` reads it back to equal configs):
-    fields equal in every config go under ``[defaults]``; None values are left out (they are
-    the defaults) and a ``fit_window``'s open ends are written ``inf`` / ``-inf``.
+    """The TOML text of an experiment, for a person to edit (``read_config_file`` reads it
+    back to configs of the same settings fingerprints, models, panels and fit windows):
+    fields equal in every config — the models included — go once under ``[defaults]``;
+    None values are left out (they are the defaults); target fields the target's family does
+    not read (``TARGET_FIELDS_READ``: ``hidden`` of a polynomial) are left out when they hold
+    their default (one that does not still counts in the fingerprint, so it stays); a
+    ``fit_window``'s open ends are written ``inf`` / ``-inf``, and without one a comment under
+    ``[defaults]`` shows how to pre-register it.
 
     Arguments:
         experiment, preset: names written at the top; configs: ``ExperimentConfig`` list;
@@ -261,20 +321,96 @@ def write_toml(experiment: str, preset: str, configs, claims: str | None = None)
         raise ValueError("configs must hold at least one ExperimentConfig")
 
     dicts = [_tomlable(config.to_dict()) for config in configs]
+    for d in dicts:
+        d["target"] = _target_fields_read(d["target"])
     shared = {key: value for key, value in dicts[0].items()
-              if key not in ("name", "preset", "models")
+              if key not in ("name", "preset")
               and all(d.get(key) == value for d in dicts[1:])}
+    if "models" not in shared and (pool := _model_pool(configs)) is not None:
+        # the models of the config holding every model go under [defaults] once; another
+        # regime's subset of them is named by its keys
+        shared["models"] = dicts[pool]["models"]
+        for config, d in zip(configs, dicts):
+            if d["models"] != shared["models"]:
+                d["models"] = [spec.key() for spec in config.models]
+    if "panels" not in shared and all(isinstance(d.get("panels"), dict) for d in dicts):
+        # panels alike in every regime but their fit: the common part once
+        common = _common([d["panels"] for d in dicts])
+        if common:
+            shared["panels"] = common
+            for d in dicts:
+                d["panels"] = _beyond(d["panels"], common)
     document: dict[str, Any] = {"experiment": experiment, "preset": preset}
     if claims is not None:
         document["claims"] = claims
     document["defaults"] = shared
     document["configs"] = [{key: value for key, value in d.items()
-                            if key not in shared and key != "preset"
+                            if not (key in shared and shared[key] == value)
+                            and value != {}
+                            and key != "preset"
                             and not (key == "name" and value == experiment)} for d in dicts]
     header = (f"# sparselab experiment {experiment!r} (preset {preset!r}).\n"
               f"# Run: sparselab scale --config THIS_FILE.toml [--seeds 0,1,2] "
               f"[--n-train N] [--n-eval N]\n")
-    return header + _inline_arrays(tomli_w.dumps(document, multiline_strings=False))
+    text = _inline_arrays(tomli_w.dumps(document, multiline_strings=False))
+    if all(config.fit_window is None for config in configs):
+        text = text.replace("[defaults]\n", "[defaults]\n" + _NO_FIT_WINDOW, 1)
+    return header + text
+
+
+def _common(tables: list[dict]) -> dict:
+    """The entries every one of ``tables`` holds alike, sub-tables compared entry by entry
+    (what ``_merge`` merges back)."""
+    common = {}
+    for key, value in tables[0].items():
+        if not all(key in t for t in tables[1:]):
+            continue
+        if isinstance(value, dict) and all(isinstance(t[key], dict) for t in tables[1:]):
+            inner = _common([t[key] for t in tables])
+            if inner:
+                common[key] = inner
+        elif all(t[key] == value for t in tables[1:]):
+            common[key] = value
+    return common
+
+
+def _beyond(table: dict, common: dict) -> dict:
+    """``table`` without what ``common`` holds alike (``_merge(common, result) == table``)."""
+    rest = {}
+    for key, value in table.items():
+        if key not in common:
+            rest[key] = value
+        elif isinstance(value, dict) and isinstance(common[key], dict):
+            inner = _beyond(value, common[key])
+            if inner:
+                rest[key] = inner
+        elif value != common[key]:
+            rest[key] = value
+    return rest
+
+
+def _model_pool(configs) -> int | None:
+    """The index of a config whose models hold every other config's (each model told by its
+    ``ModelSpec.key``, one spec per key), or None."""
+    by_key: dict[str, ModelSpec] = {}
+    for config in configs:
+        for spec in config.models:
+            if by_key.setdefault(spec.key(), spec) != spec:
+                return None  # one key, two specs (labels differ): keys cannot name them
+    for i, config in enumerate(configs):
+        keys = {spec.key() for spec in config.models}
+        if len(keys) == len(config.models) and keys == set(by_key):
+            return i
+    return None
+
+
+def _target_fields_read(target: dict) -> dict:
+    """A target's TOML table without the fields its family does not read that hold their
+    ``TargetSpec`` default (leaving them out reads back to the same target)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(TargetSpec)}
+    read = TARGET_FIELDS_READ.get(target.get("family", defaults["family"]), _TARGET_FIELDS)
+    return {key: value for key, value in target.items()
+            if key in read or _tomlable(defaults.get(key)) != value}
 
 
 def _inline_arrays(text: str) -> str:
@@ -283,7 +419,8 @@ def _inline_arrays(text: str) -> str:
 
     def join(match) -> str:
         items = [item.strip().rstrip(",") for item in match.group(2).strip().splitlines()]
-        return f"{match.group(1)}[{', '.join(items)}]"
+        line = f"{match.group(1)}[{', '.join(items)}]"
+        return line if len(line) <= 90 else match.group(0)  # a long list: one item a line
 
     return re.sub(r"(= )\[\n((?:    [^\[\]{}\n]+,\n)+)\]", join, text)
 

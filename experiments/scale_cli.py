@@ -22,7 +22,8 @@ import subprocess
 import click
 
 from experiments.cli_options import (DATA_DIR_HELP, DATA_HELP, DATA_NAMES, PRESET_HELP,
-                                     REAL_DATA_EXPERIMENTS, SCALE_EXPERIMENTS, preset_option)
+                                     REAL_DATA_EXPERIMENTS, SCALE_EXPERIMENTS, confirm_long_run,
+                                     preset_option, yes_option)
 from experiments.engine import engine_options
 
 # The experiments' modules (torch, numba, scipy) load when the command runs, not for --help.
@@ -173,25 +174,33 @@ def _seeds_option(ctx, param, value):
 @click.option("--force", is_flag=True,
               help="Start the folder's results over (delete its results.csv) instead of "
                    "resuming.")
+@yes_option
 @engine_options
 def scale_command(name: str | None, config_file: pathlib.Path | None,
                   modules: tuple[pathlib.Path, ...], preset: str,
                   seeds: tuple[int, ...] | None, n_train: int | None, n_eval: int | None,
                   data: str | None, data_dir: pathlib.Path | None,
                   calibration: pathlib.Path | None, print_config: bool,
-                  out: pathlib.Path | None, device: str, force: bool, workers: int | None,
-                  scheduler: str | None) -> None:
+                  out: pathlib.Path | None, device: str, force: bool, yes: bool,
+                  workers: int | None, scheduler: str | None) -> None:
     """Run a scaling experiment (Figures 2-4, Tables 1-2, subspace, routers) and plot it.
 
     Either a preset (--experiment fig2 --preset quick) or a file of one's own
     (--config my.toml); --seeds, --n-train and --n-eval override either, and --module
-    my_router.py registers model kinds of one's own first.
+    my_router.py registers model kinds of one's own first. At --preset paper the run's time
+    estimate is printed first, and a run estimated over an hour starts only with --yes.
     """
     if (name is None) == (config_file is None):
         raise click.UsageError("give exactly one of --experiment NAME and --config FILE.toml")
     if name in REAL_DATA_EXPERIMENTS:
         if calibration is not None and name != "continual":
             raise click.UsageError("--calibration is an option of the experiment 'continual'")
+        # the image runs have no estimator; a paper run without its data folder is refused
+        # for that below (naming --data-dir) before anyone is asked for --yes
+        if preset == "paper" and not print_config and (data_dir is not None or data is not None):
+            click.echo(f"no time estimate for the image experiment {name!r} at the paper "
+                       f"preset (hours on the full data sets)")
+            confirm_long_run(None, yes)
         _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, scheduler,
                        refused={"--n-train": n_train, "--n-eval": n_eval,
                                 "--print-config": print_config or None,
@@ -224,6 +233,9 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
         out = out or pathlib.Path("runs") / preset / name
         click.echo(f"sparselab scale: experiment {name}, preset {preset}, output folder {out}",
                    err=True)
+        if preset == "paper":
+            confirm_long_run(_paper_estimate(name, configs, out, force, device, workers,
+                                             scheduler), yes)
         paths, claims = run_experiment(name, preset, out, device=device, force=force,
                                        configs=configs, claims=claims, workers=workers,
                                        scheduler=scheduler)
@@ -233,6 +245,39 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
         click.echo(f"wrote {path}")
     for claim in claims:
         click.echo(f"[{claim.verdict}] {claim.claim}")
+
+
+def _paper_estimate(name, configs, out, force, device, workers, scheduler) -> float | None:
+    """Print the estimated time of a paper-sized sweep (``experiments.estimate
+    .estimate_sweeps``, calibrated in this process) and return its wall time on the run's
+    workers (s); rows already in ``out/results.csv`` (kept unless ``force``) are left out.
+    None, with a line saying why, when no estimate can be made here (e.g. ``--device cuda``
+    on a machine without a GPU)."""
+    from experiments import estimate, sweep
+    from experiments.specs import fit_of
+
+    todo = configs
+    if not force and (out / "results.csv").exists():
+        done = sweep.load_results(out / "results.csv")
+        # a row's key as ``run_sweep`` writes it
+        have = set(map(tuple, done[sweep.ROW_KEY].astype(str).to_numpy())) if len(done) \
+            else set()
+        todo = []
+        for config in configs:
+            settings = sweep.settings_fingerprint(config)
+            left = tuple(m for m in config.models if any(
+                tuple(map(str, (config.name, config.target.label(), m.key(), fit_of(m, config),
+                                s, settings))) not in have for s in config.seeds))
+            if left:
+                todo.append(config.with_(models=left))
+    try:
+        result = estimate.estimate_sweeps({name: todo}, device=device,
+                                          workers=(workers or 1) if scheduler is None else None)
+    except ValueError as error:
+        click.echo(f"no estimate of the run's time on this machine: {error}")
+        return None
+    click.echo(result.text())
+    return result.wall_seconds
 
 
 def _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, scheduler,
@@ -258,4 +303,6 @@ def _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, s
     for path in real_data.output_files(out):
         click.echo(f"wrote {path}")
     for claim in pd.read_csv(out / "claims.csv").itertuples():
-        click.echo(f"[{claim.verdict}] {claim.claim}")
+        # tiny is a smoke test: its rule ran (claims.csv keeps the verdict), none is meant
+        shown = "smoke test, no verdict meant" if preset == "tiny" else claim.verdict
+        click.echo(f"[{shown}] {claim.claim}")

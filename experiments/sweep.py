@@ -22,10 +22,12 @@ the seed), so the numbers are the same wherever it runs; only this process write
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import json
 import math
 import pathlib
+import sys
 from typing import Callable
 
 import numpy as np
@@ -508,15 +510,19 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
                                                      y_eval))
                         filled = True
 
+        kept = [n_jobs - len(pending)]  # this sweep's rows in results.csv
+
         def record(row):
             rows.append({c: row.get(c) for c in COLUMNS})
             _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
+            kept[0] += 1
             bar.update(1)
             if on_row is not None:
                 on_row(row)
 
         with tqdm(total=n_jobs, initial=n_jobs - len(pending),
-                  desc=configs[0].name if configs else "sweep", disable=not progress) as bar:
+                  desc=configs[0].name if configs else "sweep", disable=not progress) as bar, \
+                _say_kept_on_interrupt(kept, n_jobs, path):
             if filled:  # new rows' writes would hold them too; this covers a sweep without any
                 _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
             if use_engine:
@@ -540,6 +546,20 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
               for c in configs for s in c.seeds for m in c.models}
     keep = [tuple(map(str, key)) in wanted for key in frame[ROW_KEY].itertuples(index=False)]
     return frame[keep].reset_index(drop=True)
+
+
+@contextlib.contextmanager
+def _say_kept_on_interrupt(kept: list[int], total: int, path: pathlib.Path):
+    """On Ctrl-C (``KeyboardInterrupt``) inside: print to stderr how many of the sweep's
+    ``total`` rows ``path`` keeps (``kept[0]``, counted as rows are written) and that
+    rerunning the same command resumes from them, then let the interrupt go on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {kept[0]} of {total} rows are kept in {path}; rerun the same "
+              f"command to resume (the rows kept are not computed again)", file=sys.stderr,
+              flush=True)
+        raise
 
 
 def _make_data(config: ExperimentConfig, seed: int):

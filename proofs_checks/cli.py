@@ -30,7 +30,8 @@ if TYPE_CHECKING:  # the framework (scipy) and the checks load when checks run, 
     from proofs_checks._framework import CheckResult
 
 __all__ = ["run_checks", "write_checks", "format_table", "check_command", "PRESETS",
-           "PARAMS_OF_PRESET", "load_check_module", "preset_decides"]
+           "PARAMS_OF_PRESET", "load_check_module", "preset_decides", "paper_estimate",
+           "CONFIRM_ABOVE_SECONDS"]
 
 #: The presets of ``sparselab check``, the same names as every other command's.
 PRESETS = ("tiny", "quick", "paper")
@@ -38,6 +39,62 @@ PRESETS = ("tiny", "quick", "paper")
 #: run of the same machinery in seconds that decides nothing (``TINY_NOTE``); "full" is the
 #: old name of "paper", still accepted.
 PARAMS_OF_PRESET = {"tiny": "tiny", "quick": "quick", "paper": "full", "full": "full"}
+#: A paper run of the checks whose estimate exceeds this many seconds (one hour), or that has
+#: none, starts only with ``--yes`` (``experiments.cli_options.CONFIRM_ABOVE_SECONDS``, the
+#: same number for every command; proofs_checks imports nothing of experiments).
+CONFIRM_ABOVE_SECONDS = 3600.0
+
+
+def paper_estimate(names: Iterable[str], out: str | pathlib.Path) -> float | None:
+    """The estimated time (s) of the checks ``names`` at the paper preset: the sum of the
+    seconds each took in the paper run recorded in ``out/results.json`` (a previous
+    ``sparselab check --preset paper --out OUT`` on this machine: measured, not modelled).
+    None when any of them has no such record: the checks have no model of their paper
+    time (their planted runs dominate it, and they differ by check), so an unmeasured one
+    counts as over an hour.
+
+    Raises:
+        ValueError: ``names`` empty.
+    """
+    names = list(names)
+    if not names:
+        raise ValueError("names must name at least one check")
+    try:
+        payload = json.loads((pathlib.Path(out) / "results.json").read_text())
+        seconds = {r["name"]: float(r["seconds"]) for r in payload["results"]} \
+            if payload.get("params") == PARAMS_OF_PRESET["paper"] else {}
+    except (OSError, ValueError, KeyError, TypeError):
+        seconds = {}
+    if any(name not in seconds for name in names):
+        return None
+    return sum(seconds[name] for name in names)
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as minutes below an hour, else hours ("58 min", "1.0 h")."""
+    return f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
+def _confirm_paper(names: list[str], out: pathlib.Path, yes: bool) -> None:
+    """Print the paper checks' estimate (``paper_estimate``) and stop, before anything runs,
+    when it exceeds ``CONFIRM_ABOVE_SECONDS`` (or there is none) and ``yes`` is not given.
+
+    Raises:
+        click.ClickException: exit status 1, naming the estimate and ``--yes``.
+    """
+    seconds = paper_estimate(names, out)
+    if seconds is None:
+        click.echo(f"no time estimate for {len(names)} check(s) at the paper preset: none has "
+                   f"a recorded paper run in {out / 'results.json'} (counted as over an hour)")
+    else:
+        click.echo(f"Estimated time of the {len(names)} check(s) at the paper preset: "
+                   f"{_duration(seconds)} (the seconds of their previous paper run in "
+                   f"{out / 'results.json'})")
+    if (seconds is None or seconds > CONFIRM_ABOVE_SECONDS) and not yes:
+        what = ("it has no time estimate (counted as over an hour)" if seconds is None else
+                f"its estimated time, {_duration(seconds)}, exceeds an hour")
+        raise click.ClickException(f"not started: {what}; nothing was computed. Rerun the "
+                                   f"same command with --yes to start it.")
 
 
 def run_checks(preset: str, out: str | pathlib.Path | None, only: Iterable[str] | None = None,
@@ -337,8 +394,13 @@ class _PresetChoice(click.Choice):
                    "[default: runs/<preset>/checks].")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of every check (same seed, same numbers).")
+@click.option("--yes", is_flag=True,
+              help="Start a paper run even when its time estimate (printed first: a previous "
+                   "paper run's seconds in --out) exceeds an hour or is unknown; without it "
+                   "such a run stops before computing anything.")
 def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], preset: str,
-                  json_path: pathlib.Path | None, out: pathlib.Path | None, seed: int) -> None:
+                  json_path: pathlib.Path | None, out: pathlib.Path | None, seed: int,
+                  yes: bool) -> None:
     """Run the theorems of Baykal et al. 2022 (§3–§4, App. B) as executable checks.
 
     Each decisive part declares its smallest violation of interest (SVI); its power is
@@ -346,7 +408,8 @@ def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], pres
     Clopper–Pearson lower bound (wanted ≥ 0.8); a part whose minimal detectable violation
     exceeds its SVI makes the check "underpowered". Prints one block per check (claim, settings, measured, headline with its
     interval, bound, power, planted runs, verdict) and exits with status 1 when a check is
-    refuted.
+    refuted. At --preset paper the time estimate (a previous paper run's seconds in --out)
+    is printed first; over an hour, or without one, the run starts only with --yes.
     """
     from proofs_checks._framework import Verdict, to_jsonable
     from proofs_checks.registry import all_checks
@@ -363,7 +426,10 @@ def check_command(only: tuple[str, ...], modules: tuple[pathlib.Path, ...], pres
     if unknown:
         raise click.BadParameter(f"unknown check(s) {', '.join(map(repr, unknown))}; known "
                                  f"checks: {', '.join(known)}", param_hint="--only")
-    out = _writable(out or pathlib.Path("runs") / preset / "checks", "--out", folder=True)
+    out = out or pathlib.Path("runs") / preset / "checks"
+    if preset == "paper":  # "full" too: _PresetChoice reads it as "paper"
+        _confirm_paper(list(only or known), out, yes)
+    out = _writable(out, "--out", folder=True)
     if json_path is not None:
         _writable(json_path, "--json", folder=False)
     results = run_checks(preset, out, only=only or None, seed=seed, echo=click.echo)

@@ -256,6 +256,20 @@ def test_plot_writes_png_and_svg_into_the_run_folder_or_to_out(tmp_path):
     assert "DSM" in out.with_suffix(".svg").read_text()
 
 
+def test_plot_out_an_existing_folder_writes_inside_it(tmp_path):
+    run = _plot_dir(tmp_path)
+    folder = tmp_path / "figures"
+    folder.mkdir()
+    result = CliRunner().invoke(main, ["plot", str(run), "--x", "activated_units", "--y",
+                                       "eval_nmse", "--out", str(folder)])
+    assert result.exit_code == 0, result.output
+    stem = folder / "plot_eval_nmse_vs_activated_units_by_model_label"
+    for path in (stem.with_suffix(".png"), stem.with_suffix(".svg")):
+        assert path.stat().st_size > 0 and str(path) in result.output
+    # nothing beside the folder
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["figures", run.name])
+
+
 def test_plot_errors_are_one_line_and_name_what_is_missing(tmp_path):
     run = _plot_dir(tmp_path)
     runner = CliRunner()
@@ -362,3 +376,169 @@ def test_reproduce_command_only_runs_one_step(tmp_path):
     result = CliRunner().invoke(main, ["reproduce", "--preset", "tiny", "--out", str(tmp_path),
                                        "--only", "fig9"])
     assert result.exit_code != 0 and "only must name steps of the tiny preset" in result.output
+
+
+# -- paper-sized runs: the estimate first, --yes above an hour ----------------------------------
+
+def _estimate_of(seconds):
+    """A stand-in for ``estimate_sweeps`` / ``estimate_reproduce`` returning ``seconds``."""
+    from experiments import estimate
+
+    def fake(*args, **kwargs):
+        return estimate.Estimate(seconds=seconds, low=seconds / 2, high=seconds * 2, rows=10,
+                                 per_experiment={"fig2": (10, seconds)}, sampled=2,
+                                 calibration_seconds=1.0, device="cpu", workers=1)
+    return fake
+
+
+def test_the_hour_threshold_and_the_checks_copy_of_it():
+    from experiments.cli_options import CONFIRM_ABOVE_SECONDS, needs_yes
+    from proofs_checks import cli as checks_cli
+
+    assert CONFIRM_ABOVE_SECONDS == checks_cli.CONFIRM_ABOVE_SECONDS == 3600.0
+    assert not needs_yes(3599.0) and not needs_yes(3600.0) and needs_yes(3601.0)
+    assert needs_yes(None)  # no estimate: counted as over an hour
+    for bad in (-1.0, float("nan"), "1", True):
+        with pytest.raises(ValueError, match="seconds must be a number >= 0 or None"):
+            needs_yes(bad)
+
+
+@pytest.mark.parametrize("preset", ["paper", "full"])
+def test_scale_paper_prints_its_estimate_and_needs_yes_above_an_hour(tmp_path, monkeypatch,
+                                                                     preset):
+    from experiments import estimate, scale_cli
+
+    ran = []
+    monkeypatch.setattr(scale_cli, "run_experiment",
+                        lambda *args, **kwargs: ran.append(args) or ([], []))
+    args = ["scale", "--experiment", "fig2", "--preset", preset, "--out", str(tmp_path / "o")]
+    monkeypatch.setattr(estimate, "estimate_sweeps", _estimate_of(3700.0))
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and not ran and not (tmp_path / "o").exists()
+    assert "Estimated time of this run on cpu: 1.0 h" in result.output
+    assert result.output.index("Estimated time") < result.output.index("not started")
+    assert ("not started: its estimated time, 1.0 h, exceeds an hour; nothing was computed. "
+            "Rerun the same command with --yes to start it.") in result.output
+    assert CliRunner().invoke(main, args + ["--yes"]).exit_code == 0 and len(ran) == 1
+    assert ran[0][1] == "paper"  # "full" is the paper preset
+    monkeypatch.setattr(estimate, "estimate_sweeps", _estimate_of(3500.0))
+    result = CliRunner().invoke(main, args)  # under the hour: starts without --yes
+    assert result.exit_code == 0 and len(ran) == 2
+    assert "Estimated time of this run on cpu: 58 min" in result.output
+
+
+def test_scale_quick_runs_without_an_estimate(tmp_path, monkeypatch):
+    from experiments import estimate, scale_cli
+
+    ran = []
+    monkeypatch.setattr(scale_cli, "run_experiment",
+                        lambda *args, **kwargs: ran.append(args) or ([], []))
+    monkeypatch.setattr(estimate, "estimate_sweeps", _estimate_of(1e6))
+    result = CliRunner().invoke(main, ["scale", "--experiment", "fig2", "--preset", "quick",
+                                       "--out", str(tmp_path)])
+    assert result.exit_code == 0 and len(ran) == 1 and "Estimated" not in result.output
+
+
+@pytest.mark.parametrize("preset", ["paper", "full"])
+def test_reproduce_paper_needs_yes_above_an_hour(tmp_path, monkeypatch, preset):
+    from experiments import reproduce
+
+    ran = []
+    monkeypatch.setattr(reproduce, "_run_steps", lambda *args: ran.append(args) or {})
+    args = ["reproduce", "--preset", preset, "--out", str(tmp_path / "r")]
+    monkeypatch.setattr(reproduce, "estimate_reproduce", _estimate_of(3700.0))
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and not ran
+    assert result.output.index("Estimated time of this run") < \
+        result.output.index("not started: its estimated time, 1.0 h, exceeds an hour")
+    assert "--yes" in result.output
+    assert CliRunner().invoke(main, args + ["--yes"]).exit_code == 0 and len(ran) == 1
+    assert ran[0][0] == "paper"
+    monkeypatch.setattr(reproduce, "estimate_reproduce", _estimate_of(3500.0))
+    assert CliRunner().invoke(main, args).exit_code == 0 and len(ran) == 2
+
+
+def test_reproduce_paper_without_an_estimate_needs_yes(tmp_path, monkeypatch):
+    from experiments import reproduce
+
+    def no_estimate(*args, **kwargs):
+        raise ValueError("no GPU here")
+
+    ran = []
+    monkeypatch.setattr(reproduce, "_run_steps", lambda *args: ran.append(args) or {})
+    monkeypatch.setattr(reproduce, "estimate_reproduce", no_estimate)
+    result = CliRunner().invoke(main, ["reproduce", "--preset", "paper", "--out",
+                                       str(tmp_path)])
+    assert result.exit_code == 1 and not ran
+    assert "no estimate of the run's time on this machine: no GPU here" in result.output
+    assert "it has no time estimate (counted as over an hour)" in result.output
+
+
+@pytest.mark.parametrize("preset", ["paper", "full"])
+def test_check_paper_estimate_from_its_previous_run_and_yes(tmp_path, monkeypatch, preset):
+    """The checks' paper estimate is the seconds of their previous paper run in --out; over
+    an hour or unknown, the run needs --yes and computes nothing without it."""
+    from proofs_checks import cli as checks_cli
+
+    ran = []
+    monkeypatch.setattr(checks_cli, "run_checks",
+                        lambda *args, **kwargs: ran.append(args) or [])
+    out = tmp_path / "checks"
+    out.mkdir()
+    args = ["check", "--preset", preset, "--out", str(out), "--only", "collisions",
+            "--only", "eq1_flops"]
+    result = CliRunner().invoke(main, args)  # no previous run: no estimate
+    assert result.exit_code == 1 and not ran
+    assert "no time estimate for 2 check(s)" in result.output and "--yes" in result.output
+
+    def record(seconds):
+        (out / "results.json").write_text(json.dumps({"params": "full", "results": [
+            {"name": "collisions", "seconds": 1800.0},
+            {"name": "eq1_flops", "seconds": seconds}]}))
+
+    record(1801.0)  # 3601 s
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and not ran
+    assert "Estimated time of the 2 check(s) at the paper preset: 1.0 h" in result.output
+    assert ("not started: its estimated time, 1.0 h, exceeds an hour; nothing was computed. "
+            "Rerun the same command with --yes to start it.") in result.output
+    assert CliRunner().invoke(main, args + ["--yes"]).exit_code == 0 and len(ran) == 1
+    assert ran[0][0] == "paper"
+    record(1799.0)  # 3599 s: starts without --yes
+    assert CliRunner().invoke(main, args).exit_code == 0 and len(ran) == 2
+    # a quick run's seconds are no estimate of a paper run
+    (out / "results.json").write_text(json.dumps({"params": "quick", "results": [
+        {"name": "collisions", "seconds": 1.0}, {"name": "eq1_flops", "seconds": 1.0}]}))
+    assert checks_cli.paper_estimate(["collisions", "eq1_flops"], out) is None
+
+
+def test_scale_paper_estimates_only_the_rows_not_yet_in_the_folder(tmp_path, monkeypatch):
+    """A resumed paper run is estimated on its rows still to compute: a model whose every
+    seed is in results.csv is left out of the calibration, and every row is left in with
+    --force."""
+    from experiments import estimate, scale_cli, sweep
+    from experiments.presets import experiment_configs
+    from experiments.specs import fit_of
+
+    seen = []
+
+    def fake(experiments, **kwargs):
+        seen.append(experiments)
+        return _estimate_of(60.0)()
+
+    monkeypatch.setattr(estimate, "estimate_sweeps", fake)
+    monkeypatch.setattr(scale_cli, "run_experiment", lambda *args, **kwargs: ([], []))
+    configs = experiment_configs("fig2", "paper")
+    first, settings = configs[0].models[0], sweep.settings_fingerprint(configs[0])
+    rows = [{"experiment": "fig2", "target": configs[0].target.label(),
+             "model_key": first.key(), "fit": fit_of(first, configs[0]), "seed": seed,
+             "settings": settings} for seed in configs[0].seeds]
+    pd.DataFrame(rows, columns=sweep.COLUMNS).to_csv(tmp_path / "results.csv", index=False)
+    args = ["scale", "--experiment", "fig2", "--preset", "paper", "--out", str(tmp_path)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    todo = seen[-1]["fig2"]
+    assert [len(c.models) for c in todo] == [len(configs[0].models) - 1,
+                                             *(len(c.models) for c in configs[1:])]
+    assert first not in todo[0].models
+    assert CliRunner().invoke(main, args + ["--force"]).exit_code == 0
+    assert [c.models for c in seen[-1]["fig2"]] == [c.models for c in configs]

@@ -73,6 +73,57 @@ def test_every_preset_round_trips_through_toml(name, preset, tmp_path):
         assert new.fit_window == old.fit_window and new.fit == old.fit
 
 
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_print_config_loads_back_to_the_same_fingerprints(name, preset, tmp_path):
+    """`scale --print-config` → `--config`: the same sweeps, settings fingerprint first."""
+    result = CliRunner().invoke(main, ["scale", "--experiment", name, "--preset", preset,
+                                       "--print-config"])
+    assert result.exit_code == 0, result.output
+    path = tmp_path / "printed.toml"
+    path.write_text(result.output)
+    configs, back = experiment_configs(name, preset), read_config_file(path).configs
+    assert [settings_fingerprint(c) for c in back] == [settings_fingerprint(c) for c in configs]
+    for old, new in zip(configs, back, strict=True):
+        assert new.models == old.models and new.fit_window == old.fit_window
+        assert _canonical(new.panels) == _canonical(old.panels)
+
+
+def test_printed_toml_says_each_thing_once_and_only_what_is_read():
+    """fig2 quick: the exact regime's 58 models once under [defaults], the Adam regime's 32
+    named by key; panels alike in both regimes once; no MLP widths under a polynomial; the
+    fit window's place shown. table2 (an MLP target) keeps its widths; subspace its windows."""
+    configs = experiment_configs("fig2", "quick")
+    text = write_toml("fig2", "quick", configs)
+    assert text.count("[[defaults.models]]") == len(configs[0].models) == 58
+    assert "[[configs.models]]" not in text
+    assert text.count('"dense;width=16;n_tables=1",') == 1  # the Adam regime's list of keys
+    assert text.count('title = "DSM vs dense at equal activated units"') == 1
+    assert "hidden" not in text and "degree = 4" in text
+    assert "# fit_window = { activated_units = [16, inf] }" in text
+    assert "hidden = [64, 64]" in write_toml("table2", "quick",
+                                             experiment_configs("table2", "quick"))
+    subspace = write_toml("subspace", "quick", experiment_configs("subspace", "quick"))
+    assert "[configs.fit_window]" in subspace and "# fit_window" not in subspace
+
+
+def test_a_regime_names_models_of_the_defaults_by_key(tmp_path):
+    path = tmp_path / "keys.toml"
+    keyed = SMALL.replace("[[configs]]\nfit = \"exact\"",
+                          "[[configs]]\nfit = \"sgd\"\nmodels = [\"dense;width=16;n_tables=1\"]"
+                          "\n\n[[configs]]\nfit = \"exact\"").replace(
+        "[[configs.models]]", "[[defaults.models]]").replace(
+        "[configs.panels.a]", "[defaults.panels.a]")
+    path.write_text(keyed)
+    sgd, exact = read_config_file(path).configs
+    assert sgd.models == (ModelSpec("dense", width=16),) and len(exact.models) == 2
+    path.write_text(keyed.replace("width=16;", "width=17;"))
+    with pytest.raises(ValueError, match=r"configs\[0\]\.models\[0\]: 'dense;width=17;"
+                                         r"n_tables=1' is not the key of a model under "
+                                         r"\[defaults\] \(2 there"):
+        read_config_file(path)
+
+
 def test_a_small_file_reads_with_defaults_merged(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(SMALL)
@@ -85,20 +136,20 @@ def test_a_small_file_reads_with_defaults_merged(tmp_path):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (("width = 16", "widht = 16"), r"unknown field 'widht' in configs\[0\]\.models\[0\] "
+    (("width = 16", "widht = 16"), r"configs\[0\]\.models\[0\]: unknown field 'widht' "
                                    r"\(allowed: kind, width"),
     (("kind = \"dense\"", "kind = \"dens\""), r"configs\[0\]\.models\[0\]: model kind must be "
                                               r"one of \(.*'dense'"),
     (("width = 16", "width = 0"),
      r"configs\[0\]\.models\[0\]: width must be an integer >= 1, got 0"),
-    (("degree = 3", "degre = 3"), r"unknown field 'degre' in configs\[0\]\.target"),
+    (("degree = 3", "degre = 3"), r"configs\[0\]\.target: unknown field 'degre'"),
     (("family = \"polynomial\"", "family = \"poly\""), r"configs\[0\]\.target: family must be "
                                                        r"one of \('polynomial'"),
     (("n_train = 300", "n_train = -3"), r"configs\[0\]: n_train must be an integer >= 1"),
     (("seeds = [3, 5]", "seeds = [3, 3]"), r"configs\[0\]\.seeds must not repeat"),
     (("fit = \"exact\"", "fit = \"closed\""), r"configs\[0\]: fit must be one of"),
     (("claims = \"none\"", "claims = \"fig9\""), r"claims must be one of \("),
-    (("experiment = \"mine\"", "experimant = \"mine\""), r"unknown field 'experimant' in the "
+    (("experiment = \"mine\"", "experimant = \"mine\""), r"unknown field 'experimant' at the "
                                                          r"top level"),
 ])
 def test_errors_name_the_field_and_the_allowed_values(tmp_path, edit, message):
@@ -107,6 +158,19 @@ def test_errors_name_the_field_and_the_allowed_values(tmp_path, edit, message):
     with pytest.raises(ValueError, match=message) as error:
         read_config_file(path)
     assert str(path) in str(error.value)
+
+
+def test_an_error_names_its_place_once(tmp_path):
+    """The whole message of a misspelt field: the file, the place once, the field, the
+    allowed fields."""
+    path = tmp_path / "bad.toml"
+    path.write_text(SMALL.replace("width = 16", "widht = 16"))
+    with pytest.raises(ValueError) as error:
+        read_config_file(path)
+    assert str(error.value) == (
+        f"config file {path}: configs[0].models[0]: unknown field 'widht' (allowed: kind, "
+        f"width, k, n_bits, n_tables, n_hashes, bucket_width, n_experts, lr, label, family, "
+        f"options)")
 
 
 def test_invalid_toml_and_missing_file(tmp_path):

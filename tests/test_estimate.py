@@ -247,26 +247,35 @@ def test_reproduce_paper_prints_the_estimate_first(tmp_path, monkeypatch):
     monkeypatch.setattr(reproduce, "steps", fake_steps)
     monkeypatch.setattr(reproduce, "_run_steps", lambda *args: {})
     lines = []
-    run_reproduce("paper", tmp_path, echo=lines.append)
+    run_reproduce("paper", tmp_path, echo=lines.append, yes=True)
     assert lines[0].startswith("Estimated time of this run on cpu: 2.0 h (range 1.0 h – 4.0 h)")
     assert "not included: checks" in lines[0] and list(seen["experiments"]) == ["fig2"]
+    # 2 h without yes: the estimate, then a refusal naming --yes, nothing run
+    lines.clear()
+    with pytest.raises(ValueError, match="exceeds an hour; nothing was computed. Rerun the "
+                                         "same command with --yes"):
+        run_reproduce("paper", tmp_path, echo=lines.append)
+    assert lines[0].startswith("Estimated time of this run on cpu: 2.0 h")
     # a step already done is not estimated
     (tmp_path / "fig2").mkdir()
     (tmp_path / "fig2" / "done.json").write_text(json.dumps({"config": {"settings": ["a"]}}))
-    run_reproduce("paper", tmp_path, echo=lines.append)
+    run_reproduce("paper", tmp_path, echo=lines.append, yes=True)
     assert seen["experiments"] == {}
     lines.clear()
     run_reproduce("quick", tmp_path, echo=lines.append)  # other presets: no estimate
     assert lines == []
     assert seen["engine"] is None  # no workers: the calibration runs in this process
     # with workers, their engine is open before the estimate, which times its rows there
-    run_reproduce("paper", tmp_path, force=True, echo=lines.append, workers=1)
+    run_reproduce("paper", tmp_path, force=True, echo=lines.append, workers=1,
+                  yes=True)
     assert isinstance(seen["engine"], Engine) and seen["engine"].workers == 1
     assert list(seen["experiments"]) == ["fig2"] and seen["workers"] == 1
     # with only: the steps it names, and no other
-    run_reproduce("paper", tmp_path, force=True, echo=lines.append, only=("checks",))
+    run_reproduce("paper", tmp_path, force=True, echo=lines.append, only=("checks",),
+                  yes=True)
     assert seen["experiments"] == {} and list(seen["excluded"]) == ["checks"]
-    run_reproduce("paper", tmp_path, force=True, echo=lines.append, only=("fig2",))
+    run_reproduce("paper", tmp_path, force=True, echo=lines.append, only=("fig2",),
+                  yes=True)
     assert list(seen["experiments"]) == ["fig2"] and list(seen["excluded"]) == []
 
 

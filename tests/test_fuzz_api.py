@@ -774,6 +774,7 @@ def _claims_table(n):
     return pd.DataFrame([{k: getattr(c, k) for k in x_claims.CLAIM_COLUMNS} for c in claims],
                         columns=x_claims.CLAIM_COLUMNS)
 _PRESET = CHOICE("tiny", "quick", "paper")
+_SECONDS_OR_NONE = Kind(st.one_of(st.none(), st.floats(0, 1e6)), st.sampled_from([float("nan"), -1.0, "1.0", True]))
 _EXPERIMENT = CHOICE("fig2", "fig3", "fig4", "table1", "table2", "subspace", "routers")
 
 EXPERIMENT_CASES: dict[str, Case] = {
@@ -812,6 +813,10 @@ EXPERIMENT_CASES: dict[str, Case] = {
     "experiments.cli.LazyGroup": Case(lambda name: x_cli.LazyGroup(name="g", lazy_commands=x_cli.COMMANDS).get_command(None, name).name, {"name": Kind(st.sampled_from(["sdm", "plot", "comet"]))}),
     "experiments.cli_options.default_out": Case(lambda preset, name: str(x_cli_options.default_out(preset, name)), {"preset": _PRESET, "name": Kind(st.sampled_from(["fig2", "sdm", "nope"]), st.sampled_from([None, 3, "", "a/b"]))}),
     "experiments.cli_options.preset_option": Case(lambda default: x_cli_options.preset_option(default) is not None, {"default": _PRESET}),
+    "experiments.cli_options.PresetChoice": Case(lambda value: x_cli_options.PresetChoice(("tiny", "quick", "paper")).convert(value, None, None), {"value": Kind(st.sampled_from(["tiny", "quick", "paper", "full"]), st.sampled_from(["nope", "Paper2"]))}, errors=(click.BadParameter,), names=("tiny",)),
+    "experiments.cli_options.yes_option": Case(lambda: x_cli_options.yes_option(lambda yes: yes) is not None, {}),
+    "experiments.cli_options.needs_yes": Case(lambda seconds: x_cli_options.needs_yes(seconds), {"seconds": _SECONDS_OR_NONE}),
+    "experiments.cli_options.confirm_long_run": Case(lambda seconds, yes: x_cli_options.confirm_long_run(seconds, yes), {"seconds": _SECONDS_OR_NONE, "yes": BOOL}, errors=(click.ClickException,)),
     "experiments.cli_options.writable_file": Case(lambda sub, tmp: x_cli_options.writable_file(_under(tmp, sub) / "f.csv").name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
     "experiments.cli_options.writable_folder": Case(lambda sub, tmp: x_cli_options.writable_folder(_under(tmp, sub)).name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
     # experiments.comet_studies: COMET §5.1 (tiny sizes)
@@ -980,6 +985,7 @@ EXPERIMENT_CASES |= {
     "experiments.report.subspace_table": Case(lambda k: x_report.subspace_table(_subspace_rows(k), x_presets.subspace("tiny")[0]).to_numpy(float), {"k": H_INT(2, 2)}, names=("rows", "config")),
     "experiments.report.summary_table": Case(lambda index, columns, value: x_report.summary_table(_golden(), index, columns, value).to_numpy(str).tolist(), {"index": CHOICE("model_label"), "columns": _X, "value": CHOICE(None, "eval_mse", "train_mse")}),
     "experiments.report.target_variances": Case(lambda n: x_report.target_variances(_golden().iloc[:n]).to_numpy(float), {"n": H_INT(1, 60)}, names=("frame",)),
+    "experiments.report.image_data_lines": Case(lambda n, tmp: x_report.image_data_lines(tmp, {"s": ["s/config.json"] * n}), {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("written",)),
     "experiments.report.write_experiment_outputs": Case(lambda name, tmp: len(x_report.write_experiment_outputs(name, [_tiny_config()], _sweep_frame(), tmp)[0]), {"name": Kind(st.sampled_from(["fuzz", "fig2"]), st.sampled_from([None, 3, ""])), "tmp": FIXED(None)}, heavy=True),
     # experiments.reproduce (another engineer's file): argument checks, stopped at step 1
     "experiments.reproduce.claims_summary": Case(lambda n: x_reproduce.claims_summary(pd.DataFrame([dataclasses.asdict(c) for c in x_claims.claims_for("fig2", _golden(), [])][:n])), {"n": H_INT(0, 3)}, names=("table",)),

@@ -75,8 +75,11 @@ def test_contract_refuses_fields_a_kind_does_not_read(name):
 
 
 def test_unknown_kind_names_the_registered_ones():
-    with pytest.raises(ValueError, match="model kind must be one of .*'dense'.*got 'dens'"):
+    with pytest.raises(ValueError, match="model kind must be one of .*'dense'.*got 'dens'") \
+            as error:
         ModelSpec("dens", width=4)
+    # and how to add one's own kind
+    assert "--module FILE.py" in str(error.value) and "examples/own_router.py" in str(error.value)
 
 
 def test_register_checks_its_argument():

@@ -42,6 +42,37 @@ def test_resumed_sweep_equals_uninterrupted(tmp_path):
     assert len(resumed) == n_rows
 
 
+def test_ctrl_c_says_how_many_rows_are_kept_and_that_a_rerun_resumes(tmp_path, monkeypatch,
+                                                                      capsys):
+    """Ctrl-C (a KeyboardInterrupt from the third fit) stops the sweep, says on stderr how
+    many rows results.csv keeps and that the same command resumes, and lets the interrupt
+    go on; the rerun computes only the rows not kept."""
+    import experiments.sweep as sweep
+
+    configs = experiment_configs("subspace", "tiny")
+    n_rows = sum(len(c.seeds) * len(c.models) for c in configs)
+    real, fits = sweep.compute_row, []
+
+    def fit_then_ctrl_c(*args, **kwargs):
+        if len(fits) == 2:
+            raise KeyboardInterrupt
+        fits.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "compute_row", fit_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(configs, tmp_path, device="cpu", progress=False)
+    path = tmp_path / "results.csv"
+    assert capsys.readouterr().err.strip() == (
+        f"interrupted: 2 of {n_rows} rows are kept in {path}; rerun the same command to "
+        f"resume (the rows kept are not computed again)")
+    assert len(pd.read_csv(path)) == 2
+    monkeypatch.setattr(sweep, "compute_row", real)
+    new_rows = []
+    run_sweep(configs, tmp_path, device="cpu", progress=False, on_row=new_rows.append)
+    assert len(new_rows) == n_rows - 2 and len(pd.read_csv(path)) == n_rows
+
+
 def test_lsh_table_error_falls_with_more_buckets(tmp_path):
     configs = experiment_configs("subspace", "tiny")[:1]
     frame = run_sweep(configs, tmp_path, device="cpu", progress=False)
