@@ -23,9 +23,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]" "$(TORCH_PIN)"
 	# compile the Numba kernels into their on-disk cache once (about 2.5 minutes of one
 	# core), so that a first run's processes (a reproduce's driver and workers) load them
-	# instead of each compiling them (experiments/warm_up.py)
+	# instead of each compiling them (experiments/pipeline/warm_up.py)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
-		$(PY) -m experiments.warm_up > $(VENV)/warm_up.log 2>&1 || \
+		$(PY) -m experiments.pipeline.warm_up > $(VENV)/warm_up.log 2>&1 || \
 		{ cat $(VENV)/warm_up.log; exit 1; }
 	touch $@
 

@@ -2,11 +2,11 @@
 
 1. neighbour: rows of the ``routers`` quick sweep computed in this process, quiet and beside
    one busy single-threaded process (``while True: pass``), under the thread policy (one
-   thread: ``experiments.threads``) and under torch's and Numba's default thread counts (one
+   thread: ``experiments.runner.threads``) and under torch's and Numba's default thread counts (one
    per core), each busy time over the quiet time of the same rows. Wanted: ≤ 2.2 with the
    policy.
 2. workers: rows per second of the ``fig2`` quick sweep (all its rows, in sweep order) on a
-   local Dask cluster of 2 workers over 1 worker (``experiments.engine``; cluster start and
+   local Dask cluster of 2 workers over 1 worker (``experiments.runner.engine``; cluster start and
    each worker's first row, its imports, not counted). Wanted: ≥ 1.7 on 2 free cores. (A cut
    of 40 rows, as an earlier version timed, is ~10 s of work, where the last long row — an
    exact fit of width 4096, ~3 s — leaves one worker idle for a third of the time.)
@@ -39,7 +39,7 @@ def spread(name: str, preset: str, n_rows: int) -> list[tuple]:
     """``n_rows`` (config, spec, seed) rows of an experiment, taken from its model kinds in
     turn (each kind's rows in sweep order, spread over its sizes), so that every kind weighs
     alike whatever its share of the sweep."""
-    from experiments.presets import experiment_configs
+    from experiments.papers.presets import experiment_configs
 
     by_kind: dict[str, list] = {}
     for c in experiment_configs(name, preset):
@@ -68,7 +68,7 @@ def busy_neighbour():
 def time_rows(rows, cap_s: float) -> list[float]:
     """Seconds of each row computed in this process (``compute_row`` on the CPU), stopping
     after ``cap_s`` seconds."""
-    from experiments.sweep import compute_row
+    from experiments.runner.rows import compute_row
 
     seconds, start = [], time.perf_counter()
     for config, spec, seed in rows:
@@ -82,7 +82,7 @@ def time_rows(rows, cap_s: float) -> list[float]:
 
 def neighbour_ratios(rows, cap_s: float) -> dict:
     """Busy over quiet time of the same rows, with one thread and with the default threads."""
-    from experiments.threads import single_threaded
+    from experiments.runner.threads import single_threaded
 
     cpus = len(os.sched_getaffinity(0))
     time_rows(rows, cap_s)  # warm-up: imports, Numba compilation (minutes on a new machine)
@@ -105,8 +105,8 @@ def neighbour_ratios(rows, cap_s: float) -> dict:
 
 def warm_up(rows) -> None:
     """Compute ``rows`` here (on a worker, through ``Client.run``), discarding them."""
-    from experiments.engine import run_task
-    from experiments.model_kinds import model_kind
+    from experiments.runner.engine import run_task
+    from experiments.kinds.registry import model_kind
 
     for config, spec, seed in rows:
         run_task(config, spec, seed, model_kind(spec.kind), "cpu")
@@ -114,7 +114,7 @@ def warm_up(rows) -> None:
 
 def worker_rows_per_second(rows, workers: int) -> dict:
     """Rows per second of ``rows`` on a local cluster of ``workers`` (warm workers)."""
-    from experiments.engine import Engine
+    from experiments.runner.engine import Engine
 
     # each kind once on every worker first: imports, Numba compilation (cached on disk after
     # the first worker), so that the timed rows measure the steady state. Not through
@@ -131,7 +131,7 @@ def worker_rows_per_second(rows, workers: int) -> dict:
 
 def sweep_rows(name: str, preset: str) -> list[tuple]:
     """Every (config, spec, seed) row of an experiment, in the order of its sweep."""
-    from experiments.presets import experiment_configs
+    from experiments.papers.presets import experiment_configs
 
     return [(c, spec, seed) for c in experiment_configs(name, preset) for seed in c.seeds
             for spec in c.models]

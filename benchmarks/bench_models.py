@@ -36,8 +36,8 @@ import time
 import numpy as np
 import torch
 
-from experiments.fitting import SGDConfig, adam_optimizer, fit_model
-from experiments.models import DSM, Dense, LSHModel, RandomHashModel
+from experiments.kinds.fitting import SGDConfig, adam_optimizer, fit_model
+from routing.models import DSM, Dense, LSHModel, RandomHashModel
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _timing import thread_limit, time_interleaved  # noqa: E402 (the benchmarks' folder)

@@ -28,10 +28,10 @@ import sys
 import torch
 from torch import nn
 
-from experiments.fitting import adam_optimizer
-from experiments.presets import ROUTER_LABELS
-from experiments.router_layers import build_router
-from experiments.specs import ModelSpec
+from experiments.kinds.fitting import adam_optimizer
+from experiments.papers.presets import ROUTER_LABELS
+from experiments.kinds.routers import build_router
+from experiments.runner.specs import ModelSpec
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _timing import machine, steady_malloc, thread_limit, time_interleaved  # noqa: E402

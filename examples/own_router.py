@@ -16,9 +16,9 @@ from types import SimpleNamespace
 import torch
 
 from experiments.kinds.routers import RouterKind
-from experiments.model_kinds import register_model_kind
-from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
-from experiments.sweep import run_sweep
+from experiments.kinds.registry import register_model_kind
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.runner.sweep import run_sweep
 from routing.layers import RouterLayer
 
 

@@ -15,8 +15,8 @@ Run: python examples/own_target.py   (a few seconds on one CPU core)
 
 import numpy as np
 
-from experiments.fitting import evaluate, fit_model
-from experiments.models import DSM, Dense
+from experiments.kinds.fitting import evaluate, fit_model
+from routing.models import DSM, Dense
 from lipschitz import CustomTarget, UniformCube, make_dataset
 
 N_INPUTS = 4

@@ -1,6 +1,6 @@
 """Read a sweep's ``results.csv`` with pandas.
 
-Every ``sparselab scale`` run (and ``experiments.sweep.run_sweep``) writes one tidy table:
+Every ``sparselab scale`` run (and ``experiments.runner.sweep.run_sweep``) writes one tidy table:
 one row per model, configuration and seed, with the sizes (``width``, ``k``,
 ``activated_units``, ``params``), the errors (``eval_mse``, ``eval_nmse`` = MSE / Var(y) on
 held-out data, ``train_nmse``) and the run's ``seed``. This example makes such a table with a
@@ -19,8 +19,8 @@ import tempfile
 
 import pandas as pd
 
-from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
-from experiments.sweep import run_sweep
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.runner.sweep import run_sweep
 
 
 def make_results(out: pathlib.Path) -> pathlib.Path:

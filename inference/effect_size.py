@@ -6,7 +6,7 @@ power, by the noncentral t distribution). The effect is in the differences' own 
 standardised effect d = effect / sd times the measured seed standard deviation sd.
 
 Source: Cohen 1988, *Statistical Power Analysis for the Behavioral Sciences*, ch. 2;
-``experiments.claims`` (MDE ≤ SESOI for a *supported*).
+``experiments.analysis.claims`` (MDE ≤ SESOI for a *supported*).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ the seed (the subspace Γ, the hasher, the fit sample, the queries, the dense bo
   sequence); a binary search over the table's sorted bucket keys, counting the comparisons
   it makes; the bucket value and the average over tables. Every intermediate result (codes,
   ids, positions, predictions) is checked against the real computation.
-* Dense: ``experiments.models.Dense`` of width w = ⌈(2√d/(C_dense ε))^k⌉ — Theorem 4.3's
+* Dense: ``routing.models.Dense`` of width w = ⌈(2√d/(C_dense ε))^k⌉ — Theorem 4.3's
   lower bound on the width a dense model needs (the theorem43 check measures that scaling) —
   counted by ``torch.utils.flop_counter.FlopCounterMode`` on its forward pass (matrix
   multiplies, the top layer's matrix-vector product, elementwise ops:
@@ -266,7 +266,7 @@ class FlopsParams(CheckParams):
 
 
 def _default_models():
-    from experiments.models import DSM, Dense
+    from routing.models import DSM, Dense
 
     return Dense, DSM
 
@@ -375,7 +375,7 @@ class Eq1FlopsCheck(Check):
     Arguments:
         params: ``FlopsParams``.
         model_classes: optional (Dense, DSM) classes with the constructors of
-            ``experiments.models`` (default: those).
+            ``routing.models`` (default: those).
         search: the sparse model's lookup, (sorted keys, key) -> (position, comparisons);
             default ``op_counts.binary_search`` (``LSHTable``'s). The planted violation passes
             ``op_counts.linear_scan``.

@@ -21,13 +21,13 @@ every point to exactly 0. X must be C-contiguous (``_inputs.as_points`` makes it
 :func:`project_candidates` fuses the projection of an affine layer (groups with an offset row,
 several groups per pass) with the first range scan of a Top-K: it keeps, per point, only the
 projections that reach a threshold, so the (BLOCK, width) projections are never stored (the
-DSM kernel, ``experiments.models._topk_kernel``).
+DSM kernel, ``routing.models._topk_kernel``).
 
 Range scans (:func:`compress_in_range`, :func:`count_in_range`, :func:`min_max`,
 :func:`max_below`), :func:`kth_largest_of_few` and :func:`top_of_few` (the ranks of a few
 values held in registers; the latter also picks the MoE routers' experts) are the selection
 primitives of the Top-K kernels (DSM:
-``experiments.models._topk_kernel``; COMET and SDMLP: ``routing.layers._unit_kernel``; PKM):
+``routing.models._topk_kernel``; COMET and SDMLP: ``routing.layers._unit_kernel``; PKM):
 the scans take one vector comparison per LANES entries, and where
 the CPU has AVX-512 the kept entries are packed in a register (``vcompress``) and stored
 whole. Row operations (:func:`row_axpy`, :func:`row_dot`) are the per-winner weight updates

@@ -3,7 +3,7 @@ bisection with vectorised counting passes (``routing._projection.count_in_range`
 narrows a bracket before ranking the few values left (in registers:
 ``routing._projection.kth_largest_of_few``), the normal quantiles that guess the
 bracket, and the compaction of the winners. Shared by the DSM Top-K kernel
-(``experiments.models._topk_kernel``) and the hidden-unit routers' k-winner-take-all
+(``routing.models._topk_kernel``) and the hidden-unit routers' k-winner-take-all
 (``routing.layers._unit_kernel``); called from other Numba functions only.
 """
 

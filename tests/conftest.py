@@ -68,7 +68,7 @@ def one_thread():
 
 
 # -- Numba's on-disk cache: which of sparselab's kernels did this run compile? ---------------
-# `make install` compiles the kernels into their cache (experiments.warm_up); every test
+# `make install` compiles the kernels into their cache (experiments.pipeline.warm_up); every test
 # process should load them from there. A kernel compiled here is one the warm-up did not cover
 # (a signature only a test uses) or a cache that did not match; the terminal summary lists
 # them per xdist worker, so a run whose workers each compile the same kernels shows it.

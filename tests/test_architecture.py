@@ -1,11 +1,15 @@
 """The architecture the README describes, checked: import-linter's contracts in ``.importlinter``.
 
-Dependencies point one way (experiments → proofs_checks → lipschitz → routing → inference), and
-no package imports another package's private modules. The known exceptions are listed in the
-contract file itself; these tests make sure the list can only shrink.
+Dependencies point one way (experiments → proofs_checks → lipschitz → routing → inference; inside
+experiments, cli → pipeline → papers → analysis → runner → kinds), no module imports a private
+module of a package it is not inside, no two modules import each other (directly or in a
+cycle, at any depth of the file: imports inside functions count), and the README's tree names
+the packages the code has. The contract file lists no exception.
 """
 import configparser
 import pathlib
+import re
+import sys
 
 import pytest
 
@@ -60,11 +64,130 @@ def test_layers_name_every_package():
     assert set(layers) == set(roots) == packages
 
 
-def test_exceptions_only_shrink():
-    """The known exceptions (removed when experiments/ is laid out anew) are never added to."""
+def test_contracts_have_no_exceptions():
+    """No contract ignores an import: an exception would have to be written here first."""
     parser = _contracts()
     ignored = sum(len(_lines(parser[s].get("ignore_imports", ""))) for s in parser.sections())
-    assert ignored <= 7
+    assert ignored == 0
+
+
+def _graph():
+    grimp = pytest.importorskip("grimp")
+    return grimp.build_graph(*_lines(_contracts()["importlinter"]["root_packages"]),
+                             include_external_packages=False)
+
+
+def _cycles(imports: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(imports) + 100))
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in imports.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(imports):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def _imports(graph) -> dict[str, set[str]]:
+    return {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+
+
+def test_no_import_cycles():
+    """No module imports itself through others: a cycle hidden in a function-level import
+    counts too (grimp reads every import statement of a file)."""
+    assert _cycles(_imports(_graph())) == []
+
+
+def test_the_cycle_finder_finds_a_planted_cycle():
+    imports = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(imports) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def _private_imports(imports: dict[str, set[str]]) -> list[str]:
+    """Imports of a private module (a ``_name`` part) from outside the package that holds it."""
+    found = []
+    for source, targets in imports.items():
+        for target in targets:
+            parts = target.split(".")
+            for i, part in enumerate(parts):
+                if part.startswith("_") and not part.startswith("__"):
+                    owner = ".".join(parts[:i])
+                    if source != owner and not source.startswith(owner + "."):
+                        found.append(f"{source} -> {target}")
+                    break
+    return sorted(found)
+
+
+def test_no_module_imports_another_packages_private_module():
+    assert _private_imports(_imports(_graph())) == []
+
+
+def test_the_private_import_finder_finds_a_planted_one():
+    imports = {"pkg.a": {"pkg._b"}, "other.c": {"pkg._b"}, "pkg.sub.d": {"pkg._b"},
+               "pkg.e": {"pkg.sub._f"}}
+    assert _private_imports(imports) == ["other.c -> pkg._b", "pkg.e -> pkg.sub._f"]
+
+
+def _readme_tree() -> dict[str, str]:
+    """The README's Architecture tree: package path (``experiments/cli``) -> its sentence."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```", 2)[1]
+    tree, parent = {}, None
+    for line in block.splitlines():
+        match = re.match(r"^( *)([a-z_]+)/\s+(\S.*)$", line)
+        if not match:
+            continue
+        indent, name, sentence = match.groups()
+        if indent:
+            tree[f"{parent}/{name}"] = sentence
+        else:
+            parent = name
+            tree[name] = sentence
+    return tree
+
+
+def test_the_readme_tree_matches_the_code():
+    """Every package and every sub-package of experiments/ is in the README's tree with a
+    sentence, and the tree names nothing the code lacks."""
+    tree = _readme_tree()
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    subpackages = {f"experiments/{p.parent.name}"
+                   for p in (ROOT / "experiments").glob("*/__init__.py")}
+    assert set(tree) == packages | subpackages
+    assert all(len(sentence.split()) >= 4 for sentence in tree.values())
+
+
+def test_the_readme_layers_are_the_contract():
+    """The order the README states inside experiments/ is the contract's."""
+    text = (ROOT / "README.md").read_text().split("## Architecture", 1)[1]
+    stated = re.search(r"`cli` → `pipeline`.*?`kinds`", text, re.S).group(0)
+    order = re.findall(r"`(\w+)`", stated)
+    layers = _lines(_contracts()["importlinter:contract:experiments-layers"]["layers"])
+    assert ["experiments." + name for name in order] == layers
 
 
 def test_a_planted_upward_import_is_caught(tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-import experiments.models as M
+import routing.models as M
 import lipschitz as L
 import routing as R
 import routing.layers as RL
@@ -365,7 +365,7 @@ def test_dead_fraction_before_any_example_says_what_to_do():
 
 
 def test_run_checks_refuses_a_file_as_out(tmp_path):
-    from proofs_checks.cli import run_checks
+    from proofs_checks.run import run_checks
 
     a_file = tmp_path / "results.txt"
     a_file.write_text("x")

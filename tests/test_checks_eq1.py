@@ -14,7 +14,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.models import DSM, Dense
+from routing.models import DSM, Dense
 from lipschitz import UniformSubspace
 from proofs_checks._framework import Verdict
 from proofs_checks.eq1_flops import (

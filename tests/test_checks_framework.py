@@ -17,7 +17,8 @@ from proofs_checks._framework import (
     Check, CheckParams, Verdict, child_seeds, combine_verdicts, decide_probability,
     decide_probability_bounds, draws_to_decide, quantile_upper_bound, to_jsonable,
 )
-from proofs_checks.cli import check_command, format_table, run_checks, write_checks
+from proofs_checks.cli import check_command
+from proofs_checks.run import format_table, run_checks, write_checks
 from proofs_checks.registry import CHECK_MODULES, all_checks, get_check
 
 EXPECTED = ["simulations", "collisions", "lipschitz_certificates", "lsh_vs_uniform",

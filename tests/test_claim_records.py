@@ -1,4 +1,4 @@
-"""The claim records (experiments/claims/_records.py): every record complete, every verbatim
+"""The claim records (experiments/analysis/claims/_records.py): every record complete, every verbatim
 quote found in its paper's text (../shared/papers/, skipped when absent), no claim attributed
 to a paper that does not make it, every claim of a run matched to a record and carrying its
 quote, source, kind, axis and quantifier into claims.csv, LSH against dense decided at equal
@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.claims import CLAIM_COLUMNS, claims_for
-from experiments.claims._records import (
+from experiments.analysis.claims import CLAIM_COLUMNS
+from experiments.papers.scaling_claims import claims_for
+from experiments.analysis.claims._records import (
     KINDS,
     PAPERS,
     QUOTE_FORMS,
@@ -148,7 +149,7 @@ def test_lsh_against_dense_at_equal_units_says_what_the_rows_lack():
 
 
 def test_the_report_counts_the_papers_claims_apart_from_ours():
-    from experiments.report import claims_overview, claims_table_lines
+    from experiments.pipeline.report import claims_overview, claims_table_lines
 
     claims = claims_for("fig2", _fig2(0.5), [])
     table = pd.DataFrame([{c: getattr(claim, c) for c in CLAIM_COLUMNS} for claim in claims])
@@ -198,7 +199,7 @@ def test_the_continual_records_cite_table_7s_rows_as_the_paper_prints_them():
     """Every Table 7 number a continual record or ``PAPER_BRICKEN`` cites is a row of the
     paper's Table 7 (Split MNIST, 1K neurons); the EWC record says where its table and text
     disagree; a continual claim is matched to its own record by the comparison it names."""
-    from experiments.real_data.continual import PAPER_BRICKEN, TABLE7 as COLUMN
+    from experiments.papers.real_data.continual import PAPER_BRICKEN, TABLE7 as COLUMN
 
     path = PAPERS_DIR / PAPERS["Bricken et al. 2023"]
     if not path.is_file():
@@ -237,7 +238,7 @@ def test_the_continual_records_cite_table_7s_rows_as_the_paper_prints_them():
 
 
 def test_comet_claim_texts_leave_quote_and_source_to_their_records():
-    from experiments.real_data import comet_claims, experiment_config
+    from experiments.papers.real_data import comet_claims, experiment_config
 
     config = experiment_config("comet_images", "tiny", "digits")
     rng = np.random.default_rng(0)

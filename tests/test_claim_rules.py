@@ -1,4 +1,4 @@
-"""The specification of the experiment claims' decision rules (experiments/claims/_rules.py),
+"""The specification of the experiment claims' decision rules (experiments/analysis/claims/_rules.py),
 by simulation with a known truth and by moving each quantity across its threshold.
 
 Simulated claim rows: ln nMSE of two models at 4 sizes on the quick preset's 3 seeds. A seed
@@ -15,11 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.claims import (ALPHA, NO_NOISE, SESOI, Claim, Rule, adjust_family, best_of,
-                                claims_for, compare, comparison_verdict, control_status,
-                                decided, equivalence_stats, equivalence_verdict,
-                                paired_difference)
-from experiments.claims._controls import _quarter_pairs
+from experiments.analysis.claims import ALPHA, NO_NOISE, SESOI, Claim, Rule, adjust_family, best_of, compare, comparison_verdict, control_status, decided, equivalence_stats, equivalence_verdict, paired_difference
+from experiments.papers.scaling_claims import claims_for
+from experiments.analysis.claims._controls import _quarter_pairs
 from inference import clopper_pearson, sign_flip_test
 
 SIGMA, TAU = 0.05, 0.05
@@ -309,7 +307,7 @@ def test_controls_read_as_they_must_and_a_failed_one_marks_the_experiment():
     assert control_status("negative control", "supported") == "FAILED"
     assert control_status("negative control", NO_NOISE) == "passed (vacuous)"
     assert control_status("positive control", "underpowered") == "FAILED"
-    from experiments.report import claims_overview
+    from experiments.pipeline.report import claims_overview
 
     table = pd.DataFrame([{k: getattr(c, k) for k in ("experiment", "verdict", "role",
                                                       "p_value")} for c in claims])
@@ -324,7 +322,7 @@ def test_every_claim_row_carries_the_decision_columns():
     frame = _rows(lambda x, s: {"dense": np.exp(rng.normal(-np.log2(x), 0.05)),
                                 "DSM width 64": np.exp(rng.normal(-np.log2(x) - 0.2, 0.05))},
                   range(3))
-    from experiments.claims import CLAIM_COLUMNS
+    from experiments.analysis.claims import CLAIM_COLUMNS
 
     table = pd.DataFrame([{k: getattr(c, k) for k in CLAIM_COLUMNS}
                           for c in claims_for("fig2", frame, [])])

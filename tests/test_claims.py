@@ -1,4 +1,4 @@
-"""The claims of the report (experiments/claims/): paired significance by hand, the Table 1
+"""The claims of the report (experiments/analysis/claims/): paired significance by hand, the Table 1
 and Table 2 rules in the paper's words (each threshold moved across its edge, and the paper's
 own tables read as the paper reads them), the DSM-width anomaly explained, the verdict per
 regime, and claims.csv files of the old four columns still read."""
@@ -8,20 +8,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from experiments.claims import (
-    AS_WELL_AS,
-    CLAIM_COLUMNS,
-    PAPER_TABLE1,
-    PAPER_TABLE2,
-    anomaly_diagnoses,
-    claims_for,
-    paired_difference,
-    paper_table2_anomalies,
-    seed_log_errors,
-    table1_rule,
-    table2_rule,
-    width_anomalies,
-)
+from experiments.analysis.claims import CLAIM_COLUMNS, paired_difference, seed_log_errors
+from experiments.papers.baykal_tables import AS_WELL_AS, PAPER_TABLE1, PAPER_TABLE2, anomaly_diagnoses, paper_table2_anomalies, table1_rule, table2_rule, width_anomalies
+from experiments.papers.scaling_claims import claims_for
 
 
 def _row(label, x, value, seed, fit="exact", model=None, train=None, **extra):
@@ -155,7 +144,7 @@ def test_a_dsm_that_gets_worse_with_width_is_explained():
 
 
 def test_old_claims_csv_files_are_read_with_every_column(tmp_path):
-    from experiments.reproduce import _read_claims
+    from experiments.pipeline.reproduce import _read_claims
 
     path = tmp_path / "claims.csv"
     path.write_text("experiment,claim,verdict,evidence\nfig4,DSM wins,supported,x\n")
@@ -167,7 +156,8 @@ def test_old_claims_csv_files_are_read_with_every_column(tmp_path):
 
 
 def test_lsh_against_uniform_hash_is_paired_from_below():
-    from experiments.claims import compare, matched_below
+    from experiments.analysis.claims import compare
+    from experiments.papers.scaling_claims import matched_below
 
     pick = matched_below([64.0, 512.0, 4096.0])
     assert pick(100.0) == 64.0 and pick(1000.0) == 512.0 and pick(600.0) == 512.0
@@ -196,7 +186,7 @@ def test_lsh_against_uniform_hash_is_paired_from_below():
 
 
 def test_a_comparison_is_decided_paired_across_seeds():
-    from experiments.claims import NO_NOISE, comparison_verdict
+    from experiments.analysis.claims import NO_NOISE, comparison_verdict
 
     def stats_(mean, p, sd=0.05, n=3):
         return {"mean": mean, "p_value": p, "sd": sd, "n_seeds": n, "mde": 0.05,

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from experiments.cli import main
-from experiments.reproduce import run_reproduce
+from experiments.pipeline.reproduce import run_reproduce
 
 
 def test_help_and_version():
@@ -43,7 +43,7 @@ def test_targets_gallery_writes_files_with_ratios_below_one(tmp_path):
 
 def test_reproduce_resumes_without_redoing_finished_steps(tmp_path, monkeypatch):
     calls = []
-    from experiments import reproduce
+    from experiments.pipeline import reproduce
 
     def fake_steps(preset, device="auto"):
         def run(out):
@@ -65,7 +65,7 @@ def test_reproduce_resumes_without_redoing_finished_steps(tmp_path, monkeypatch)
 def test_reproduce_redoes_a_step_done_under_another_configuration(tmp_path, monkeypatch):
     # a step whose marker holds other settings (a preset changed in the code) is redone from
     # scratch: its results.csv, made under the old settings, is removed first
-    from experiments import reproduce
+    from experiments.pipeline import reproduce
 
     settings, seen = {"value": "a"}, []
 
@@ -92,7 +92,7 @@ def test_reproduce_redoes_a_step_done_under_another_configuration(tmp_path, monk
 def test_reproduce_redoes_only_the_fits_when_a_fit_window_changes(tmp_path, monkeypatch):
     # the fit window changes no row (it is no setting of the fingerprint), but it changes the
     # fits: a step whose marker differs only there is rerun with its results.csv kept
-    from experiments import reproduce
+    from experiments.pipeline import reproduce
 
     window, seen = {"value": [16, None]}, []
 
@@ -118,8 +118,8 @@ def test_reproduce_redoes_only_the_fits_when_a_fit_window_changes(tmp_path, monk
 
 
 def test_reproduce_markers_hold_each_configs_fit_window_and_window_rule():
-    from experiments.presets import experiment_configs
-    from experiments.reproduce import WINDOWS_KEY, fit_windows, steps
+    from experiments.papers.presets import experiment_configs
+    from experiments.pipeline.reproduce import WINDOWS_KEY, fit_windows, steps
 
     configs = {name: config for name, config, _ in steps("tiny")}
     subspace = experiment_configs("subspace", "tiny")
@@ -132,9 +132,9 @@ def test_reproduce_markers_hold_each_configs_fit_window_and_window_rule():
 
 
 def test_reproduce_steps_record_the_scaling_experiments_settings():
-    from experiments.presets import experiment_configs
-    from experiments.reproduce import steps
-    from experiments.sweep import settings_fingerprint
+    from experiments.papers.presets import experiment_configs
+    from experiments.pipeline.reproduce import steps
+    from experiments.runner.rows import settings_fingerprint
 
     configs = {name: config for name, config, _ in steps("tiny")}
     assert configs["routers"]["settings"] == [settings_fingerprint(c)
@@ -157,7 +157,7 @@ def test_comet_command_rejects_an_unknown_study(tmp_path):
 
 
 def _scale_configs(n_train):
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
     models = (ModelSpec("dense", width=8, label="dense"),
               ModelSpec("dsm", width=16, k=4, label="DSM"))
     return [ExperimentConfig(name="routers", preset="tiny", target=TargetSpec("polynomial"),
@@ -167,8 +167,8 @@ def _scale_configs(n_train):
 
 def test_scale_refuses_other_settings_resumes_the_same_and_force_starts_over(tmp_path,
                                                                               monkeypatch):
-    from experiments import presets
-    from experiments.sweep import settings_fingerprint
+    from experiments.papers import presets
+    from experiments.runner.rows import settings_fingerprint
 
     n_train = {"value": 300}
     monkeypatch.setattr(presets, "experiment_configs",
@@ -202,7 +202,9 @@ def test_scale_writes_config_json_before_the_first_row(tmp_path, monkeypatch):
     run under other settings can say which differ."""
     import json
 
-    from experiments import presets, scale_cli, sweep
+    from experiments.papers import presets
+    from experiments.cli import scale as scale_cli
+    from experiments.runner import sweep
 
     seen = []
 
@@ -318,7 +320,7 @@ def test_reproduce_only_runs_the_named_steps_and_reports_the_others_done(tmp_pat
                                                                         monkeypatch):
     """``only``: the named steps run; the report keeps the other steps already done in the
     folder (an earlier run of them) and names the rest as not run."""
-    from experiments import reproduce
+    from experiments.pipeline import reproduce
 
     ran = []
     monkeypatch.setattr(reproduce, "steps", _two_fake_steps(ran))
@@ -342,7 +344,7 @@ def test_reproduce_only_runs_the_named_steps_and_reports_the_others_done(tmp_pat
 
 @pytest.mark.slow
 def test_reproduce_only_with_workers_runs_the_named_steps_there(tmp_path, monkeypatch):
-    from experiments import reproduce
+    from experiments.pipeline import reproduce
 
     ran = []
     monkeypatch.setattr(reproduce, "steps", _two_fake_steps(ran))
@@ -352,7 +354,7 @@ def test_reproduce_only_with_workers_runs_the_named_steps_there(tmp_path, monkey
 
 
 def test_reproduce_only_refuses_unknown_or_no_steps(tmp_path):
-    from experiments.reproduce import check_only
+    from experiments.pipeline.reproduce import check_only
 
     assert check_only(None, "tiny") is None
     assert check_only("fig2, sdm,fig2", "tiny") == ("fig2", "sdm")
@@ -382,7 +384,7 @@ def test_reproduce_command_only_runs_one_step(tmp_path):
 
 def _estimate_of(seconds):
     """A stand-in for ``estimate_sweeps`` / ``estimate_reproduce`` returning ``seconds``."""
-    from experiments import estimate
+    from experiments.runner import estimate
 
     def fake(*args, **kwargs):
         return estimate.Estimate(seconds=seconds, low=seconds / 2, high=seconds * 2, rows=10,
@@ -392,7 +394,7 @@ def _estimate_of(seconds):
 
 
 def test_the_hour_threshold_and_the_checks_copy_of_it():
-    from experiments.cli_options import CONFIRM_ABOVE_SECONDS, needs_yes
+    from experiments.cli.options import CONFIRM_ABOVE_SECONDS, needs_yes
     from proofs_checks import cli as checks_cli
 
     assert CONFIRM_ABOVE_SECONDS == checks_cli.CONFIRM_ABOVE_SECONDS == 3600.0
@@ -406,7 +408,8 @@ def test_the_hour_threshold_and_the_checks_copy_of_it():
 @pytest.mark.parametrize("preset", ["paper", "full"])
 def test_scale_paper_prints_its_estimate_and_needs_yes_above_an_hour(tmp_path, monkeypatch,
                                                                      preset):
-    from experiments import estimate, scale_cli
+    from experiments.runner import estimate
+    from experiments.cli import scale as scale_cli
 
     ran = []
     monkeypatch.setattr(scale_cli, "run_experiment",
@@ -428,7 +431,8 @@ def test_scale_paper_prints_its_estimate_and_needs_yes_above_an_hour(tmp_path, m
 
 
 def test_scale_quick_runs_without_an_estimate(tmp_path, monkeypatch):
-    from experiments import estimate, scale_cli
+    from experiments.runner import estimate
+    from experiments.cli import scale as scale_cli
 
     ran = []
     monkeypatch.setattr(scale_cli, "run_experiment",
@@ -441,7 +445,7 @@ def test_scale_quick_runs_without_an_estimate(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("preset", ["paper", "full"])
 def test_reproduce_paper_needs_yes_above_an_hour(tmp_path, monkeypatch, preset):
-    from experiments import reproduce
+    from experiments.pipeline import reproduce
 
     ran = []
     monkeypatch.setattr(reproduce, "_run_steps", lambda *args: ran.append(args) or {})
@@ -459,7 +463,7 @@ def test_reproduce_paper_needs_yes_above_an_hour(tmp_path, monkeypatch, preset):
 
 
 def test_reproduce_paper_without_an_estimate_needs_yes(tmp_path, monkeypatch):
-    from experiments import reproduce
+    from experiments.pipeline import reproduce
 
     def no_estimate(*args, **kwargs):
         raise ValueError("no GPU here")
@@ -516,9 +520,11 @@ def test_scale_paper_estimates_only_the_rows_not_yet_in_the_folder(tmp_path, mon
     """A resumed paper run is estimated on its rows still to compute: a model whose every
     seed is in results.csv is left out of the calibration, and every row is left in with
     --force."""
-    from experiments import estimate, scale_cli, sweep
-    from experiments.presets import experiment_configs
-    from experiments.specs import fit_of
+    from experiments.runner import estimate
+    from experiments.cli import scale as scale_cli
+    from experiments.runner import sweep
+    from experiments.papers.presets import experiment_configs
+    from experiments.runner.specs import fit_of
 
     seen = []
 

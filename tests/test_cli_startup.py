@@ -16,8 +16,8 @@ from experiments.cli import COMMANDS, main
 HEAVY = ("torch", "numba", "scipy", "pandas", "matplotlib")
 #: The command modules whose import must stay light (reproduce and scale import their
 #: experiment configurations at module level).
-LIGHT_MODULES = ("experiments.cli", "experiments.gallery", "experiments.comet_cli",
-                 "experiments.sdm_cli", "experiments.plot_cli", "proofs_checks.cli")
+LIGHT_MODULES = ("experiments.cli", "experiments.analysis.gallery", "experiments.cli.comet",
+                 "experiments.cli.sdm", "experiments.cli.plot", "proofs_checks.cli")
 
 
 def _python(code: str, cwd=None) -> subprocess.CompletedProcess:
@@ -105,7 +105,7 @@ def test_every_command_takes_the_same_presets():
 
 
 def test_check_presets_map_to_the_checks_parameters():
-    from proofs_checks.cli import PARAMS_OF_PRESET, run_checks
+    from proofs_checks.run import PARAMS_OF_PRESET, run_checks
 
     assert PARAMS_OF_PRESET == {"tiny": "tiny", "quick": "quick", "paper": "full",
                                 "full": "full"}

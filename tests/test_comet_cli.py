@@ -12,7 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from experiments.cli import main
-from experiments.comet_studies import _sample_inputs, preset_utilisation
+from experiments.papers.comet_studies import _sample_inputs, preset_utilisation
 from routing.layers.comet import COMET, COMETConfig, k_winners
 
 

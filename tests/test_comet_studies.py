@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments.comet_studies import (
+from experiments.papers.comet_studies import (
     SimilarityConfig,
     UtilisationConfig,
     make_pairs,
@@ -238,7 +238,7 @@ def _models(counts, n_inputs=1000):
 
 
 def _claims(counts):
-    from experiments.comet_studies import _utilisation_claims
+    from experiments.papers.comet_studies import _utilisation_claims
 
     return _utilisation_claims(_models(counts), UtilisationConfig(inputs=tuple(counts)))
 
@@ -279,7 +279,7 @@ def test_dead_neuron_diagnosis_is_read_from_the_rows():
     claim = _claims({"cube": (30, 10)})[0]
     assert "only at p_k ≤ 0.05" in claim.diagnosis and "7.6e-4 %" in claim.diagnosis
     assert "p_k 0.05: 10/10, p_k 0.5: 0/20" in claim.evidence
-    from experiments.comet_studies import _utilisation_claims
+    from experiments.papers.comet_studies import _utilisation_claims
 
     with pytest.raises(ValueError, match="df"):
         _utilisation_claims(pd.DataFrame(), UtilisationConfig())

@@ -11,16 +11,16 @@ import pytest
 from click.testing import CliRunner
 
 from experiments.cli import main
-from experiments.config_file import (
+from experiments.pipeline.config_file import (
     config_file_from_mapping,
     parse_seeds,
     read_config_file,
     with_overrides,
     write_toml,
 )
-from experiments.presets import EXPERIMENTS, PRESETS, experiment_configs
-from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
-from experiments.sweep import _canonical, settings_fingerprint
+from experiments.papers.presets import EXPERIMENTS, PRESETS, experiment_configs
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.runner.rows import canonical_value, settings_fingerprint
 
 SMALL = """
 experiment = "mine"
@@ -69,7 +69,7 @@ def test_every_preset_round_trips_through_toml(name, preset, tmp_path):
     for old, new in zip(configs, back.configs):
         assert settings_fingerprint(new) == settings_fingerprint(old)
         assert new.models == old.models and new.name == old.name and new.seeds == old.seeds
-        assert _canonical(new.panels) == _canonical(old.panels)
+        assert canonical_value(new.panels) == canonical_value(old.panels)
         assert new.fit_window == old.fit_window and new.fit == old.fit
 
 
@@ -86,7 +86,7 @@ def test_print_config_loads_back_to_the_same_fingerprints(name, preset, tmp_path
     assert [settings_fingerprint(c) for c in back] == [settings_fingerprint(c) for c in configs]
     for old, new in zip(configs, back, strict=True):
         assert new.models == old.models and new.fit_window == old.fit_window
-        assert _canonical(new.panels) == _canonical(old.panels)
+        assert canonical_value(new.panels) == canonical_value(old.panels)
 
 
 def test_printed_toml_says_each_thing_once_and_only_what_is_read():
@@ -345,7 +345,7 @@ def test_a_file_experiment_on_a_data_set(tmp_path):
 
 def test_a_users_router_module_swept_from_a_file(tmp_path):
     """examples/own_router.py registers "hash_moe"; --module makes it usable in a file."""
-    from experiments.model_kinds import model_kind_names, unregister_model_kind
+    from experiments.kinds.registry import model_kind_names, unregister_model_kind
 
     example = pathlib.Path(__file__).parents[1] / "examples" / "own_router.py"
     text = SMALL.replace('[[configs.models]]\nkind = "dense"\nwidth = 16',
@@ -372,8 +372,8 @@ def test_a_users_router_module_swept_from_a_file(tmp_path):
 
 
 def test_the_scale_commands_static_experiment_list_is_the_presets():
-    from experiments import real_data
-    from experiments.cli_options import REAL_DATA_EXPERIMENTS, SCALE_EXPERIMENTS
+    from experiments.papers import real_data
+    from experiments.cli.options import REAL_DATA_EXPERIMENTS, SCALE_EXPERIMENTS
 
     assert SCALE_EXPERIMENTS == tuple(sorted(EXPERIMENTS))
     assert REAL_DATA_EXPERIMENTS == tuple(sorted(real_data.EXPERIMENTS))

@@ -1,4 +1,4 @@
-"""experiments.continual and experiments.image_models: the class-incremental split, the
+"""experiments.kinds.continual_harness and experiments.kinds.image_models: the class-incremental split, the
 accuracy-matrix metrics, dead units, EWC, the Top-K layers and one tiny run of every model."""
 
 import json
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from experiments.continual import (EWC, MODELS, ORACLE, REFERENCE, ContinualSettings,
+from experiments.kinds.continual_harness import (EWC, MODELS, ORACLE, REFERENCE, ContinualSettings,
                                    ContinualModel, average_accuracy, class_split, forgetting,
                                    learning_accuracy, run_continual_model, task_masks,
                                    unit_activity)
-from experiments.image_models import (ConvNet, SDMLPMask, TopKMLP, TrainSettings, accuracy,
+from experiments.kinds.image_models import (ConvNet, SDMLPMask, TopKMLP, TrainSettings, accuracy,
                                       fit_classifier, four_layer_mlp)
 from routing.layers import SDMLP, DenseMLP, DenseMLPConfig, SDMLPConfig
 
@@ -289,7 +289,7 @@ def trainable(model):
 
 
 def test_closest_size_solves_linear_and_quadratic_counts():
-    from experiments.continual import _closest_size
+    from experiments.kinds.continual_harness import _closest_size
 
     # PKM on the quick preset's digits: 10 n² + 64 n against the ReLU MLP's 19,210
     assert _closest_size(lambda n: 10 * n * n + 64 * n, 19210, 3, None) == (41, 19434)
@@ -309,7 +309,7 @@ def test_closest_size_solves_linear_and_quadratic_counts():
 def test_every_model_is_matched_at_the_presets(preset, dataset):
     """Every model of the preset within ±5 % of the ReLU MLP's trainable parameters, counted
     on the built model (the paper preset by construction, without training)."""
-    from experiments.real_data import experiment_config
+    from experiments.papers.real_data import experiment_config
 
     config = experiment_config("continual", preset, dataset)
     s = ContinualSettings(**config.continual)

@@ -1,14 +1,14 @@
-"""The continual experiment's calibration rule (``experiments.continual_calibration``)."""
+"""The continual experiment's calibration rule (``experiments.papers.real_data.calibration``)."""
 
 import pytest
 
-from experiments.continual import ContinualSettings, run_continual_model
-from experiments.continual_calibration import (EWC_LAMBDAS, SDM_EWC_LAMBDAS, SDM_LRS,
+from experiments.kinds.continual_harness import ContinualSettings, run_continual_model
+from experiments.papers.real_data.calibration import (EWC_LAMBDAS, SDM_EWC_LAMBDAS, SDM_LRS,
                                                SGD_JUDGES, SGD_LRS, _first_best,
                                                calibrate_continual)
-from experiments.real_data import (CALIBRATED_RATES, PAPER_CONTINUAL_RATES, QUICK_CONTINUAL,
+from experiments.papers.real_data import (CALIBRATED_RATES, PAPER_CONTINUAL_RATES, QUICK_CONTINUAL,
                                    QUICK_CONTINUAL_MNIST, experiment_config)
-from experiments.real_data._rows import _flat
+from experiments.papers.real_data._rows import _flat
 
 #: the tiny preset's sizes: seconds for the whole rule
 SMALL = dict(n_neurons=64, k=4, n_experts=16, fisher_samples=20, evals_per_task=1)
@@ -51,7 +51,7 @@ def test_an_accuracy_equals_an_independent_run_of_the_harness(small):
     chosen = small["chosen"]
     config = experiment_config("continual", "quick", "digits")
     settings = ContinualSettings(class_order=config.continual["class_order"], **chosen)
-    from experiments.datasets import load_image_data
+    from experiments.runner.datasets import load_image_data
 
     d = load_image_data("digits")
     data = _flat(d.X_train, d.y_train, d.X_test, d.y_test)
@@ -103,8 +103,8 @@ def test_the_quick_rates_are_the_rule_on_the_quick_data_at_the_quick_epochs(data
 def test_a_calibration_file_overrides_the_rates_and_is_recorded(tmp_path):
     import json
 
-    from experiments.continual_calibration import read_calibration
-    from experiments.real_data._configs import with_calibration
+    from experiments.papers.real_data import read_calibration
+    from experiments.papers.real_data._configs import with_calibration
 
     path = tmp_path / "rates.json"
     path.write_text(json.dumps({"chosen": {"sgd_lr": 0.03, "ewc_lambda": 1e5, "k": 4}}))
@@ -126,7 +126,7 @@ def test_a_calibration_file_overrides_the_rates_and_is_recorded(tmp_path):
 
 
 def test_the_command_line_refuses_bad_epochs_by_name():
-    from experiments.continual_calibration import _main
+    from experiments.papers.real_data.calibration import _main
 
     with pytest.raises(ValueError, match="epochs_per_task"):
         _main(["--epochs-per-task", "0"])

@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.real_data import data_of, run_comet_images, settings_of
+from experiments.papers.real_data import data_of, run_comet_images, settings_of
 
 
 def write_mnist(folder, n_train=7, n_test=5, seed=0):
     """The four MNIST IDX files (raw) of random images and labels in ``folder``."""
     import struct
 
-    from experiments.datasets import MNIST_FILES
+    from experiments.runner.datasets import MNIST_FILES
 
     rng = np.random.default_rng(seed)
     for split, n in (("train", n_train), ("test", n_test)):
@@ -42,7 +42,7 @@ def test_swapping_the_data_behind_a_finished_folder_is_refused_naming_the_hash(t
     rows = (out / "results.csv").read_bytes()
     # other MNIST files of the same sizes, in another folder: the old rows are not reused
     second = _mnist(tmp_path / "b", seed=1)
-    from experiments.datasets import load_image_data
+    from experiments.runner.datasets import load_image_data
 
     new = load_image_data(None, second).identity["sha256"]
     assert new != old
@@ -120,8 +120,8 @@ def test_the_console_says_which_data_it_found(tmp_path, capsys):
 
 
 def test_a_data_file_sweep_swapped_behind_its_folder_is_refused_naming_the_hash(tmp_path):
-    from experiments.scale_cli import run_experiment
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.pipeline.scale import run_experiment
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
     from lipschitz.data_file import file_sha256
 
     path = tmp_path / "xy.csv"

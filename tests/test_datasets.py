@@ -1,4 +1,4 @@
-"""experiments.datasets: the bundled digits, MNIST IDX files and CIFAR-10 binary files, built
+"""experiments.runner.datasets: the bundled digits, MNIST IDX files and CIFAR-10 binary files, built
 here in their exact formats, and the one-line errors for missing or malformed files."""
 
 import gzip
@@ -7,8 +7,8 @@ import struct
 import numpy as np
 import pytest
 
-from experiments import datasets
-from experiments.datasets import (CIFAR10_RECORD_BYTES, as_float, find_dataset, load_cifar10,
+from experiments.runner import datasets
+from experiments.runner.datasets import (CIFAR10_RECORD_BYTES, as_float, find_dataset, load_cifar10,
                                   load_dataset, load_digits, load_mnist, train_test_digits)
 
 

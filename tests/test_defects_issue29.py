@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from experiments.fitting import SGDConfig, evaluate, fit_model
-from experiments.models import Dense
-from experiments.router_training import RouterRegressor, RouterTraining, evaluate_router, train_router
+from experiments.kinds.fitting import SGDConfig, evaluate, fit_model
+from routing.models import Dense
+from experiments.kinds.router_training import RouterRegressor, RouterTraining, evaluate_router, train_router
 from lipschitz import (RandomMLP, RandomPolynomial, UniformCube, dataset_config, estimate_lipschitz,
                        load_dataset, save_dataset)
 from routing import (CrossPolytopeLSH, EuclideanLSH, LSHTable, clopper_pearson,
@@ -320,7 +320,7 @@ def test_child_seeds_refuse_salts_that_would_be_truncated():
 
 
 def test_data_seeds_refuse_a_string_seed():
-    from experiments.specs import data_seeds
+    from experiments.runner.specs import data_seeds
     assert data_seeds(3) == data_seeds(np.int64(3))
     for seed in ("3", 2.5, -1, True):  # "3" was accepted: numpy hashed another stream
         with pytest.raises(ValueError, match="seed"):
@@ -328,7 +328,7 @@ def test_data_seeds_refuse_a_string_seed():
 
 
 def test_lipschitz_ratios_refuse_a_string_progress_flag():
-    from experiments.gallery import GalleryConfig, lipschitz_ratios
+    from experiments.analysis.gallery import GalleryConfig, lipschitz_ratios
     config = GalleryConfig(n_inputs=2, degree=2, hidden=(4,), n_seeds=1, n_points=10)
     with pytest.raises(ValueError, match="progress must be True or False, got 'False'"):
         lipschitz_ratios(config, progress="False")
@@ -361,7 +361,7 @@ def _golden():
 
 
 def test_compare_refuses_an_unknown_label_instead_of_a_nan_effect():
-    from experiments.claims import compare
+    from experiments.analysis.claims import compare
     frame = _golden()
     with pytest.raises(ValueError, match="worse_label 'dense_MLP' has no rows"):
         compare("e", "t", frame, "dsm", "dense_MLP", "activated_units")
@@ -373,14 +373,14 @@ def test_compare_refuses_an_unknown_label_instead_of_a_nan_effect():
 
 
 def test_lsh_description_refuses_a_label_without_rows_instead_of_an_empty_text():
-    from experiments.claims import lsh_description
+    from experiments.analysis.claims import lsh_description
     assert lsh_description(_golden(), "lsh").startswith("LSH model lsh")
     with pytest.raises(ValueError, match="label 'LSH' has no rows"):
         lsh_description(_golden(), "LSH")
 
 
 def test_pair_similarities_cosine_of_silent_activations_is_defined():
-    from experiments.comet_studies import _cosine, pair_similarities
+    from experiments.papers.comet_studies import _cosine, pair_similarities
     from routing.layers import COMET, COMETConfig
     a = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
     b = np.array([[0.0, 0.0], [1.0, 2.0], [2.0, 0.0]])
@@ -395,7 +395,7 @@ def test_pair_similarities_cosine_of_silent_activations_is_defined():
 
 def test_forgetting_refuses_a_matrix_it_would_turn_into_nan():
     """(The joint oracle's forgetting is now 0, not nan: tests/test_continual.py.)"""
-    from experiments.continual import forgetting
+    from experiments.kinds.continual_harness import forgetting
     # the oracle's matrix: only its last row is measured; forgetting returned nan for it
     R = np.full((3, 3), np.nan)
     R[-1] = [0.9, 0.8, 0.7]
@@ -408,7 +408,7 @@ def test_forgetting_refuses_a_matrix_it_would_turn_into_nan():
 
 
 def test_table_rules_refuse_infinite_errors():
-    from experiments.claims import table1_rule, table2_rule
+    from experiments.papers.baykal_tables import table1_rule, table2_rule
     assert table1_rule({"DSM": 0.5}, 1.0) == ("supported", "DSM")
     with pytest.raises(ValueError, match="dsm_at_smallest"):
         table1_rule({"DSM": float("inf")}, 1.0)  # was "not supported": an inf is no error
@@ -416,15 +416,15 @@ def test_table_rules_refuse_infinite_errors():
     with pytest.raises(ValueError, match="pairs"):
         table2_rule([(64.0, float("nan"), 1.0)])  # was "not supported"
     with pytest.raises(ValueError, match="values"):
-        from experiments.claims import t_interval
+        from experiments.analysis.claims import t_interval
         t_interval([1.0, float("nan"), 2.0])  # was dropped silently
 
 
 @pytest.mark.parametrize("make, field", [
-    (lambda: __import__("experiments.sdm_cli", fromlist=["x"]).SdmCurvesConfig(weightings=(3,)), "weightings"),
-    (lambda: __import__("experiments.sdm_cli", fromlist=["x"]).SdmCurvesConfig(radii=(99,)), "radii"),
-    (lambda: __import__("experiments.gallery", fromlist=["x"]).GalleryConfig(resolution="3"), "resolution"),
-    (lambda: __import__("experiments.gallery", fromlist=["x"]).GalleryConfig(n_points=True), "n_points"),
+    (lambda: __import__("experiments.papers.sdm_curves", fromlist=["x"]).SdmCurvesConfig(weightings=(3,)), "weightings"),
+    (lambda: __import__("experiments.papers.sdm_curves", fromlist=["x"]).SdmCurvesConfig(radii=(99,)), "radii"),
+    (lambda: __import__("experiments.analysis.gallery", fromlist=["x"]).GalleryConfig(resolution="3"), "resolution"),
+    (lambda: __import__("experiments.analysis.gallery", fromlist=["x"]).GalleryConfig(n_points=True), "n_points"),
 ], ids=["sdm-weighting", "sdm-radius", "gallery-resolution", "gallery-n_points"])
 def test_configs_check_their_fields(make, field):
     with pytest.raises(ValueError, match=field):
@@ -432,7 +432,7 @@ def test_configs_check_their_fields(make, field):
 
 
 def test_experiment_config_checks_seeds_and_training_settings():
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
     base = dict(name="e", preset="tiny", target=TargetSpec(n_inputs=2, degree=1),
                 models=(ModelSpec("dense", width=4),))
     assert ExperimentConfig(**base, seeds=[0, 1]).seeds == (0, 1)
@@ -444,7 +444,7 @@ def test_experiment_config_checks_seeds_and_training_settings():
 
 
 def test_real_data_configs_check_their_fields():
-    from experiments.real_data import experiment_config
+    from experiments.papers.real_data import experiment_config
     import dataclasses
     config = experiment_config("cifar", "tiny", "digits")
     with pytest.raises(ValueError, match="epochs"):
@@ -458,23 +458,23 @@ def test_real_data_configs_check_their_fields():
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: __import__("experiments.claims", fromlist=["x"]).matched_below([1.0, 2.0])(None), "x must be a real number"),
-    (lambda: __import__("experiments.subspace", fromlist=["x"]).needed_n_train([2], 10.0), "k must be an integer"),
-    (lambda: __import__("experiments.subspace", fromlist=["x"]).window_mask(
+    (lambda: __import__("experiments.papers.scaling_claims", fromlist=["x"]).matched_below([1.0, 2.0])(None), "x must be a real number"),
+    (lambda: __import__("experiments.papers.subspace", fromlist=["x"]).needed_n_train([2], 10.0), "k must be an integer"),
+    (lambda: __import__("experiments.analysis.fit_window", fromlist=["x"]).window_mask(
         pd.DataFrame({"buckets": [4.0], "spread_ratio": [0.1], "empty_fraction": [0.0],
-                      "empty_share": [0.0]}), __import__("experiments.subspace", fromlist=["x"])
+                      "empty_share": [0.0]}), __import__("experiments.analysis.fit_window", fromlist=["x"])
         .WINDOW_RULE, None, 100), "k must be an integer"),
     (lambda: __import__("proofs_checks", fromlist=["x"]).final_verdict(None, 0.9), "raw must be a Verdict"),
-    (lambda: __import__("experiments.fitting", fromlist=["x"]).adam_optimizer(
+    (lambda: __import__("experiments.kinds.fitting", fromlist=["x"]).adam_optimizer(
         [torch.nn.Parameter(torch.zeros(2))], 1e-3, (0.9, math.inf)), r"betas\[1\] must be"),
-    (lambda: __import__("experiments.image_models", fromlist=["x"]).predict(
-        __import__("experiments.image_models", fromlist=["x"]).TopKMLP(3, 4, 2, 2),
+    (lambda: __import__("experiments.kinds.image_models", fromlist=["x"]).predict(
+        __import__("experiments.kinds.image_models", fromlist=["x"]).TopKMLP(3, 4, 2, 2),
         torch.zeros(2, 3), 2.5), "batch_size must be an integer"),
-    (lambda: __import__("experiments.scaling", fromlist=["x"]).fit_power_law(
+    (lambda: __import__("experiments.analysis.scaling", fromlist=["x"]).fit_power_law(
         _golden(), "nope"), "x must name a column"),
-    (lambda: __import__("experiments.presets", fromlist=["x"]).subspace_widths(3, "nope"), "preset must be one of"),
-    (lambda: __import__("experiments.continual", fromlist=["x"]).unit_activity(
-        __import__("experiments.image_models", fromlist=["x"]).TopKMLP(3, 4, 2, 2),
+    (lambda: __import__("experiments.papers.presets", fromlist=["x"]).subspace_widths(3, "nope"), "preset must be one of"),
+    (lambda: __import__("experiments.kinds.continual_harness", fromlist=["x"]).unit_activity(
+        __import__("experiments.kinds.image_models", fromlist=["x"]).TopKMLP(3, 4, 2, 2),
         torch.zeros(2, 4)), r"X: x must have shape \(B, 3\)"),
 ], ids=["matched_below", "needed_n_train", "window_mask", "final_verdict", "adam_betas",
         "predict", "fit_power_law", "subspace_widths", "unit_activity"])
@@ -484,8 +484,8 @@ def test_errors_name_the_parameter(call, name):
 
 
 @pytest.mark.parametrize("call", [
-    lambda flag: __import__("experiments.image_models", fromlist=["x"]).four_layer_mlp(3, 4, 0.5, smaller=flag),
-    lambda flag: __import__("experiments.sweep", fromlist=["x"]).prepare_out([], _pathlib.Path("/nonexistent/x"), flag),
+    lambda flag: __import__("experiments.kinds.image_models", fromlist=["x"]).four_layer_mlp(3, 4, 0.5, smaller=flag),
+    lambda flag: __import__("experiments.runner.sweep", fromlist=["x"]).prepare_out([], _pathlib.Path("/nonexistent/x"), flag),
     lambda flag: __import__("proofs_checks", fromlist=["x"]).final_verdict("holds", 0.9, flag),
 ], ids=["four_layer_mlp", "prepare_out", "final_verdict"])
 def test_more_flags_are_refused_not_read_by_truthiness(call):
@@ -494,8 +494,8 @@ def test_more_flags_are_refused_not_read_by_truthiness(call):
 
 
 def test_empty_activity_is_no_unit_active():
-    from experiments.continual import unit_activity
-    from experiments.image_models import TopKMLP
+    from experiments.kinds.continual_harness import unit_activity
+    from experiments.kinds.image_models import TopKMLP
     active = unit_activity(TopKMLP(3, 4, 2, 2), torch.zeros(0, 3))
     assert active.shape == (4,) and not active.any()  # was: RuntimeError from torch.stack
 
@@ -510,9 +510,9 @@ def test_check_params_refuse_a_bool_count():
 
 def test_experiment_outputs_without_panels_or_claims(tmp_path):
     """A hand-written config without panels under a name without claims: files, no crash."""
-    from experiments.report import write_experiment_outputs
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
-    from experiments.sweep import run_sweep
+    from experiments.pipeline.report import write_experiment_outputs
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner.sweep import run_sweep
     config = ExperimentConfig(name="mine", preset="tiny", target=TargetSpec(n_inputs=2, degree=1),
                               models=(ModelSpec("dense", width=4),), seeds=(0,), n_train=32,
                               n_eval=16)
@@ -524,10 +524,10 @@ def test_experiment_outputs_without_panels_or_claims(tmp_path):
 def test_long_profile_flags_and_table_count_are_checked(tmp_path):
     """Found by the long fuzz profile: string flags read by truthiness in the sweep, the
     scale command's runner and the image experiments, and n_tables=True accepted."""
-    from experiments import real_data
-    from experiments.scale_cli import run_experiment
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
-    from experiments.sweep import run_sweep
+    from experiments.papers import real_data
+    from experiments.pipeline.scale import run_experiment
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner.sweep import run_sweep
 
     config = ExperimentConfig(name="flags", preset="test", target=TargetSpec(n_inputs=2),
                               models=(ModelSpec("dense", width=4),), seeds=(0,), n_train=20,
@@ -547,8 +547,8 @@ def test_long_profile_flags_and_table_count_are_checked(tmp_path):
 # ---------------------------------------------------------------- found by the long profile (2)
 def test_more_config_flags_and_seeds_are_checked():
     """String flags read by truthiness and seeds never checked on one path."""
-    from experiments.comet_studies import SimilarityConfig
-    from experiments.continual import class_split
+    from experiments.papers.comet_studies import SimilarityConfig
+    from experiments.kinds.continual_harness import class_split
     with pytest.raises(ValueError, match="bias must be True or False, got 'False'"):
         SimilarityConfig(bias="False")  # was accepted: COMET with biases, read as True
     with pytest.raises(ValueError, match="cache_features must be True or False"):
@@ -559,8 +559,8 @@ def test_more_config_flags_and_seeds_are_checked():
 
 
 def test_claims_counts_and_sizes_are_checked():
-    from experiments.claims import (compare, comparison_diagnosis, comparison_verdict,
-                                    matched_below, paired_difference, seed_log_errors)
+    from experiments.analysis.claims import compare, comparison_diagnosis, comparison_verdict, paired_difference, seed_log_errors
+    from experiments.papers.scaling_claims import matched_below
     frame = _golden()
     with pytest.raises(ValueError, match="n_train must be an integer >= 1, got 2.5"):
         compare("e", "t", frame, "comet", "dense", "width", n_train=2.5)  # was accepted
@@ -579,7 +579,9 @@ def test_claims_counts_and_sizes_are_checked():
 
 
 def test_claims_never_turn_a_missing_value_into_a_verdict_or_text():
-    from experiments.claims import lsh_description, sizes_text, t_interval, table1_rule
+    from experiments.analysis.claims import lsh_description, t_interval
+    from experiments.papers.scaling_claims import sizes_text
+    from experiments.papers.baykal_tables import table1_rule
     nan = float("nan")
     assert table1_rule({"DSM": nan, "DSM 2": 0.5}, 1.0) == ("supported", "DSM 2")
     assert table1_rule({"DSM": 2.0, "DSM 2": nan}, 1.0) == ("not supported", "")
@@ -601,11 +603,11 @@ def test_claims_never_turn_a_missing_value_into_a_verdict_or_text():
 
 
 def test_experiment_boundaries_name_the_callers_parameter(tmp_path):
-    from experiments.report import experiment_markdown
-    from experiments.router_layers import build_router
-    from experiments.scaling import window_text
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
-    from experiments.sweep import compute_row
+    from experiments.pipeline.report import experiment_markdown
+    from experiments.kinds.routers import build_router
+    from experiments.analysis.scaling import window_text
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner.rows import compute_row
     assert type(build_router(ModelSpec("pkm", width=16, k=4), 2, 0)).__name__ == "PKM"
     with pytest.raises(ValueError, match="dim must be even for a pkm router .*got 1"):
         build_router(ModelSpec("pkm", width=16, k=4), 1, 0)  # named PKMConfig's d_in
@@ -622,8 +624,8 @@ def test_experiment_boundaries_name_the_callers_parameter(tmp_path):
 
 
 def test_ewc_refuses_what_would_make_its_penalty_nan():
-    from experiments.continual import EWC
-    from experiments.image_models import TopKMLP
+    from experiments.kinds.continual_harness import EWC
+    from experiments.kinds.image_models import TopKMLP
     ewc = EWC(TopKMLP(3, 4, 2, 2), 1.0, 3)
     y = torch.zeros(4, dtype=torch.int64)
     ewc.consolidate(torch.ones(4, 3), y, 0)
@@ -643,7 +645,7 @@ def test_ewc_refuses_what_would_make_its_penalty_nan():
 
 
 def test_target_spec_checks_every_field_whatever_the_family():
-    from experiments.specs import TargetSpec
+    from experiments.runner.specs import TargetSpec
     assert TargetSpec("hypercube", 2, degree=0).build()[0].n_inputs == 2
     with pytest.raises(ValueError, match="degree must be an integer >= 0, got 2.5"):
         TargetSpec("hypercube", 2, degree=2.5)  # was recorded in the config, never read

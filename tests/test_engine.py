@@ -13,11 +13,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from experiments.engine import check_engine_options, engine_options, local_cluster
-from experiments.model_kinds import (ModelKind, model_kind_names, register_model_kind,
+from experiments.runner.engine import check_engine_options, local_cluster
+from experiments.cli.options import engine_options
+from experiments.kinds.registry import (ModelKind, model_kind_names, register_model_kind,
                                      unregister_model_kind)
-from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
-from experiments.sweep import ROW_KEY, run_sweep
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.runner.sweep import run_sweep
+from experiments.runner.rows import ROW_KEY
 
 distributed = pytest.importorskip("distributed")
 
@@ -178,8 +180,8 @@ _DRIVER = """
 import sys
 sys.path.insert(0, sys.argv[3])
 from test_engine import SlowConstantKind, _slow_config
-from experiments.model_kinds import register_model_kind
-from experiments.sweep import run_sweep
+from experiments.kinds.registry import register_model_kind
+from experiments.runner.sweep import run_sweep
 register_model_kind(SlowConstantKind(), replace=True)
 run_sweep([_slow_config(0.3)], sys.argv[1], device="cpu", progress=False, scheduler=sys.argv[2])
 """
@@ -240,7 +242,7 @@ def test_each_local_worker_gets_one_gpu(tmp_path):
     frame = run_sweep([config], tmp_path, device="cuda", progress=False, workers=2)
     assert len(frame) == 3
     assert set(frame.loc[frame["model"] == "comet", "device"].str[:4]) == {"cuda"}
-    from experiments.engine import Engine
+    from experiments.runner.engine import Engine
     with Engine(workers=2, device="cuda") as engine:
         visible = engine.client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
     n = torch.cuda.device_count()
@@ -251,7 +253,7 @@ def test_each_local_worker_gets_one_gpu(tmp_path):
 def test_local_workers_share_the_visible_gpus_round_robin(monkeypatch):
     # the GPU choice without a GPU: the ids come from the driver's CUDA_VISIBLE_DEVICES,
     # which no CPU-only torch reads (the cuda test above runs the rows on real GPUs)
-    from experiments.engine import Engine, worker_gpus
+    from experiments.runner.engine import Engine, worker_gpus
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5,7")
     assert worker_gpus("auto") == worker_gpus("cuda") == ["3", "5", "7"]
@@ -271,7 +273,7 @@ def test_local_workers_share_the_visible_gpus_round_robin(monkeypatch):
 
 @pytest.mark.slow
 def test_rows_and_tasks_carry_their_priority(cluster, slow_kind):
-    from experiments.engine import Engine
+    from experiments.runner.engine import Engine
 
     address, client = cluster
     with Engine(scheduler=address) as engine:
@@ -337,8 +339,8 @@ def test_rows_two_sweeps_share_are_computed_once(tmp_path, cluster):
     its serial run writes (wall_s aside), with its own experiment, label and settings."""
     import threading
 
-    from experiments.engine import open_engine, row_identity
-    from experiments.sweep import settings_fingerprint
+    from experiments.runner.engine import open_engine, row_identity
+    from experiments.runner.rows import settings_fingerprint
 
     address, client = cluster
     kind = register_model_kind(LoggedConstantKind(), replace=True)
@@ -426,7 +428,7 @@ def test_the_readmes_dask_configuration_file_is_the_local_clusters():
     import dask
     import yaml
 
-    from experiments.engine import WORKER_CONFIG
+    from experiments.runner.engine import WORKER_CONFIG
 
     readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
     block = re.search(r"sparselab\.yaml <<'EOF'\n(.*?)\nEOF\n", readme, re.S)

@@ -6,12 +6,14 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from experiments import estimate, reproduce
-from experiments.engine import Engine
-from experiments.estimate import (_calibration_scale, _scaled, _submission_order,
+from experiments.runner import estimate
+from experiments.pipeline import reproduce
+from experiments.runner.engine import Engine
+from experiments.runner.estimate import (_calibration_scale, _scaled, _submission_order,
                                   estimate_sweeps)
-from experiments.reproduce import reproduce_command, run_reproduce
-from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.pipeline.reproduce import run_reproduce
+from experiments.cli.reproduce import reproduce_command
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
 
 
 def _config(seeds=(0, 1), n_train=200_000, steps=20_000, name="fig2"):
@@ -93,7 +95,7 @@ def test_a_wide_exact_fit_is_timed_with_two_rows_per_coefficient():
     row of an exact fit keeps ROWS_PER_COEF rows per coefficient (one of the
     paper's 16 384-wide Table 1 rows was timed over 700 s on 2 000 rows); SGD rows are not
     raised, and a model just under the line keeps the sweep's s1."""
-    from experiments.estimate import ROWS_PER_COEF, _row_scale
+    from experiments.runner.estimate import ROWS_PER_COEF, _row_scale
 
     def sweep(width, fit="exact"):
         return ExperimentConfig(name="x", preset="tiny", target=TargetSpec("polynomial"),
@@ -129,7 +131,7 @@ def test_a_row_growing_faster_than_linearly_is_timed_again_larger():
     """A row whose time more than SUPERLINEAR-folds when its sizes double (LSQR on fewer rows
     than buckets) is timed again at twice the sizes until it grows at most SUPERLINEAR-fold;
     the extrapolation then uses the linear part."""
-    from experiments.estimate import SUPERLINEAR
+    from experiments.runner.estimate import SUPERLINEAR
 
     assert SUPERLINEAR == 2.2
 
@@ -207,7 +209,7 @@ def test_the_time_is_broken_down_by_model_kind_heaviest_first():
 
 
 def test_a_real_calibration_comes_close_to_the_real_time():
-    from experiments.sweep import run_sweep
+    from experiments.runner.sweep import run_sweep
     import tempfile
     import time
 

@@ -1,4 +1,4 @@
-"""experiments.fitting: exact fits against numpy least squares, SGD against the exact fit."""
+"""experiments.kinds.fitting: exact fits against numpy least squares, SGD against the exact fit."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-import experiments.fitting as fitting
-from experiments.fitting import FitReport, SGDConfig, evaluate, fit_model
-from experiments.models import DSM, Dense, LSHModel, RandomHashModel
-from experiments.models._base import Features, _uint16_rows_work
+import experiments.kinds.fitting as fitting
+from experiments.kinds.fitting import FitReport, SGDConfig, evaluate, fit_model
+from routing.models import DSM, Dense, LSHModel, RandomHashModel
+from routing.models._base import Features, _uint16_rows_work
 from lipschitz import RandomPolynomial, UniformCube, make_dataset
 from routing.hyperplane_lsh import HyperplaneLSH
 
@@ -463,7 +463,7 @@ def test_cuda_sgd_runs_and_learns(data):
 def test_clear_grads_is_zero_grad_set_to_none():
     """``clear_grads`` sets every parameter's grad to None, and training with it gives the
     parameters ``optimizer.zero_grad(set_to_none=True)`` gives (Adam and SGD)."""
-    from experiments.fitting import adam_optimizer, clear_grads
+    from experiments.kinds.fitting import adam_optimizer, clear_grads
 
     def train(clear, make):
         torch.manual_seed(0)

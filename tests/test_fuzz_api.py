@@ -55,42 +55,54 @@ import routing as R
 import routing.layers as RL
 import routing.sdm as SDM
 from routing.validation import as_numpy
-from experiments import claims as x_claims
+from experiments.analysis import claims as x_claims
+from experiments.analysis import fit_window as x_fit_window
+from experiments.analysis import fits as x_fits
+from experiments.analysis import tables as x_tables
+from experiments.papers import baykal_tables as x_baykal_tables
+from experiments.papers import scaling_claims as x_scaling_claims
 from experiments import cli as x_cli
-from experiments import cli_options as x_cli_options
-from experiments import comet_studies as x_comet_studies
-from experiments import config_file as x_config_file
-from experiments import continual as x_continual
-from experiments import continual_calibration as x_calibration
-from experiments import datasets as x_datasets
-from experiments import engine as x_engine
-from experiments import engine_worker as x_engine_worker
-from experiments import estimate as x_estimate
-from experiments import fitting as x_fitting
-from experiments import gallery as x_gallery
-from experiments import image_models as x_image_models
-from experiments import model_kinds as x_model_kinds
-from experiments import models as x_models
-from experiments import output_folder as x_output_folder
-from experiments import plot_cli as x_plot_cli
-from experiments import plots as x_plots
-from experiments import presets as x_presets
-from experiments import real_data as x_real_data
-from experiments import report as x_report
-from experiments import reproduce as x_reproduce
-from experiments import reproduce_parallel as x_reproduce_parallel
-from experiments import reproduce_steps as x_reproduce_steps
-from experiments import rerun as x_rerun
-from experiments import router_layers as x_router_layers
-from experiments import router_training as x_router_training
-from experiments import scale_cli as x_scale_cli
-from experiments import scaling as x_scaling
-from experiments import sdm_cli as x_sdm_cli
-from experiments import specs as x_specs
-from experiments import subspace as x_subspace
-from experiments import sweep as x_sweep
-from experiments import threads as x_threads
-from experiments import warm_up as x_warm_up
+from experiments.cli import options as x_cli_options
+from experiments.papers import comet_studies as x_comet_studies
+from experiments.pipeline import config_file as x_config_file
+from experiments.kinds import continual_harness as x_continual
+from experiments.papers.real_data import calibration as x_calibration
+from experiments.papers.real_data import _configs as x_papers_real_data__configs
+from experiments.runner import datasets as x_datasets
+from experiments.runner import engine as x_engine
+from experiments.runner import engine_worker as x_engine_worker
+from experiments.runner import estimate as x_estimate
+from experiments.kinds import fitting as x_fitting
+from experiments.analysis import gallery as x_gallery
+from experiments.kinds import image_models as x_image_models
+from experiments.kinds import registry as x_model_kinds
+from routing import models as x_models
+from experiments.runner import output_folder as x_output_folder
+from experiments.cli import plot as x_plot_cli
+from experiments.analysis import plots as x_plots
+from experiments.papers import presets as x_presets
+from experiments.papers import real_data as x_real_data
+from experiments.pipeline import report as x_report
+from experiments.pipeline import reproduce as x_reproduce
+from experiments.cli import reproduce as x_cli_reproduce
+from experiments.pipeline import reproduce_parallel as x_reproduce_parallel
+from experiments.pipeline import reproduce_steps as x_reproduce_steps
+from experiments.pipeline import rerun as x_rerun
+from experiments.kinds import routers as x_kind_routers
+from experiments.kinds import router_training as x_router_training
+from experiments.cli import scale as x_scale_cli
+from experiments.pipeline import scale as x_pipeline_scale
+from experiments.runner import environment as x_runner_environment
+from experiments.analysis import scaling as x_scaling
+from experiments.cli import sdm as x_sdm_cli
+from experiments.papers import sdm_curves as x_papers_sdm_curves
+from experiments.runner import specs as x_specs
+from experiments.papers import subspace as x_subspace
+from experiments.runner import rows as x_rows
+from experiments.runner import sweep as x_sweep
+from experiments.runner import rows as x_runner_rows
+from experiments.runner import threads as x_threads
+from experiments.pipeline import warm_up as x_warm_up
 
 LONG = os.environ.get("SPARSELAB_FUZZ") == "long"
 TIME_LIMIT_S = 20.0
@@ -323,6 +335,7 @@ CASES: dict[str, Case] = {
     "routing.sdm.hamming_to_cosine": Case(lambda d_v, n: SDM.hamming_to_cosine(d_v, n), {"d_v": INT(0, 1), "n": INT(1, 20)}),
     "routing.sdm.cosine_to_hamming": Case(lambda cosine, n: SDM.cosine_to_hamming(cosine, n), {"cosine": REAL(-1, 1, strict=True), "n": INT(1, 20)}),
     "routing.sdm.snr_optimal_radius": Case(lambda n, r, m: SDM.snr_optimal_radius(n, r, m), {"n": INT(1, 10**6), "r": INT(1, 10**6), "m": INT(1, 10**6)}),
+    "routing.sdm.check_weighting": Case(lambda weighting, beta: SDM.check_weighting(weighting, beta)[1] or 0.0, {"weighting": CHOICE("exponential", "exp"), "beta": REAL(0, 10)}),
     "routing.sdm.fit_softmax_beta": Case(lambda n, d, continuous: SDM.fit_softmax_beta(n, d, continuous=continuous).beta, {"n": INT(2, 40), "d": INT(2, 2), "continuous": BOOL}),
     "routing.sdm.brute_force_intersection": Case(lambda n, d, d_v: SDM.brute_force_intersection(n, d, d_v), {"n": INT(1, 8), "d": INT(0, 4), "d_v": INT(0, 4)}),
     "routing.sdm.monte_carlo_intersection": Case(lambda n, d, d_v, r, seed: SDM.monte_carlo_intersection(n, d, d_v, r, seed=seed).estimate, {"n": INT(1, 30), "d": INT(0, 10), "d_v": INT(0, 10), "r": INT(1, 500), "seed": INT(0)}),
@@ -387,7 +400,7 @@ def _golden():
 
 
 def _stats():
-    from experiments.claims import paired_difference, seed_log_errors
+    from experiments.analysis.claims import paired_difference, seed_log_errors
     g = _golden()
     return paired_difference(seed_log_errors(g, "dsm", "activated_units"),
                              seed_log_errors(g, "dense", "activated_units"), [(4, 16)])
@@ -400,7 +413,7 @@ def _tiny_config(fit="exact", n_train=64):
 
 @functools.cache
 def _tiny_config_cached(fit, n_train, _type):
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
     return ExperimentConfig(name="fuzz", preset="tiny", target=TargetSpec(n_inputs=2, degree=2),
                             models=(ModelSpec("dense", width=4),
                                     ModelSpec("lsh_table", n_hashes=1, bucket_width=1.0)),
@@ -428,19 +441,19 @@ def _subspace_rows(k=2, seeds=(0, 1)):
 
 @functools.cache
 def _similarity_frame():
-    from experiments.comet_studies import preset_similarity, run_similarity
+    from experiments.papers.comet_studies import preset_similarity, run_similarity
     return run_similarity(preset_similarity("tiny"), progress=False)
 
 
 @functools.cache
 def _utilisation_frame():
-    from experiments.comet_studies import preset_utilisation, run_utilisation
+    from experiments.papers.comet_studies import preset_utilisation, run_utilisation
     return run_utilisation(preset_utilisation("tiny"), progress=False)
 
 
 @functools.cache
 def _digits():
-    from experiments.datasets import as_float, train_test_digits
+    from experiments.runner.datasets import as_float, train_test_digits
     X, y, Xt, yt = train_test_digits()
     flat = lambda Z: as_float(Z).reshape(len(Z), -1)  # noqa: E731
     return flat(X[:200]), y[:200].astype(np.int64), flat(Xt[:100]), yt[:100].astype(np.int64)
@@ -476,7 +489,7 @@ def _order_statistic(quantile, power):
 def _user_check():
     """examples/own_check.py's check, registered for the block only."""
     from proofs_checks._framework import REGISTRY
-    from proofs_checks.cli import load_check_module
+    from proofs_checks.run import load_check_module
     names = load_check_module(EXAMPLES / "own_check.py")
     try:
         yield REGISTRY[names[0]]
@@ -523,7 +536,7 @@ def _under(tmp, sub):
 
 def _with_kind(fn):
     """Run ``fn(kind_name)`` with examples/own_router.py's kind registered, then remove it."""
-    from experiments.model_kinds import load_kind_module, unregister_model_kind
+    from experiments.kinds.registry import load_kind_module, unregister_model_kind
     names = load_kind_module(EXAMPLES / "own_router.py")
     try:
         return fn(names[0])
@@ -627,8 +640,8 @@ def _sdm_tables(n, radius, beta):
 
 @functools.cache
 def _sdm_tables_cached(n, radius, beta, *_types):
-    config = x_sdm_cli.SdmCurvesConfig(n, (radius,), ("binary", "linear", "exponential"), beta)
-    return (*x_sdm_cli.sdm_curves_tables(config), config)
+    config = x_papers_sdm_curves.SdmCurvesConfig(n, (radius,), ("binary", "linear", "exponential"), beta)
+    return (*x_papers_sdm_curves.sdm_curves_tables(config), config)
 
 
 def _stored(state, key, tmp):
@@ -770,7 +783,7 @@ _P_VALUE = Kind(st.floats(0, 1), st.sampled_from([float("nan"), 1.5, -0.1, "0.1"
 
 def _claims_table(n):
     """The first ``n`` claims of fig2 on the golden sweep, as claims.csv rows."""
-    claims = x_claims.claims_for("fig2", _golden(), [])[:n]
+    claims = x_scaling_claims.claims_for("fig2", _golden(), [])[:n]
     return pd.DataFrame([{k: getattr(c, k) for k in x_claims.CLAIM_COLUMNS} for c in claims],
                         columns=x_claims.CLAIM_COLUMNS)
 _PRESET = CHOICE("tiny", "quick", "paper")
@@ -778,291 +791,304 @@ _SECONDS_OR_NONE = Kind(st.one_of(st.none(), st.floats(0, 1e6)), st.sampled_from
 _EXPERIMENT = CHOICE("fig2", "fig3", "fig4", "table1", "table2", "subspace", "routers")
 
 EXPERIMENT_CASES: dict[str, Case] = {
-    # experiments.claims: the verdicts of the report, on the golden tiny sweep
-    "experiments.claims.anomaly_diagnoses": Case(lambda regime: x_claims.anomaly_diagnoses(_golden(), regime), {"regime": CHOICE("exact", "sgd")}),
-    "experiments.claims.claims_for": Case(lambda name: [c.verdict for c in x_claims.claims_for(name, _golden(), [])], {"name": CHOICE("fig2", "fig3", "fig4", "table1", "table2", "routers")}),
+    # experiments.analysis.claims: the verdicts of the report, on the golden tiny sweep
+    "experiments.papers.baykal_tables.anomaly_diagnoses": Case(lambda regime: x_baykal_tables.anomaly_diagnoses(_golden(), regime), {"regime": CHOICE("exact", "sgd")}),
+    "experiments.papers.scaling_claims.claims_for": Case(lambda name: [c.verdict for c in x_scaling_claims.claims_for(name, _golden(), [])], {"name": CHOICE("fig2", "fig3", "fig4", "table1", "table2", "routers")}),
     # a "not tested" claim (no shared x) has effect nan by definition: only a measured one is checked
-    "experiments.claims.compare": Case(lambda better_label, worse_label, x, n_train: (lambda c: c.verdict if c.verdict == "not tested" else (c.verdict, c.effect))(x_claims.compare("e", "t", _golden(), better_label, worse_label, x, n_train=n_train)), {"better_label": _LABELS, "worse_label": CHOICE("dense", "dense_mlp"), "x": _X, "n_train": OPTIONAL_INT(1, 10**6)}),
-    "experiments.claims.comparison_diagnosis": Case(lambda x, regime, n_train: x_claims.comparison_diagnosis(_golden(), "dsm", "dense", x, _stats(), regime, n_train), {"x": _X, "regime": CHOICE("exact", "sgd"), "n_train": OPTIONAL_INT(1, 10**6)}),
-    "experiments.claims.comparison_verdict": Case(lambda sesoi, direction, p_adjusted: x_claims.comparison_verdict(_stats(), sesoi, direction, p_adjusted), {"sesoi": REAL(0, 1, True), "direction": CHOICE("lower", "higher"), "p_adjusted": _P_VALUE}),
-    "experiments.claims.equivalence_verdict": Case(lambda band, p_adjusted: x_claims.equivalence_verdict(x_claims.equivalence_stats(_stats(), 0.2), band, p_adjusted), {"band": REAL(0, 1, True), "p_adjusted": _P_VALUE}),
-    "experiments.claims.equivalence_stats": Case(lambda band: {k: v for k, v in x_claims.equivalence_stats(_stats(), band).items() if k in ("p_tost", "p_beyond")}, {"band": REAL(0, 1, True)}),
-    "experiments.claims.best_of": Case(lambda kind, direction: x_claims.best_of([("a", _stats()), ("b", _stats())], kind, direction)[0], {"kind": CHOICE("comparison", "equivalence"), "direction": CHOICE("lower", "higher")}, names=("candidates",)),
-    "experiments.claims.adjust_family": Case(lambda alpha: [c.verdict for c in x_claims.adjust_family(x_claims.claims_for("fig2", _golden(), []), alpha)], {"alpha": REAL(0, 1, True)}),
-    "experiments.claims.needed_seeds": Case(lambda sesoi: x_claims.needed_seeds(_stats(), sesoi), {"sesoi": REAL(0, 1, True)}),
-    "experiments.claims.decided": Case(lambda p: x_claims.decided(x_claims.Claim("e", "t", "", ""), x_claims.Rule("comparison", "lower", dict(_stats(), p_value=p), x_claims.SESOI["ln_error"])).verdict, {"p": ARG(st.floats(0, 1))}, names=("claim", "rule")),
-    "experiments.claims.control_claims": Case(lambda label: [c.verdict for c in x_claims.control_claims("e", x_claims.seed_log_errors(_golden(), label, "activated_units"), label, "activated_units", x_claims.SESOI["ln_error"])], {"label": _ANY_LABEL}, names=("table",)),
-    "experiments.claims.control_status": Case(lambda role, verdict: x_claims.control_status(role, verdict), {"role": CHOICE("negative control", "positive control"), "verdict": ARG(st.sampled_from(["supported", "not supported", "inconclusive (no seed noise measured)", "not tested"]))}),
-    "experiments.claims.lsh_description": Case(lambda label: x_claims.lsh_description(_golden(), label), {"label": CHOICE("lsh", "lsh_table", "random_hash")}),
-    "experiments.claims.matched_below": Case(lambda size, factor, x: x_claims.matched_below([size, 250.0], factor)(x), {"size": REAL(0, 100, True), "factor": REAL(1, 4), "x": REAL(0, 300, True)}, names=("sizes",)),
-    "experiments.claims.mean_mse": Case(lambda label, x: x_claims.mean_mse(_golden(), label, x).to_numpy(float), {"label": _ANY_LABEL, "x": _X}),
+    "experiments.analysis.claims.compare_unchecked": Case(lambda better_label, worse_label, x, n_train: (lambda c: c.verdict if c.verdict == "not tested" else (c.verdict, c.effect))(x_claims.compare_unchecked("e", "t", _golden(), better_label, worse_label, x, n_train=n_train)), {"better_label": ARG(st.sampled_from(["DSM k=4", "dense", "no such model"])), "worse_label": CHOICE("dense", "dense_mlp"), "x": _X, "n_train": OPTIONAL_INT(1, 10**6)}),
+    "experiments.analysis.claims.claim_line": Case(lambda text, regime: x_claims.claim_line(text, regime), {"text": TEXT, "regime": Kind(st.sampled_from(["", "exact", "sgd", "other"]), st.sampled_from([None, 3]))}),
+    "experiments.analysis.claims.fit_regimes": Case(lambda n: [(fit, len(rows)) for fit, rows in x_claims.fit_regimes(_golden().iloc[:n])], {"n": H_INT(0, 12)}),
+    "experiments.analysis.claims.geometric_mean": Case(lambda n, column: x_claims.geometric_mean(_golden().iloc[:n], column), {"n": H_INT(1, 12), "column": ARG(st.sampled_from(["eval_mse", "eval_nmse", "train_mse"]))}),
+    "experiments.analysis.claims.model_key_fields": Case(lambda key: x_claims.model_key_fields(key), {"key": Kind(st.sampled_from(["lsh;n_bits=8;n_tables=1;family=sign", "dense;width=4", "", "a=b=c"]), st.sampled_from([None, 3, b"dense"]))}),
+    "experiments.analysis.tables.check_column": Case(lambda column: x_tables.check_column(_golden(), column, "column"), {"column": CHOICE("eval_mse", "seed", "model_label")}),
+    "experiments.analysis.tables.check_label": Case(lambda label: x_tables.check_label(label, "label"), {"label": Kind(st.text(max_size=8), st.sampled_from([None, 3, ["dense"]]))}),
+    "experiments.analysis.tables.check_labels": Case(lambda labels: x_tables.check_labels(labels, "labels"), {"labels": Kind(st.lists(st.text(max_size=4), max_size=3), st.sampled_from(["dense", [1], None, ("a", 2)]))}),
+    "experiments.analysis.tables.markdown_cell": Case(lambda text: x_tables.markdown_cell(text), {"text": TEXT}),
+    "experiments.runner.rows.cached_data": Case(lambda seed: [a.shape for a in x_runner_rows.cached_data(_tiny_config(), seed)], {"seed": INT(0)}),
+    "experiments.runner.rows.canonical_value": Case(lambda n: x_runner_rows.canonical_value({"n": n, 1: [n, (2, "x")], "b": True, "none": None}), {"n": H_INT(0, 5)}),
+    "experiments.analysis.claims.compare": Case(lambda better_label, worse_label, x, n_train: (lambda c: c.verdict if c.verdict == "not tested" else (c.verdict, c.effect))(x_claims.compare("e", "t", _golden(), better_label, worse_label, x, n_train=n_train)), {"better_label": _LABELS, "worse_label": CHOICE("dense", "dense_mlp"), "x": _X, "n_train": OPTIONAL_INT(1, 10**6)}),
+    "experiments.analysis.claims.comparison_diagnosis": Case(lambda x, regime, n_train: x_claims.comparison_diagnosis(_golden(), "dsm", "dense", x, _stats(), regime, n_train), {"x": _X, "regime": CHOICE("exact", "sgd"), "n_train": OPTIONAL_INT(1, 10**6)}),
+    "experiments.analysis.claims.comparison_verdict": Case(lambda sesoi, direction, p_adjusted: x_claims.comparison_verdict(_stats(), sesoi, direction, p_adjusted), {"sesoi": REAL(0, 1, True), "direction": CHOICE("lower", "higher"), "p_adjusted": _P_VALUE}),
+    "experiments.analysis.claims.equivalence_verdict": Case(lambda band, p_adjusted: x_claims.equivalence_verdict(x_claims.equivalence_stats(_stats(), 0.2), band, p_adjusted), {"band": REAL(0, 1, True), "p_adjusted": _P_VALUE}),
+    "experiments.analysis.claims.equivalence_stats": Case(lambda band: {k: v for k, v in x_claims.equivalence_stats(_stats(), band).items() if k in ("p_tost", "p_beyond")}, {"band": REAL(0, 1, True)}),
+    "experiments.analysis.claims.best_of": Case(lambda kind, direction: x_claims.best_of([("a", _stats()), ("b", _stats())], kind, direction)[0], {"kind": CHOICE("comparison", "equivalence"), "direction": CHOICE("lower", "higher")}, names=("candidates",)),
+    "experiments.analysis.claims.adjust_family": Case(lambda alpha: [c.verdict for c in x_claims.adjust_family(x_scaling_claims.claims_for("fig2", _golden(), []), alpha)], {"alpha": REAL(0, 1, True)}),
+    "experiments.analysis.claims.needed_seeds": Case(lambda sesoi: x_claims.needed_seeds(_stats(), sesoi), {"sesoi": REAL(0, 1, True)}),
+    "experiments.analysis.claims.decided": Case(lambda p: x_claims.decided(x_claims.Claim("e", "t", "", ""), x_claims.Rule("comparison", "lower", dict(_stats(), p_value=p), x_claims.SESOI["ln_error"])).verdict, {"p": ARG(st.floats(0, 1))}, names=("claim", "rule")),
+    "experiments.analysis.claims.control_claims": Case(lambda label: [c.verdict for c in x_claims.control_claims("e", x_claims.seed_log_errors(_golden(), label, "activated_units"), label, "activated_units", x_claims.SESOI["ln_error"])], {"label": _ANY_LABEL}, names=("table",)),
+    "experiments.analysis.claims.control_status": Case(lambda role, verdict: x_claims.control_status(role, verdict), {"role": CHOICE("negative control", "positive control"), "verdict": ARG(st.sampled_from(["supported", "not supported", "inconclusive (no seed noise measured)", "not tested"]))}),
+    "experiments.analysis.claims.lsh_description": Case(lambda label: x_claims.lsh_description(_golden(), label), {"label": CHOICE("lsh", "lsh_table", "random_hash")}),
+    "experiments.papers.scaling_claims.matched_below": Case(lambda size, factor, x: x_scaling_claims.matched_below([size, 250.0], factor)(x), {"size": REAL(0, 100, True), "factor": REAL(1, 4), "x": REAL(0, 300, True)}, names=("sizes",)),
+    "experiments.analysis.claims.mean_mse": Case(lambda label, x: x_claims.mean_mse(_golden(), label, x).to_numpy(float), {"label": _ANY_LABEL, "x": _X}),
     # the golden sweep has 2 seeds: the normality check (≥ 3 seeds) is nan, and the MDE inf
     # where the test cannot reach α, by definition
-    "experiments.claims.paired_difference": Case(lambda pairs: {k: v for k, v in x_claims.paired_difference(*[x_claims.seed_log_errors(_golden(), b, "activated_units") for b in ("dsm", "dense")], pairs).items() if k in ("mean", "low", "high", "sd", "p_value", "n_seeds", "seed_values")}, {"pairs": CHOICE([(4, 16)], [(4, 16), (4, 16)])}),
-    "experiments.claims.paper_table2_anomalies": Case(lambda: x_claims.paper_table2_anomalies()),
-    "experiments.claims.seed_log_errors": Case(lambda label, x, y: x_claims.seed_log_errors(_golden(), label, x, y).to_numpy(float), {"label": _ANY_LABEL, "x": _X, "y": CHOICE("eval_mse", "eval_nmse", "train_mse", None)}),
-    "experiments.claims.significance_text": Case(lambda what: x_claims.significance_text(_stats(), what), {"what": TEXT}),
+    "experiments.analysis.claims.paired_difference": Case(lambda pairs: {k: v for k, v in x_claims.paired_difference(*[x_claims.seed_log_errors(_golden(), b, "activated_units") for b in ("dsm", "dense")], pairs).items() if k in ("mean", "low", "high", "sd", "p_value", "n_seeds", "seed_values")}, {"pairs": CHOICE([(4, 16)], [(4, 16), (4, 16)])}),
+    "experiments.papers.baykal_tables.paper_table2_anomalies": Case(lambda: x_baykal_tables.paper_table2_anomalies()),
+    "experiments.analysis.claims.seed_log_errors": Case(lambda label, x, y: x_claims.seed_log_errors(_golden(), label, x, y).to_numpy(float), {"label": _ANY_LABEL, "x": _X, "y": CHOICE("eval_mse", "eval_nmse", "train_mse", None)}),
+    "experiments.analysis.claims.significance_text": Case(lambda what: x_claims.significance_text(_stats(), what), {"what": TEXT}),
     # name is any experiment's name (one of the user's own has no paper sizes); the configs are
     # those of a preset experiment
-    "experiments.claims.sizes_text": Case(lambda name, experiment, preset: x_claims.sizes_text(name, x_presets.experiment_configs(experiment, preset)), {"name": Kind(st.sampled_from(["fig2", "table1", "routers", "mine"]), st.sampled_from([None, 3])), "experiment": ARG(st.sampled_from(["fig2", "fig3", "fig4", "table1", "table2", "subspace", "routers"])), "preset": _PRESET}),
-    "experiments.claims.t_interval": Case(lambda values, level: x_claims.t_interval(values, level), {"values": VECTOR(-3, 3, n_min=2), "level": REAL(0, 1, True, True)}),
-    "experiments.claims.table1_rule": Case(lambda dsm, dense: x_claims.table1_rule({"DSM k=4": dsm, "DSM k=8": 2 * dsm if isinstance(dsm, float) else dsm}, dense), {"dsm": _ERROR_OR_NAN, "dense": _ERROR_OR_NAN}, names=("dsm_at_smallest", "dense_at_largest")),
-    "experiments.claims.table2_rule": Case(lambda best, dense, tolerance: x_claims.table2_rule([(64.0, best, dense)], tolerance), {"best": REAL(0, 5, True), "dense": REAL(0, 5, True), "tolerance": REAL(1, 3)}, names=("pairs",)),
-    "experiments.claims.width_anomalies": Case(lambda a, b: x_claims.width_anomalies(pd.DataFrame({32: [a], 64: [b]}, index=["DSM k=4"])), {"a": ARG(st.floats(0.01, 5)), "b": ARG(st.floats(0.01, 5))}, names=("table",)),
+    "experiments.papers.scaling_claims.sizes_text": Case(lambda name, experiment, preset: x_scaling_claims.sizes_text(name, x_presets.experiment_configs(experiment, preset)), {"name": Kind(st.sampled_from(["fig2", "table1", "routers", "mine"]), st.sampled_from([None, 3])), "experiment": ARG(st.sampled_from(["fig2", "fig3", "fig4", "table1", "table2", "subspace", "routers"])), "preset": _PRESET}),
+    "experiments.analysis.claims.t_interval": Case(lambda values, level: x_claims.t_interval(values, level), {"values": VECTOR(-3, 3, n_min=2), "level": REAL(0, 1, True, True)}),
+    "experiments.papers.baykal_tables.table1_rule": Case(lambda dsm, dense: x_baykal_tables.table1_rule({"DSM k=4": dsm, "DSM k=8": 2 * dsm if isinstance(dsm, float) else dsm}, dense), {"dsm": _ERROR_OR_NAN, "dense": _ERROR_OR_NAN}, names=("dsm_at_smallest", "dense_at_largest")),
+    "experiments.papers.baykal_tables.table2_rule": Case(lambda best, dense, tolerance: x_baykal_tables.table2_rule([(64.0, best, dense)], tolerance), {"best": REAL(0, 5, True), "dense": REAL(0, 5, True), "tolerance": REAL(1, 3)}, names=("pairs",)),
+    "experiments.papers.baykal_tables.width_anomalies": Case(lambda a, b: x_baykal_tables.width_anomalies(pd.DataFrame({32: [a], 64: [b]}, index=["DSM k=4"])), {"a": ARG(st.floats(0.01, 5)), "b": ARG(st.floats(0.01, 5))}, names=("table",)),
     # experiments.cli, cli_options: the command line's plumbing
     "experiments.cli.LazyGroup": Case(lambda name: x_cli.LazyGroup(name="g", lazy_commands=x_cli.COMMANDS).get_command(None, name).name, {"name": Kind(st.sampled_from(["sdm", "plot", "comet"]))}),
-    "experiments.cli_options.default_out": Case(lambda preset, name: str(x_cli_options.default_out(preset, name)), {"preset": _PRESET, "name": Kind(st.sampled_from(["fig2", "sdm", "nope"]), st.sampled_from([None, 3, "", "a/b"]))}),
-    "experiments.cli_options.preset_option": Case(lambda default: x_cli_options.preset_option(default) is not None, {"default": _PRESET}),
-    "experiments.cli_options.PresetChoice": Case(lambda value: x_cli_options.PresetChoice(("tiny", "quick", "paper")).convert(value, None, None), {"value": Kind(st.sampled_from(["tiny", "quick", "paper", "full"]), st.sampled_from(["nope", "Paper2"]))}, errors=(click.BadParameter,), names=("tiny",)),
-    "experiments.cli_options.yes_option": Case(lambda: x_cli_options.yes_option(lambda yes: yes) is not None, {}),
-    "experiments.cli_options.needs_yes": Case(lambda seconds: x_cli_options.needs_yes(seconds), {"seconds": _SECONDS_OR_NONE}),
-    "experiments.cli_options.confirm_long_run": Case(lambda seconds, yes: x_cli_options.confirm_long_run(seconds, yes), {"seconds": _SECONDS_OR_NONE, "yes": BOOL}, errors=(click.ClickException,)),
-    "experiments.cli_options.writable_file": Case(lambda sub, tmp: x_cli_options.writable_file(_under(tmp, sub) / "f.csv").name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
-    "experiments.cli_options.writable_folder": Case(lambda sub, tmp: x_cli_options.writable_folder(_under(tmp, sub)).name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
-    # experiments.comet_studies: COMET §5.1 (tiny sizes)
-    "experiments.comet_studies.SimilarityConfig": Case(lambda n_pairs, dim, mu_max, noise_std, activation, bias, seed: x_comet_studies.SimilarityConfig(n_pairs=n_pairs, dim=dim, mu_max=mu_max, noise_std=noise_std, activation=activation, bias=bias, seed=seed).n_pairs, {"n_pairs": INT(1, 9), "dim": INT(1, 9), "mu_max": INT(0, 9), "noise_std": REAL(0, 5, True), "activation": CHOICE("relu", "tanh"), "bias": BOOL, "seed": INT(0)}),
-    "experiments.comet_studies.UtilisationConfig": Case(lambda dim, subspace_k, n_networks, batch_size, seed: x_comet_studies.UtilisationConfig(dim=dim, subspace_k=subspace_k, n_networks=n_networks, batch_size=batch_size, seed=seed).dim, {"dim": INT(1, 9), "subspace_k": INT(1, 1), "n_networks": INT(1, 9), "batch_size": INT(1, 99), "seed": INT(0)}),
-    "experiments.comet_studies.make_pairs": Case(lambda n_pairs, dim, mu_max, noise_std, seed: x_comet_studies.make_pairs(x_comet_studies.SimilarityConfig(n_pairs=n_pairs, dim=dim, mu_max=mu_max, noise_std=noise_std, seed=seed)), {"n_pairs": INT(1, 9), "dim": INT(1, 9), "mu_max": INT(0, 9), "noise_std": REAL(0, 5, True), "seed": INT(0)}),
-    "experiments.comet_studies.pair_similarities": Case(lambda x_a, x_b: x_comet_studies.pair_similarities(RL.COMET(RL.COMETConfig(d_in=3, widths=(8, 8), d_out=2, p_k=0.25)), _tensor(x_a), _tensor(x_b)), {"x_a": POINTS(3, n_min=4, n_max=4), "x_b": POINTS(3, n_min=4, n_max=4)}),
-    "experiments.comet_studies.plot_similarity": Case(lambda tmp: len(x_comet_studies.plot_similarity(_similarity_frame(), tmp)), {"tmp": FIXED(None)}, heavy=True),
-    "experiments.comet_studies.plot_utilisation": Case(lambda tmp: len(x_comet_studies.plot_utilisation(_utilisation_frame(), tmp)), {"tmp": FIXED(None)}, heavy=True),
-    "experiments.comet_studies.preset_similarity": Case(lambda preset: x_comet_studies.preset_similarity(preset).n_pairs, {"preset": _PRESET}),
-    "experiments.comet_studies.preset_utilisation": Case(lambda preset: x_comet_studies.preset_utilisation(preset).dim, {"preset": _PRESET}),
-    "experiments.comet_studies.run_similarity": Case(lambda n_pairs, seed, progress: x_comet_studies.run_similarity(dataclasses.replace(x_comet_studies.preset_similarity("tiny"), n_pairs=n_pairs, seed=seed, n_networks=1), progress=progress)[["mask_overlap", "activation_cosine"]].to_numpy(), {"n_pairs": INT(1, 20), "seed": INT(0), "progress": BOOL}, heavy=True),
-    "experiments.comet_studies.run_utilisation": Case(lambda n_networks, seed, progress: x_comet_studies.run_utilisation(dataclasses.replace(x_comet_studies.preset_utilisation("tiny"), n_networks=n_networks, seed=seed), progress=progress)["dead_fraction"].to_numpy(), {"n_networks": INT(1, 3), "seed": INT(0), "progress": BOOL}, heavy=True),
-    "experiments.comet_studies.summarise_similarity": Case(lambda p_k: x_comet_studies.summarise_similarity(_similarity_frame()[_similarity_frame().p_k == p_k])[["n_pairs", "mean_mask_overlap"]].to_numpy(float), {"p_k": Kind(st.sampled_from([0.25, 0.5, 1.0]))}),
-    "experiments.comet_studies.summarise_utilisation": Case(lambda n: x_comet_studies.summarise_utilisation(_utilisation_frame().iloc[:n])["dead_fraction"].to_numpy(float), {"n": H_INT(1, 50)}),
-    "experiments.comet_studies.write_similarity": Case(lambda sub, tmp, progress: len(x_comet_studies.write_similarity(_under(tmp, sub), dataclasses.replace(x_comet_studies.preset_similarity("tiny"), n_networks=1, n_pairs=20), progress=progress)), {"sub": _path_kind("out"), "tmp": FIXED(None), "progress": BOOL}, heavy=True, names=("out_dir", "FILE")),
-    "experiments.comet_studies.write_utilisation": Case(lambda sub, tmp, progress: len(x_comet_studies.write_utilisation(_under(tmp, sub), dataclasses.replace(x_comet_studies.preset_utilisation("tiny"), n_networks=2), progress=progress)), {"sub": _path_kind("out"), "tmp": FIXED(None), "progress": BOOL}, heavy=True, names=("out_dir", "FILE")),
+    "experiments.cli.options.default_out": Case(lambda preset, name: str(x_cli_options.default_out(preset, name)), {"preset": _PRESET, "name": Kind(st.sampled_from(["fig2", "sdm", "nope"]), st.sampled_from([None, 3, "", "a/b"]))}),
+    "experiments.cli.options.preset_option": Case(lambda default: x_cli_options.preset_option(default) is not None, {"default": _PRESET}),
+    "experiments.cli.options.PresetChoice": Case(lambda value: x_cli_options.PresetChoice(("tiny", "quick", "paper")).convert(value, None, None), {"value": Kind(st.sampled_from(["tiny", "quick", "paper", "full"]), st.sampled_from(["nope", "Paper2"]))}, errors=(click.BadParameter,), names=("tiny",)),
+    "experiments.cli.options.yes_option": Case(lambda: x_cli_options.yes_option(lambda yes: yes) is not None, {}),
+    "experiments.cli.options.needs_yes": Case(lambda seconds: x_cli_options.needs_yes(seconds), {"seconds": _SECONDS_OR_NONE}),
+    "experiments.cli.options.confirm_long_run": Case(lambda seconds, yes: x_cli_options.confirm_long_run(seconds, yes), {"seconds": _SECONDS_OR_NONE, "yes": BOOL}, errors=(click.ClickException,)),
+    "experiments.cli.options.writable_file": Case(lambda sub, tmp: x_cli_options.writable_file(_under(tmp, sub) / "f.csv").name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
+    "experiments.cli.options.writable_folder": Case(lambda sub, tmp: x_cli_options.writable_folder(_under(tmp, sub)).name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
+    # experiments.papers.comet_studies: COMET §5.1 (tiny sizes)
+    "experiments.papers.comet_studies.SimilarityConfig": Case(lambda n_pairs, dim, mu_max, noise_std, activation, bias, seed: x_comet_studies.SimilarityConfig(n_pairs=n_pairs, dim=dim, mu_max=mu_max, noise_std=noise_std, activation=activation, bias=bias, seed=seed).n_pairs, {"n_pairs": INT(1, 9), "dim": INT(1, 9), "mu_max": INT(0, 9), "noise_std": REAL(0, 5, True), "activation": CHOICE("relu", "tanh"), "bias": BOOL, "seed": INT(0)}),
+    "experiments.papers.comet_studies.UtilisationConfig": Case(lambda dim, subspace_k, n_networks, batch_size, seed: x_comet_studies.UtilisationConfig(dim=dim, subspace_k=subspace_k, n_networks=n_networks, batch_size=batch_size, seed=seed).dim, {"dim": INT(1, 9), "subspace_k": INT(1, 1), "n_networks": INT(1, 9), "batch_size": INT(1, 99), "seed": INT(0)}),
+    "experiments.papers.comet_studies.make_pairs": Case(lambda n_pairs, dim, mu_max, noise_std, seed: x_comet_studies.make_pairs(x_comet_studies.SimilarityConfig(n_pairs=n_pairs, dim=dim, mu_max=mu_max, noise_std=noise_std, seed=seed)), {"n_pairs": INT(1, 9), "dim": INT(1, 9), "mu_max": INT(0, 9), "noise_std": REAL(0, 5, True), "seed": INT(0)}),
+    "experiments.papers.comet_studies.pair_similarities": Case(lambda x_a, x_b: x_comet_studies.pair_similarities(RL.COMET(RL.COMETConfig(d_in=3, widths=(8, 8), d_out=2, p_k=0.25)), _tensor(x_a), _tensor(x_b)), {"x_a": POINTS(3, n_min=4, n_max=4), "x_b": POINTS(3, n_min=4, n_max=4)}),
+    "experiments.papers.comet_studies.plot_similarity": Case(lambda tmp: len(x_comet_studies.plot_similarity(_similarity_frame(), tmp)), {"tmp": FIXED(None)}, heavy=True),
+    "experiments.papers.comet_studies.plot_utilisation": Case(lambda tmp: len(x_comet_studies.plot_utilisation(_utilisation_frame(), tmp)), {"tmp": FIXED(None)}, heavy=True),
+    "experiments.papers.comet_studies.preset_similarity": Case(lambda preset: x_comet_studies.preset_similarity(preset).n_pairs, {"preset": _PRESET}),
+    "experiments.papers.comet_studies.preset_utilisation": Case(lambda preset: x_comet_studies.preset_utilisation(preset).dim, {"preset": _PRESET}),
+    "experiments.papers.comet_studies.run_similarity": Case(lambda n_pairs, seed, progress: x_comet_studies.run_similarity(dataclasses.replace(x_comet_studies.preset_similarity("tiny"), n_pairs=n_pairs, seed=seed, n_networks=1), progress=progress)[["mask_overlap", "activation_cosine"]].to_numpy(), {"n_pairs": INT(1, 20), "seed": INT(0), "progress": BOOL}, heavy=True),
+    "experiments.papers.comet_studies.run_utilisation": Case(lambda n_networks, seed, progress: x_comet_studies.run_utilisation(dataclasses.replace(x_comet_studies.preset_utilisation("tiny"), n_networks=n_networks, seed=seed), progress=progress)["dead_fraction"].to_numpy(), {"n_networks": INT(1, 3), "seed": INT(0), "progress": BOOL}, heavy=True),
+    "experiments.papers.comet_studies.summarise_similarity": Case(lambda p_k: x_comet_studies.summarise_similarity(_similarity_frame()[_similarity_frame().p_k == p_k])[["n_pairs", "mean_mask_overlap"]].to_numpy(float), {"p_k": Kind(st.sampled_from([0.25, 0.5, 1.0]))}),
+    "experiments.papers.comet_studies.summarise_utilisation": Case(lambda n: x_comet_studies.summarise_utilisation(_utilisation_frame().iloc[:n])["dead_fraction"].to_numpy(float), {"n": H_INT(1, 50)}),
+    "experiments.papers.comet_studies.write_similarity": Case(lambda sub, tmp, progress: len(x_comet_studies.write_similarity(_under(tmp, sub), dataclasses.replace(x_comet_studies.preset_similarity("tiny"), n_networks=1, n_pairs=20), progress=progress)), {"sub": _path_kind("out"), "tmp": FIXED(None), "progress": BOOL}, heavy=True, names=("out_dir", "FILE")),
+    "experiments.papers.comet_studies.write_utilisation": Case(lambda sub, tmp, progress: len(x_comet_studies.write_utilisation(_under(tmp, sub), dataclasses.replace(x_comet_studies.preset_utilisation("tiny"), n_networks=2), progress=progress)), {"sub": _path_kind("out"), "tmp": FIXED(None), "progress": BOOL}, heavy=True, names=("out_dir", "FILE")),
 }
 EXPERIMENT_CASES |= {
-    # experiments.config_file: TOML experiments
-    "experiments.config_file.config_file_from_mapping": Case(lambda n_train, seeds, claims: x_config_file.config_file_from_mapping({"experiment": "fuzz", "preset": "tiny", "claims": claims, "defaults": {"n_train": n_train, "n_eval": 8, "seeds": seeds, "target": {"n_inputs": 2, "degree": 1}}, "configs": [{"name": "a", "models": [{"kind": "dense", "width": 4}]}]}).configs[0].n_train, {"n_train": INT(1, 99), "seeds": CHOICE([0], [0, 1]), "claims": CHOICE("fig2", "none")}),
-    "experiments.config_file.parse_seeds": Case(lambda text: x_config_file.parse_seeds(text), {"text": Kind(st.lists(st.integers(0, 99), min_size=1, max_size=3, unique=True).map(lambda v: ",".join(map(str, v))), st.sampled_from(["a", "1,1", "-1", "1.5", None]))}, names=("--seeds",)),
-    "experiments.config_file.read_config_file": Case(lambda n_train, tmp: (tmp.joinpath("e.toml").write_text(x_config_file.write_toml("fuzz", "tiny", [_tiny_config()]).replace("n_train = 64", f"n_train = {n_train!r}" if not isinstance(n_train, str) else f"n_train = '{n_train}'")), x_config_file.read_config_file(tmp / "e.toml").configs[0].n_train)[1], {"n_train": INT(1, 99), "tmp": FIXED(None)}),
-    "experiments.config_file.with_overrides": Case(lambda seeds, n_train, n_eval: x_config_file.with_overrides([_tiny_config()], seeds, n_train, n_eval)[0].n_train, {"seeds": CHOICE((0,), (1, 2), None), "n_train": OPTIONAL_INT(1, 99), "n_eval": OPTIONAL_INT(1, 99)}),
-    "experiments.config_file.write_toml": Case(lambda experiment, preset, claims: x_config_file.write_toml(experiment, preset, [_tiny_config()], claims), {"experiment": Kind(st.sampled_from(["fuzz", "fig2"]), st.sampled_from([None, 3, "a b", ""])), "preset": Kind(st.sampled_from(["tiny", "custom"]), st.sampled_from([None, 3])), "claims": CHOICE(None, "fig2", "none")}),
-    # experiments.continual: Bricken et al. 2023 §5's harness
-    "experiments.continual.ContinualSettings": Case(lambda n_tasks, classes_per_task, class_order, epochs_per_task, sgd_lr, anneal_fraction: x_continual.ContinualSettings(n_tasks=n_tasks, classes_per_task=classes_per_task, class_order=class_order, epochs_per_task=epochs_per_task, sgd_lr=sgd_lr, anneal_fraction=anneal_fraction).n_tasks, {"n_tasks": INT(1, 5), "classes_per_task": INT(1, 2), "class_order": CHOICE("naive", "random"), "epochs_per_task": INT(1, 9), "sgd_lr": REAL(0, 1, True), "anneal_fraction": REAL(0, 1, True, True)}),
-    "experiments.continual.EWC": Case(lambda lam, fisher_samples, seed, X: (lambda m, e: (e.consolidate(_tensor(X), torch.zeros(len(X), dtype=torch.int64), seed), float(e.penalty()))[1])(*(lambda m: (m, x_continual.EWC(m, lam, fisher_samples)))(x_image_models.TopKMLP(3, 4, 2, 2))), {"lam": REAL(0, 10), "fisher_samples": INT(1, 9), "seed": INT(0), "X": POINTS(3)}, names=("x",)),
-    "experiments.continual.average_accuracy": Case(lambda R: x_continual.average_accuracy(R), {"R": POINTS(3, 0, 1, 3, 3)}),
-    "experiments.continual.class_split": Case(lambda n_tasks, classes_per_task, order, seed: x_continual.class_split(n_tasks, classes_per_task, order, seed), {"n_tasks": INT(1, 5), "classes_per_task": INT(1, 2), "order": CHOICE("naive", "random"), "seed": INT(0)}),
-    "experiments.continual.forgetting": Case(lambda R: x_continual.forgetting(R), {"R": POINTS(3, 0, 1, 3, 3)}),
-    "experiments.continual.learning_accuracy": Case(lambda R: x_continual.learning_accuracy(R), {"R": POINTS(3, 0, 1, 3, 3)}),
-    "experiments.continual.register": Case(lambda label, ewc: (lambda kind: (x_continual.register(kind), x_continual.MODELS.pop(label))[1].ewc)(x_continual.ContinualModel(label, x_continual.MODELS["ReLU MLP"].build, x_continual.MODELS["ReLU MLP"].training, ewc=ewc)), {"label": Kind(st.just("fuzz kind"), st.sampled_from([None, 3, ""])), "ewc": BOOL}, names=("kind",)),
-    "experiments.continual.run_continual_model": Case(lambda label, seed, k: x_continual.run_continual_model(label, _digits(), x_continual.ContinualSettings(n_tasks=2, classes_per_task=2, n_neurons=16, k=k, n_experts=4, epochs_per_task=1, fisher_samples=8, evals_per_task=1), seed)["final_accuracy"], {"label": CHOICE("SDMLP", "Top-K", "ReLU MLP", "EWC (ReLU MLP)", "COMET", "σ-MoE", "PKM"), "seed": INT(0), "k": CHOICE(4, 8)}, heavy=True),
-    "experiments.continual_calibration.calibrate_continual": Case(lambda epochs_per_task, seed: x_calibration.calibrate_continual(epochs_per_task, seed, overrides=dict(n_tasks=2, classes_per_task=2, n_neurons=16, k=4, n_experts=4, fisher_samples=8, evals_per_task=1))["chosen"]["sgd_lr"], {"epochs_per_task": INT(1, 2), "seed": INT(0)}, heavy=True),
-    "experiments.continual_calibration.read_calibration": Case(lambda sgd_lr, ewc_lambda: x_calibration.read_calibration({"sgd_lr": sgd_lr, "ewc_lambda": ewc_lambda})[0]["sgd_lr"], {"sgd_lr": REAL(0, 3, True), "ewc_lambda": REAL(0, 1e6)}),
-    "experiments.continual.task_masks": Case(lambda y, c: [m.sum() for m in x_continual.task_masks(y, [(0, c), (2,)])], {"y": Kind(st.lists(st.integers(0, 3), max_size=6).map(lambda v: np.array(v, dtype=np.int64)), st.sampled_from([np.array([0.5, 1.0]), np.array(["a"]), np.zeros((2, 2), np.int64)])), "c": H_INT(1, 1)}, names=("tasks", "task")),
-    "experiments.continual.unit_activity": Case(lambda X, batch_size: x_continual.unit_activity(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), batch_size), {"X": POINTS(3), "batch_size": INT(1, 5)}),
-    # experiments.datasets: the real-data loaders (tiny files written by the case)
-    "experiments.datasets.as_float": Case(lambda X: x_datasets.as_float(X), {"X": Kind(st.integers(0, 4).map(lambda n: np.random.default_rng(n).integers(0, 256, (n, 2, 2, 1), dtype=np.uint8)), st.sampled_from([np.zeros((2, 2, 2, 1)), np.zeros((2, 2), np.uint8), np.full((1, 2, 2, 1), -1)]))}),
-    "experiments.datasets.DataSet": Case(lambda name: x_datasets.DataSet(name, name.upper(), "a source", "a split").title, {"name": ARG(st.sampled_from(["a", "b"]))}),
-    "experiments.datasets.ImageData": Case(lambda name: x_datasets.load_image_data(name).fingerprint()["n_test"], {"name": CHOICE("digits", "mnist_5k")}, names=("dataset",)),
-    "experiments.datasets.data_identity": Case(lambda n: x_datasets.data_identity("digits", *(lambda r: (r.integers(0, 256, (n, 2, 2, 1), dtype=np.uint8), np.zeros(n, np.int64), r.integers(0, 256, (n, 2, 2, 1), dtype=np.uint8), np.zeros(n, np.int64)))(np.random.default_rng(n)))["n_train"], {"n": H_INT(0, 4)}),
-    "experiments.datasets.describe_data": Case(lambda name: x_datasets.describe_data(x_datasets.load_image_data(name).identity), {"name": CHOICE("digits", "mnist_5k")}, names=("dataset",)),
-    "experiments.datasets.find_dataset": Case(lambda which, tmp: x_datasets.find_dataset(_tiny_data(tmp, which)), {"which": ARG(st.sampled_from(["mnist", "cifar10"])), "tmp": FIXED(None)}, names=("data_dir",)),
-    "experiments.datasets.load_cifar10": Case(lambda split, records_per_file, tmp: x_datasets.load_cifar10(_tiny_data(tmp, "cifar10"), split, records_per_file)[1], {"split": CHOICE("train", "test"), "records_per_file": CHOICE(3, None), "tmp": FIXED(None)}),
-    "experiments.datasets.load_dataset": Case(lambda name, split, tmp: x_datasets.load_dataset(name, split, _tiny_data(tmp, name) if name in ("mnist", "cifar10") else None)[1], {"name": CHOICE("digits", "mnist", "cifar10"), "split": CHOICE("train", "test"), "tmp": FIXED(None)}, names=("data_dir", "dataset")),
-    "experiments.datasets.load_digits": Case(lambda: x_datasets.load_digits()[1]),
-    "experiments.datasets.load_image_data": Case(lambda name, tmp: x_datasets.load_image_data(name, _tiny_data(tmp, name) if name in ("mnist", "cifar10") else None).y_test, {"name": CHOICE("digits", "mnist_5k", "mnist", "cifar10"), "tmp": FIXED(None)}, names=("data_dir", "dataset")),
-    "experiments.datasets.load_mnist": Case(lambda split, tmp: x_datasets.load_mnist(_tiny_data(tmp, "mnist"), split)[1], {"split": CHOICE("train", "test"), "tmp": FIXED(None)}),
-    "experiments.datasets.load_mnist_5k": Case(lambda split: x_datasets.load_mnist_5k(split)[1], {"split": CHOICE("train", "test")}),
-    "experiments.datasets.train_test_digits": Case(lambda test_fraction, seed: x_datasets.train_test_digits(test_fraction, seed)[3], {"test_fraction": REAL(0, 1, True, True), "seed": INT(0)}),
-    # experiments.engine, engine_worker, threads (another engineer's files: KNOWN_DEFECTS)
-    "experiments.engine.Engine": Case(lambda workers, scheduler, device: x_engine.Engine(workers, scheduler, device).workers, {"workers": INT(1, 4), "scheduler": CHOICE(None), "device": CHOICE("auto", "cpu")}),
+    # experiments.pipeline.config_file: TOML experiments
+    "experiments.pipeline.config_file.config_file_from_mapping": Case(lambda n_train, seeds, claims: x_config_file.config_file_from_mapping({"experiment": "fuzz", "preset": "tiny", "claims": claims, "defaults": {"n_train": n_train, "n_eval": 8, "seeds": seeds, "target": {"n_inputs": 2, "degree": 1}}, "configs": [{"name": "a", "models": [{"kind": "dense", "width": 4}]}]}).configs[0].n_train, {"n_train": INT(1, 99), "seeds": CHOICE([0], [0, 1]), "claims": CHOICE("fig2", "none")}),
+    "experiments.pipeline.config_file.parse_seeds": Case(lambda text: x_config_file.parse_seeds(text), {"text": Kind(st.lists(st.integers(0, 99), min_size=1, max_size=3, unique=True).map(lambda v: ",".join(map(str, v))), st.sampled_from(["a", "1,1", "-1", "1.5", None]))}, names=("--seeds",)),
+    "experiments.pipeline.config_file.read_config_file": Case(lambda n_train, tmp: (tmp.joinpath("e.toml").write_text(x_config_file.write_toml("fuzz", "tiny", [_tiny_config()]).replace("n_train = 64", f"n_train = {n_train!r}" if not isinstance(n_train, str) else f"n_train = '{n_train}'")), x_config_file.read_config_file(tmp / "e.toml").configs[0].n_train)[1], {"n_train": INT(1, 99), "tmp": FIXED(None)}),
+    "experiments.pipeline.config_file.with_overrides": Case(lambda seeds, n_train, n_eval: x_config_file.with_overrides([_tiny_config()], seeds, n_train, n_eval)[0].n_train, {"seeds": CHOICE((0,), (1, 2), None), "n_train": OPTIONAL_INT(1, 99), "n_eval": OPTIONAL_INT(1, 99)}),
+    "experiments.pipeline.config_file.write_toml": Case(lambda experiment, preset, claims: x_config_file.write_toml(experiment, preset, [_tiny_config()], claims), {"experiment": Kind(st.sampled_from(["fuzz", "fig2"]), st.sampled_from([None, 3, "a b", ""])), "preset": Kind(st.sampled_from(["tiny", "custom"]), st.sampled_from([None, 3])), "claims": CHOICE(None, "fig2", "none")}),
+    # experiments.kinds.continual_harness: Bricken et al. 2023 §5's harness
+    "experiments.kinds.continual_harness.ContinualSettings": Case(lambda n_tasks, classes_per_task, class_order, epochs_per_task, sgd_lr, anneal_fraction: x_continual.ContinualSettings(n_tasks=n_tasks, classes_per_task=classes_per_task, class_order=class_order, epochs_per_task=epochs_per_task, sgd_lr=sgd_lr, anneal_fraction=anneal_fraction).n_tasks, {"n_tasks": INT(1, 5), "classes_per_task": INT(1, 2), "class_order": CHOICE("naive", "random"), "epochs_per_task": INT(1, 9), "sgd_lr": REAL(0, 1, True), "anneal_fraction": REAL(0, 1, True, True)}),
+    "experiments.kinds.continual_harness.EWC": Case(lambda lam, fisher_samples, seed, X: (lambda m, e: (e.consolidate(_tensor(X), torch.zeros(len(X), dtype=torch.int64), seed), float(e.penalty()))[1])(*(lambda m: (m, x_continual.EWC(m, lam, fisher_samples)))(x_image_models.TopKMLP(3, 4, 2, 2))), {"lam": REAL(0, 10), "fisher_samples": INT(1, 9), "seed": INT(0), "X": POINTS(3)}, names=("x",)),
+    "experiments.kinds.continual_harness.average_accuracy": Case(lambda R: x_continual.average_accuracy(R), {"R": POINTS(3, 0, 1, 3, 3)}),
+    "experiments.kinds.continual_harness.class_split": Case(lambda n_tasks, classes_per_task, order, seed: x_continual.class_split(n_tasks, classes_per_task, order, seed), {"n_tasks": INT(1, 5), "classes_per_task": INT(1, 2), "order": CHOICE("naive", "random"), "seed": INT(0)}),
+    "experiments.kinds.continual_harness.forgetting": Case(lambda R: x_continual.forgetting(R), {"R": POINTS(3, 0, 1, 3, 3)}),
+    "experiments.kinds.continual_harness.learning_accuracy": Case(lambda R: x_continual.learning_accuracy(R), {"R": POINTS(3, 0, 1, 3, 3)}),
+    "experiments.kinds.continual_harness.register": Case(lambda label, ewc: (lambda kind: (x_continual.register(kind), x_continual.MODELS.pop(label))[1].ewc)(x_continual.ContinualModel(label, x_continual.MODELS["ReLU MLP"].build, x_continual.MODELS["ReLU MLP"].training, ewc=ewc)), {"label": Kind(st.just("fuzz kind"), st.sampled_from([None, 3, ""])), "ewc": BOOL}, names=("kind",)),
+    "experiments.kinds.continual_harness.run_continual_model": Case(lambda label, seed, k: x_continual.run_continual_model(label, _digits(), x_continual.ContinualSettings(n_tasks=2, classes_per_task=2, n_neurons=16, k=k, n_experts=4, epochs_per_task=1, fisher_samples=8, evals_per_task=1), seed)["final_accuracy"], {"label": CHOICE("SDMLP", "Top-K", "ReLU MLP", "EWC (ReLU MLP)", "COMET", "σ-MoE", "PKM"), "seed": INT(0), "k": CHOICE(4, 8)}, heavy=True),
+    "experiments.papers.real_data.calibration.calibrate_continual": Case(lambda epochs_per_task, seed: x_calibration.calibrate_continual(epochs_per_task, seed, overrides=dict(n_tasks=2, classes_per_task=2, n_neurons=16, k=4, n_experts=4, fisher_samples=8, evals_per_task=1))["chosen"]["sgd_lr"], {"epochs_per_task": INT(1, 2), "seed": INT(0)}, heavy=True),
+    "experiments.papers.real_data.read_calibration": Case(lambda sgd_lr, ewc_lambda: x_papers_real_data__configs.read_calibration({"sgd_lr": sgd_lr, "ewc_lambda": ewc_lambda})[0]["sgd_lr"], {"sgd_lr": REAL(0, 3, True), "ewc_lambda": REAL(0, 1e6)}),
+    "experiments.kinds.continual_harness.task_masks": Case(lambda y, c: [m.sum() for m in x_continual.task_masks(y, [(0, c), (2,)])], {"y": Kind(st.lists(st.integers(0, 3), max_size=6).map(lambda v: np.array(v, dtype=np.int64)), st.sampled_from([np.array([0.5, 1.0]), np.array(["a"]), np.zeros((2, 2), np.int64)])), "c": H_INT(1, 1)}, names=("tasks", "task")),
+    "experiments.kinds.continual_harness.unit_activity": Case(lambda X, batch_size: x_continual.unit_activity(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), batch_size), {"X": POINTS(3), "batch_size": INT(1, 5)}),
+    # experiments.runner.datasets: the real-data loaders (tiny files written by the case)
+    "experiments.runner.datasets.as_float": Case(lambda X: x_datasets.as_float(X), {"X": Kind(st.integers(0, 4).map(lambda n: np.random.default_rng(n).integers(0, 256, (n, 2, 2, 1), dtype=np.uint8)), st.sampled_from([np.zeros((2, 2, 2, 1)), np.zeros((2, 2), np.uint8), np.full((1, 2, 2, 1), -1)]))}),
+    "experiments.runner.datasets.DataSet": Case(lambda name: x_datasets.DataSet(name, name.upper(), "a source", "a split").title, {"name": ARG(st.sampled_from(["a", "b"]))}),
+    "experiments.runner.datasets.ImageData": Case(lambda name: x_datasets.load_image_data(name).fingerprint()["n_test"], {"name": CHOICE("digits", "mnist_5k")}, names=("dataset",)),
+    "experiments.runner.datasets.data_identity": Case(lambda n: x_datasets.data_identity("digits", *(lambda r: (r.integers(0, 256, (n, 2, 2, 1), dtype=np.uint8), np.zeros(n, np.int64), r.integers(0, 256, (n, 2, 2, 1), dtype=np.uint8), np.zeros(n, np.int64)))(np.random.default_rng(n)))["n_train"], {"n": H_INT(0, 4)}),
+    "experiments.runner.datasets.describe_data": Case(lambda name: x_datasets.describe_data(x_datasets.load_image_data(name).identity), {"name": CHOICE("digits", "mnist_5k")}, names=("dataset",)),
+    "experiments.runner.datasets.find_dataset": Case(lambda which, tmp: x_datasets.find_dataset(_tiny_data(tmp, which)), {"which": ARG(st.sampled_from(["mnist", "cifar10"])), "tmp": FIXED(None)}, names=("data_dir",)),
+    "experiments.runner.datasets.load_cifar10": Case(lambda split, records_per_file, tmp: x_datasets.load_cifar10(_tiny_data(tmp, "cifar10"), split, records_per_file)[1], {"split": CHOICE("train", "test"), "records_per_file": CHOICE(3, None), "tmp": FIXED(None)}),
+    "experiments.runner.datasets.load_dataset": Case(lambda name, split, tmp: x_datasets.load_dataset(name, split, _tiny_data(tmp, name) if name in ("mnist", "cifar10") else None)[1], {"name": CHOICE("digits", "mnist", "cifar10"), "split": CHOICE("train", "test"), "tmp": FIXED(None)}, names=("data_dir", "dataset")),
+    "experiments.runner.datasets.load_digits": Case(lambda: x_datasets.load_digits()[1]),
+    "experiments.runner.datasets.load_image_data": Case(lambda name, tmp: x_datasets.load_image_data(name, _tiny_data(tmp, name) if name in ("mnist", "cifar10") else None).y_test, {"name": CHOICE("digits", "mnist_5k", "mnist", "cifar10"), "tmp": FIXED(None)}, names=("data_dir", "dataset")),
+    "experiments.runner.datasets.load_mnist": Case(lambda split, tmp: x_datasets.load_mnist(_tiny_data(tmp, "mnist"), split)[1], {"split": CHOICE("train", "test"), "tmp": FIXED(None)}),
+    "experiments.runner.datasets.load_mnist_5k": Case(lambda split: x_datasets.load_mnist_5k(split)[1], {"split": CHOICE("train", "test")}),
+    "experiments.runner.datasets.train_test_digits": Case(lambda test_fraction, seed: x_datasets.train_test_digits(test_fraction, seed)[3], {"test_fraction": REAL(0, 1, True, True), "seed": INT(0)}),
+    # experiments.runner.engine, engine_worker, threads (another engineer's files: KNOWN_DEFECTS)
+    "experiments.runner.engine.Engine": Case(lambda workers, scheduler, device: x_engine.Engine(workers, scheduler, device).workers, {"workers": INT(1, 4), "scheduler": CHOICE(None), "device": CHOICE("auto", "cpu")}),
     # scheduler: documented as None or any non-empty address string (Dask parses it later)
-    "experiments.engine.check_engine_options": Case(lambda workers, scheduler, device: x_engine.check_engine_options(workers, scheduler, device), {"workers": OPTIONAL_INT(1, 4), "scheduler": Kind(st.sampled_from([None, "tcp://127.0.0.1:8786", "10.0.0.1:8786"]), st.sampled_from([3, "", "  "])), "device": CHOICE("auto", "cpu")}),
-    "experiments.engine.engine_options": Case(lambda n: len(x_engine.engine_options(click.command()(lambda workers, scheduler: None)).params) + n, {"n": H_INT(0, 1)}),
-    "experiments.engine.local_cluster": Case(lambda workers: (lambda c: (c.close(), len(c.workers))[1])(x_engine.local_cluster(workers)), {"workers": INT(1, 1)}, heavy=True),
-    "experiments.engine.open_engine": Case(lambda workers, device: _open_engine(workers, device), {"workers": INT(1, 1), "device": CHOICE("cpu")}, heavy=True),
-    "experiments.engine.run_task": Case(lambda seed, device: x_engine.run_task(_tiny_config(), _tiny_config().models[0], seed, x_model_kinds.model_kind("dense"), device)["eval_mse"], {"seed": INT(0), "device": CHOICE("cpu", "auto")}),
-    "experiments.engine.row_identity": Case(lambda seed: x_engine.row_identity(_tiny_config(), _tiny_config().models[0], seed), {"seed": INT(0)}),
-    "experiments.engine.worker_gpus": Case(lambda device: x_engine.worker_gpus(device), {"device": CHOICE("cpu", "auto")}),
-    "experiments.engine_worker.ThreadPolicy": Case(lambda gpus: x_engine_worker.ThreadPolicy(gpus).gpus, {"gpus": CHOICE(None, [], ["0"], ["0", "1"])}),
-    "experiments.threads.limit_process_threads": Case(lambda: _in_subprocess("from experiments.threads import limit_process_threads as f; print(f())"), heavy=True),
-    "experiments.threads.single_threaded": Case(lambda n: _single_threaded(n), {"n": H_INT(0, 1)}),
-    # experiments.fitting: the frozen-feature models' top layer
-    "experiments.fitting.SGDConfig": Case(lambda lr, batch_size, steps, epochs, schedule, cache_features, max_cache_bytes: x_fitting.SGDConfig(lr, batch_size, steps, epochs, schedule, (0.9, 0.999), cache_features, max_cache_bytes).lr, {"lr": REAL(0, 1, True), "batch_size": INT(1, 99), "steps": OPTIONAL_INT(1, 99), "epochs": INT(1, 9), "schedule": CHOICE("cosine", "constant"), "cache_features": BOOL, "max_cache_bytes": INT(0, 10**6)}),
-    "experiments.fitting.adam_optimizer": Case(lambda lr, b1, b2: type(x_fitting.adam_optimizer([torch.nn.Parameter(torch.zeros(2))], lr, (b1, b2))).__name__, {"lr": REAL(0, 1, True), "b1": REAL(0, 0.99), "b2": REAL(0, 0.999)}, names=("betas",)),
-    "experiments.fitting.clear_grads": Case(lambda optimizer: _cleared(optimizer), {"optimizer": Kind(st.builds(_optimizer_with_grads), st.sampled_from([None, "adam", 3, [torch.zeros(2)]]))}),
-    "experiments.fitting.evaluate": Case(lambda X, batch_size: x_fitting.evaluate(_fitted_dense(), X, np.zeros(len(X)), batch_size), {"X": POINTS(2, n_min=1), "batch_size": INT(1, 9)}, names=("y",)),
-    "experiments.fitting.fit_model": Case(lambda X, fit, ridge, seed, progress: x_fitting.fit_model(x_models.Dense(2, 4, seed=0), X, _labels(X), fit, sgd=x_fitting.SGDConfig(steps=3, batch_size=4), ridge=ridge, seed=seed, progress=progress).train_mse, {"X": POINTS(2, n_min=4), "fit": CHOICE("exact", "sgd"), "ridge": REAL(0, 1), "seed": INT(0), "progress": BOOL}, names=("y",)),
-    # experiments.gallery: the target gallery
-    "experiments.gallery.GalleryConfig": Case(lambda n_inputs, degree, n_seeds, n_points, resolution: x_gallery.GalleryConfig(n_inputs=n_inputs, degree=degree, hidden=(4,), n_seeds=n_seeds, n_points=n_points, resolution=resolution).n_inputs, {"n_inputs": INT(2, 6), "degree": INT(0, 4), "n_seeds": INT(1, 4), "n_points": INT(2, 50), "resolution": INT(2, 9)}),
-    "experiments.gallery.lipschitz_ratios": Case(lambda n_inputs, n_points, progress: x_gallery.lipschitz_ratios(x_gallery.GalleryConfig(n_inputs=n_inputs, degree=2, hidden=(4,), n_seeds=1, n_points=n_points), progress=progress)["ratio"].to_numpy(), {"n_inputs": INT(2, 4), "n_points": INT(2, 30), "progress": BOOL}),
-    "experiments.gallery.plot_ratios": Case(lambda tmp: x_gallery.plot_ratios(x_gallery.lipschitz_ratios(x_gallery.GalleryConfig(n_inputs=2, degree=2, hidden=(4,), n_seeds=1, n_points=10), progress=False), tmp / "r.png"), {"tmp": FIXED(None)}, heavy=True),
-    "experiments.gallery.plot_slices": Case(lambda resolution, tmp: x_gallery.plot_slices(x_gallery.GalleryConfig(n_inputs=2, degree=2, hidden=(4,), slice_seeds=(0,), resolution=resolution), tmp / "s.png"), {"resolution": INT(2, 9), "tmp": FIXED(None)}, heavy=True),
-    "experiments.gallery.write_target_gallery": Case(lambda sub, tmp, progress: len(x_gallery.write_target_gallery(_under(tmp, sub), x_gallery.GalleryConfig(n_inputs=2, degree=2, hidden=(4,), n_seeds=1, n_points=10, slice_seeds=(0,), resolution=5), progress=progress)), {"sub": _path_kind("out"), "tmp": FIXED(None), "progress": BOOL}, heavy=True, names=("out", "FILE")),
-    # experiments.image_models: the image classifiers
-    "experiments.image_models.ConvNet": Case(lambda width, k, X: x_image_models.ConvNet((1, 4, 4), (2, 2, 2), width, k, n_classes=3)(_images(X)), {"width": INT(1, 6), "k": INT(1, 6), "X": POINTS(16)}, names=("image_shape", "x")),
-    "experiments.image_models.SDMLPMask": Case(lambda k_target, x: _layer(x_image_models.SDMLPMask, RL.SDMLPConfig, x, d_in=3, n_neurons=8, k_target=k_target), {"k_target": INT(1, 8, True), "x": POINTS(3)}, names=("n_neurons",)),
-    "experiments.image_models.TopKMLP": Case(lambda width, k, x: _layer(lambda c: x_image_models.TopKMLP(3, width, k, 2), lambda: None, x), {"width": INT(1, 6), "k": INT(1, 6), "x": POINTS(3)}, names=("d_in",)),
-    "experiments.image_models.TrainSettings": Case(lambda epochs, batch_size, optimizer, lr, grad_clip: x_image_models.TrainSettings(epochs, batch_size, optimizer, lr, grad_clip).lr, {"epochs": INT(1, 9), "batch_size": INT(1, 99), "optimizer": CHOICE("adam", "sgd"), "lr": REAL(0, 1, True), "grad_clip": Kind(st.one_of(st.none(), st.floats(0, 5, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True, -1.0]))}),
-    "experiments.image_models.accuracy": Case(lambda X: x_image_models.accuracy(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), torch.zeros(len(X), dtype=torch.int64)), {"X": POINTS(3, n_min=1)}, names=("y", "x")),
-    "experiments.image_models.fit_classifier": Case(lambda X, epochs, seed, epoch_offset: x_image_models.fit_classifier(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), torch.zeros(len(X), dtype=torch.int64), x_image_models.TrainSettings(epochs, batch_size=2), seed, epoch_offset), {"X": POINTS(3, n_min=1), "epochs": INT(1, 3), "seed": INT(0), "epoch_offset": INT(0, 5)}, names=("y", "x")),
-    "experiments.image_models.four_layer_mlp": Case(lambda width, p_k, seed, smaller, X: x_image_models.four_layer_mlp(3, width, p_k, 2, seed, smaller)(_tensor(X))[0], {"width": INT(1, 9), "p_k": REAL(0, 1, True, True), "seed": INT(0), "smaller": BOOL, "X": POINTS(3)}, names=("x",)),
-    "experiments.image_models.predict": Case(lambda X, batch_size: x_image_models.predict(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), batch_size), {"X": POINTS(3), "batch_size": INT(1, 5)}, names=("x",)),
-    "experiments.image_models.router_layers": Case(lambda n_hidden: len(x_image_models.router_layers(torch.nn.Sequential(*[x_image_models.TopKMLP(2, 4, 2, 2) for _ in range(n_hidden)]))), {"n_hidden": H_INT(0, 3)}, names=("model",)),
+    "experiments.runner.engine.engine_or_none": Case(lambda device: type(x_engine.engine_or_none(None, None, device)).__name__, {"device": CHOICE("auto", "cpu")}),
+    "experiments.runner.engine.check_engine_options": Case(lambda workers, scheduler, device: x_engine.check_engine_options(workers, scheduler, device), {"workers": OPTIONAL_INT(1, 4), "scheduler": Kind(st.sampled_from([None, "tcp://127.0.0.1:8786", "10.0.0.1:8786"]), st.sampled_from([3, "", "  "])), "device": CHOICE("auto", "cpu")}),
+    "experiments.cli.options.engine_options": Case(lambda n: len(x_cli_options.engine_options(click.command()(lambda workers, scheduler: None)).params) + n, {"n": H_INT(0, 1)}),
+    "experiments.runner.engine.local_cluster": Case(lambda workers: (lambda c: (c.close(), len(c.workers))[1])(x_engine.local_cluster(workers)), {"workers": INT(1, 1)}, heavy=True),
+    "experiments.runner.engine.open_engine": Case(lambda workers, device: _open_engine(workers, device), {"workers": INT(1, 1), "device": CHOICE("cpu")}, heavy=True),
+    "experiments.runner.engine.run_task": Case(lambda seed, device: x_engine.run_task(_tiny_config(), _tiny_config().models[0], seed, x_model_kinds.model_kind("dense"), device)["eval_mse"], {"seed": INT(0), "device": CHOICE("cpu", "auto")}),
+    "experiments.runner.engine.row_identity": Case(lambda seed: x_engine.row_identity(_tiny_config(), _tiny_config().models[0], seed), {"seed": INT(0)}),
+    "experiments.runner.engine.worker_gpus": Case(lambda device: x_engine.worker_gpus(device), {"device": CHOICE("cpu", "auto")}),
+    "experiments.runner.engine_worker.ThreadPolicy": Case(lambda gpus: x_engine_worker.ThreadPolicy(gpus).gpus, {"gpus": CHOICE(None, [], ["0"], ["0", "1"])}),
+    "experiments.runner.threads.limit_process_threads": Case(lambda: _in_subprocess("from experiments.runner.threads import limit_process_threads as f; print(f())"), heavy=True),
+    "experiments.runner.threads.single_threaded": Case(lambda n: _single_threaded(n), {"n": H_INT(0, 1)}),
+    # experiments.kinds.fitting: the frozen-feature models' top layer
+    "experiments.kinds.fitting.SGDConfig": Case(lambda lr, batch_size, steps, epochs, schedule, cache_features, max_cache_bytes: x_fitting.SGDConfig(lr, batch_size, steps, epochs, schedule, (0.9, 0.999), cache_features, max_cache_bytes).lr, {"lr": REAL(0, 1, True), "batch_size": INT(1, 99), "steps": OPTIONAL_INT(1, 99), "epochs": INT(1, 9), "schedule": CHOICE("cosine", "constant"), "cache_features": BOOL, "max_cache_bytes": INT(0, 10**6)}),
+    "experiments.kinds.fitting.adam_optimizer": Case(lambda lr, b1, b2: type(x_fitting.adam_optimizer([torch.nn.Parameter(torch.zeros(2))], lr, (b1, b2))).__name__, {"lr": REAL(0, 1, True), "b1": REAL(0, 0.99), "b2": REAL(0, 0.999)}, names=("betas",)),
+    "experiments.kinds.fitting.clear_grads": Case(lambda optimizer: _cleared(optimizer), {"optimizer": Kind(st.builds(_optimizer_with_grads), st.sampled_from([None, "adam", 3, [torch.zeros(2)]]))}),
+    "experiments.kinds.fitting.evaluate": Case(lambda X, batch_size: x_fitting.evaluate(_fitted_dense(), X, np.zeros(len(X)), batch_size), {"X": POINTS(2, n_min=1), "batch_size": INT(1, 9)}, names=("y",)),
+    "experiments.kinds.fitting.fit_model": Case(lambda X, fit, ridge, seed, progress: x_fitting.fit_model(x_models.Dense(2, 4, seed=0), X, _labels(X), fit, sgd=x_fitting.SGDConfig(steps=3, batch_size=4), ridge=ridge, seed=seed, progress=progress).train_mse, {"X": POINTS(2, n_min=4), "fit": CHOICE("exact", "sgd"), "ridge": REAL(0, 1), "seed": INT(0), "progress": BOOL}, names=("y",)),
+    # experiments.analysis.gallery: the target gallery
+    "experiments.analysis.gallery.GalleryConfig": Case(lambda n_inputs, degree, n_seeds, n_points, resolution: x_gallery.GalleryConfig(n_inputs=n_inputs, degree=degree, hidden=(4,), n_seeds=n_seeds, n_points=n_points, resolution=resolution).n_inputs, {"n_inputs": INT(2, 6), "degree": INT(0, 4), "n_seeds": INT(1, 4), "n_points": INT(2, 50), "resolution": INT(2, 9)}),
+    "experiments.analysis.gallery.lipschitz_ratios": Case(lambda n_inputs, n_points, progress: x_gallery.lipschitz_ratios(x_gallery.GalleryConfig(n_inputs=n_inputs, degree=2, hidden=(4,), n_seeds=1, n_points=n_points), progress=progress)["ratio"].to_numpy(), {"n_inputs": INT(2, 4), "n_points": INT(2, 30), "progress": BOOL}),
+    "experiments.analysis.gallery.plot_ratios": Case(lambda tmp: x_gallery.plot_ratios(x_gallery.lipschitz_ratios(x_gallery.GalleryConfig(n_inputs=2, degree=2, hidden=(4,), n_seeds=1, n_points=10), progress=False), tmp / "r.png"), {"tmp": FIXED(None)}, heavy=True),
+    "experiments.analysis.gallery.plot_slices": Case(lambda resolution, tmp: x_gallery.plot_slices(x_gallery.GalleryConfig(n_inputs=2, degree=2, hidden=(4,), slice_seeds=(0,), resolution=resolution), tmp / "s.png"), {"resolution": INT(2, 9), "tmp": FIXED(None)}, heavy=True),
+    "experiments.analysis.gallery.write_target_gallery": Case(lambda sub, tmp, progress: len(x_gallery.write_target_gallery(_under(tmp, sub), x_gallery.GalleryConfig(n_inputs=2, degree=2, hidden=(4,), n_seeds=1, n_points=10, slice_seeds=(0,), resolution=5), progress=progress)), {"sub": _path_kind("out"), "tmp": FIXED(None), "progress": BOOL}, heavy=True, names=("out", "FILE")),
+    # experiments.kinds.image_models: the image classifiers
+    "experiments.kinds.image_models.ConvNet": Case(lambda width, k, X: x_image_models.ConvNet((1, 4, 4), (2, 2, 2), width, k, n_classes=3)(_images(X)), {"width": INT(1, 6), "k": INT(1, 6), "X": POINTS(16)}, names=("image_shape", "x")),
+    "experiments.kinds.image_models.SDMLPMask": Case(lambda k_target, x: _layer(x_image_models.SDMLPMask, RL.SDMLPConfig, x, d_in=3, n_neurons=8, k_target=k_target), {"k_target": INT(1, 8, True), "x": POINTS(3)}, names=("n_neurons",)),
+    "experiments.kinds.image_models.TopKMLP": Case(lambda width, k, x: _layer(lambda c: x_image_models.TopKMLP(3, width, k, 2), lambda: None, x), {"width": INT(1, 6), "k": INT(1, 6), "x": POINTS(3)}, names=("d_in",)),
+    "experiments.kinds.image_models.TrainSettings": Case(lambda epochs, batch_size, optimizer, lr, grad_clip: x_image_models.TrainSettings(epochs, batch_size, optimizer, lr, grad_clip).lr, {"epochs": INT(1, 9), "batch_size": INT(1, 99), "optimizer": CHOICE("adam", "sgd"), "lr": REAL(0, 1, True), "grad_clip": Kind(st.one_of(st.none(), st.floats(0, 5, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True, -1.0]))}),
+    "experiments.kinds.image_models.accuracy": Case(lambda X: x_image_models.accuracy(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), torch.zeros(len(X), dtype=torch.int64)), {"X": POINTS(3, n_min=1)}, names=("y", "x")),
+    "experiments.kinds.image_models.fit_classifier": Case(lambda X, epochs, seed, epoch_offset: x_image_models.fit_classifier(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), torch.zeros(len(X), dtype=torch.int64), x_image_models.TrainSettings(epochs, batch_size=2), seed, epoch_offset), {"X": POINTS(3, n_min=1), "epochs": INT(1, 3), "seed": INT(0), "epoch_offset": INT(0, 5)}, names=("y", "x")),
+    "experiments.kinds.image_models.four_layer_mlp": Case(lambda width, p_k, seed, smaller, X: x_image_models.four_layer_mlp(3, width, p_k, 2, seed, smaller)(_tensor(X))[0], {"width": INT(1, 9), "p_k": REAL(0, 1, True, True), "seed": INT(0), "smaller": BOOL, "X": POINTS(3)}, names=("x",)),
+    "experiments.kinds.image_models.predict": Case(lambda X, batch_size: x_image_models.predict(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), batch_size), {"X": POINTS(3), "batch_size": INT(1, 5)}, names=("x",)),
+    "experiments.kinds.image_models.router_layers": Case(lambda n_hidden: len(x_image_models.router_layers(torch.nn.Sequential(*[x_image_models.TopKMLP(2, 4, 2, 2) for _ in range(n_hidden)]))), {"n_hidden": H_INT(0, 3)}, names=("model",)),
 }
 EXPERIMENT_CASES |= {
-    # experiments.models: the regression models of Baykal et al. §5, each with a top layer of ones
-    "experiments.models.Dense": Case(lambda X, width, seed: _model_outputs(x_models.Dense(2, width, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "seed": INT(0)}),
-    "experiments.models.DSM": Case(lambda X, width, k, seed: _model_outputs(x_models.DSM(2, width, k, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "k": INT(1, 16), "seed": INT(0)}),
-    "experiments.models.RandomHashModel": Case(lambda X, width, k, seed: _model_outputs(x_models.RandomHashModel(2, width, k, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "k": INT(1, 16), "seed": INT(0)}),
-    "experiments.models.LSHModel": Case(lambda X, n_bits, n_tables, degree, seed: _model_outputs(x_models.LSHModel(2, n_bits=n_bits, n_tables=n_tables, degree=degree, seed=seed), X), {"X": POINTS(2), "n_bits": INT(1, 8), "n_tables": INT(1, 4), "degree": INT(0, 2), "seed": INT(0)}),
-    # experiments.model_kinds: the registry of model kinds
-    "experiments.model_kinds.ModelKind": Case(lambda kind, width, seed: (lambda spec: x_model_kinds.model_kind(kind).run(spec, _tiny_config(), _tiny_config().make_data(seed), seed, torch.device("cpu"))["eval_mse"])(x_specs.ModelSpec(kind, width=width, **({"k": 1} if kind == "dsm" else {}))), {"kind": CHOICE("dense", "dsm"), "width": INT(1, 8), "seed": INT(0)}),
-    "experiments.model_kinds.load_kind_module": Case(lambda name: _with_kind(lambda k: k) if name == "own_router.py" else x_model_kinds.load_kind_module(EXAMPLES / name), {"name": Kind(st.just("own_router.py"), st.sampled_from(["own_target.py", "nope.py", "README"]))}, names=("module",)),
-    "experiments.model_kinds.model_kind": Case(lambda name: x_model_kinds.model_kind(name).name, {"name": CHOICE("dense", "lsh", "sdmlp")}, names=("model kind",)),
-    "experiments.model_kinds.model_kind_names": Case(lambda: x_model_kinds.model_kind_names()),
-    "experiments.model_kinds.register_model_kind": Case(lambda name, replace: _with_kind(lambda k: x_model_kinds.register_model_kind(x_model_kinds.model_kind(k), replace=replace).name) if name == "own" else x_model_kinds.register_model_kind(x_model_kinds.model_kind(name), replace=replace).name, {"name": CHOICE("own", "dense"), "replace": BOOL}, names=("kind",)),
-    "experiments.model_kinds.unregister_model_kind": Case(lambda name: _with_kind(lambda k: k) if name == "own" else x_model_kinds.unregister_model_kind(name), {"name": Kind(st.just("own"), st.sampled_from(["nope", None, 3]))}, names=("model kind",)),
-    # experiments.output_folder: one writer per folder, atomic files (another engineer's)
-    "experiments.output_folder.claim": Case(lambda sub, tmp: (x_output_folder.claim(_under(tmp, sub)), x_output_folder.release(tmp / sub))[0].name, {"sub": _path_kind("out"), "tmp": FIXED(None)}, names=("out", "FILE")),
-    "experiments.output_folder.holder": Case(lambda sub, tmp: (lambda out: (x_output_folder.claim(out), x_output_folder.holder(out)["pid"] == os.getpid(), x_output_folder.release(out))[1])(_under(tmp, sub)), {"sub": _path_kind("out"), "tmp": FIXED(None)}, names=("out", "FILE")),
-    "experiments.output_folder.release": Case(lambda n, tmp: [x_output_folder.claim(tmp / "o") for _ in range(n)] and [x_output_folder.release(tmp / "o") for _ in range(n)] and x_output_folder.holder(tmp / "o"), {"n": H_INT(1, 3), "tmp": FIXED(None)}),
-    "experiments.output_folder.write_bytes": Case(lambda sub, data, tmp: x_output_folder.write_bytes(_under(tmp, sub), data).read_bytes() == data, {"sub": _file_path_kind("f.bin", "g.bin", "FILE"), "data": Kind(st.binary(max_size=8), st.sampled_from(["text", None, 3])), "tmp": FIXED(None)}, names=("path", "FILE")),
-    "experiments.output_folder.write_frame": Case(lambda sub, X, tmp: pd.read_csv(x_output_folder.write_frame(pd.DataFrame(X), _under(tmp, sub))).to_numpy(float), {"sub": _file_path_kind("f.csv", "FILE"), "X": ARG(st.integers(1, 4).map(lambda n: np.arange(2.0 * n).reshape(n, 2))), "tmp": FIXED(None)}, names=("path", "FILE", "frame")),
-    "experiments.output_folder.write_text": Case(lambda sub, text, tmp: x_output_folder.write_text(_under(tmp, sub), text).read_text() == text, {"sub": _file_path_kind("f.txt", "FILE"), "text": Kind(st.text(alphabet="ab\n", max_size=8), st.sampled_from([b"bytes", None, 3])), "tmp": FIXED(None)}, names=("path", "FILE")),
-    "experiments.output_folder.make_folder": Case(lambda sub, tmp: x_output_folder.make_folder(_under(tmp, sub), "out").name, {"sub": _path_kind("out", "a/b"), "tmp": FIXED(None)}, names=("out", "FILE")),
-    "experiments.output_folder.writer": Case(lambda sub, tmp: _in_writer(_under(tmp, sub)), {"sub": _path_kind("out"), "tmp": FIXED(None)}, names=("out", "FILE")),
-    # experiments.plot_cli, plots: figures (tiny frames)
-    "experiments.plot_cli.output_paths": Case(lambda x, y, by, suffix, tmp: [p.name for p in x_plot_cli.output_paths(tmp, x, y, by, None if suffix is None else tmp / f"p{suffix}")], {"x": Kind(st.sampled_from(["width", "a b"]), st.sampled_from([None, 3, ""])), "y": Kind(st.sampled_from(["eval_mse", "nope"]), st.sampled_from([None, 3, ""])), "by": Kind(st.sampled_from([None, "model_label"]), st.sampled_from([3, ""])), "suffix": Kind(st.sampled_from([None, ".png", ".svg", ""]), st.sampled_from([".pdf", ".txt"])), "tmp": FIXED(None)}, names=("out",)),
-    "experiments.plot_cli.plot_results": Case(lambda x, y, by, tmp: (_golden().to_csv(tmp / "results.csv", index=False), x_plot_cli.plot_results(tmp, x, y, by)[1])[1], {"x": _X, "y": CHOICE("eval_mse", "eval_nmse"), "by": CHOICE("model_label", None, "seed"), "tmp": FIXED(None)}, heavy=True, names=("--x", "--y", "--by")),
-    "experiments.plot_cli.read_results": Case(lambda n, tmp: (_golden().iloc[:n].to_csv(tmp / "results.csv", index=False), len(x_plot_cli.read_results(tmp)))[1], {"n": H_INT(1, 60), "tmp": FIXED(None)}, names=("run_dir", "results.csv")),
-    "experiments.plots.axis_label": Case(lambda x, labels: x_plots.axis_label(x_plots.with_size(_golden()), x, labels), {"x": CHOICE("size", "width", "activated_units"), "labels": CHOICE(["dense"], ["dsm", "lsh"], [])}),
-    "experiments.plots.experiment_figure": Case(lambda x, fit: (lambda f: (len(f.axes), __import__("matplotlib.pyplot").pyplot.close(f))[0])(x_plots.experiment_figure([("a", {"x": x, "models": ["dense", "dsm"], "fit": fit}, x_plots.with_size(_golden()))], "t")), {"x": _X, "fit": CHOICE("exact", "sgd", None)}, heavy=True, names=("spec",)),
-    "experiments.plots.panel_rows": Case(lambda fit: len(x_plots.panel_rows({"x": "width", "labels": ["dense"], "fit": fit}, _golden())), {"fit": Kind(st.sampled_from([None, "exact", "sgd"]), st.sampled_from(["nope", 3]))}, names=("spec",)),
-    "experiments.plots.plot_experiment": Case(lambda x, tmp: len(x_plots.plot_experiment([("a", {"x": x, "models": ["dense", "dsm"]}, x_plots.with_size(_golden()))], tmp / "f", "t")), {"x": _X, "tmp": FIXED(None)}, heavy=True, names=("spec",)),
-    "experiments.plots.panel_regime": Case(lambda fit, labels: x_plots.panel_regime(_tiny_config(fit) if fit else None, labels, _golden()), {"fit": ARG(st.sampled_from(["exact", "sgd", None])), "labels": _LABEL_LISTS}),
-    "experiments.plots.panel_title": Case(lambda name, title, labels, fit: x_plots.panel_title(name, {"title": title, "models": labels}, _golden(), _tiny_config(fit) if fit else None), {"name": TEXT, "title": TEXT, "labels": _LABEL_LISTS, "fit": ARG(st.sampled_from(["exact", "sgd", None]))}, names=("spec",)),
-    "experiments.plots.plot_panel": Case(lambda x, labels, theory_alpha: _on_axes(lambda ax: x_plots.plot_panel(ax, x_plots.with_size(_golden()), x, labels, theory_alpha=theory_alpha)), {"x": _X, "labels": CHOICE(["dense"], ["dsm", "comet"]), "theory_alpha": Kind(st.one_of(st.none(), st.floats(0, 2, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True]))}, heavy=True),
-    "experiments.plots.spaced_ticks": Case(lambda values, min_gap: x_plots.spaced_ticks(values, min_gap), {"values": VECTOR(-4, 1024, 8), "min_gap": Kind(st.floats(0, 1, exclude_min=True, exclude_max=True), st.sampled_from([0.0, 1.0, -0.5, float("nan"), float("inf"), "0.1", True, None]))}),
-    "experiments.plots.with_size": Case(lambda n: x_plots.with_size(_golden().iloc[:n])["size"].to_numpy(float), {"n": H_INT(0, 60)}, names=("frame",)),
-    # experiments.presets: the configs of Baykal et al. §5
-    "experiments.presets.experiment_configs": Case(lambda name, preset: len(x_presets.experiment_configs(name, preset)), {"name": _EXPERIMENT, "preset": _PRESET}, names=("experiment",)),
-    "experiments.presets.fig2": Case(lambda preset: len(x_presets.fig2(preset)), {"preset": _PRESET}),
-    "experiments.presets.fig3": Case(lambda preset: len(x_presets.fig3(preset)), {"preset": _PRESET}),
-    "experiments.presets.fig4": Case(lambda preset: len(x_presets.fig4(preset)), {"preset": _PRESET}),
+    # routing.models: the regression models of Baykal et al. §5, each with a top layer of ones
+    "routing.models.Dense": Case(lambda X, width, seed: _model_outputs(x_models.Dense(2, width, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "seed": INT(0)}),
+    "routing.models.DSM": Case(lambda X, width, k, seed: _model_outputs(x_models.DSM(2, width, k, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "k": INT(1, 16), "seed": INT(0)}),
+    "routing.models.RandomHashModel": Case(lambda X, width, k, seed: _model_outputs(x_models.RandomHashModel(2, width, k, seed=seed), X), {"X": POINTS(2), "width": INT(1, 16), "k": INT(1, 16), "seed": INT(0)}),
+    "routing.models.LSHModel": Case(lambda X, n_bits, n_tables, degree, seed: _model_outputs(x_models.LSHModel(2, n_bits=n_bits, n_tables=n_tables, degree=degree, seed=seed), X), {"X": POINTS(2), "n_bits": INT(1, 8), "n_tables": INT(1, 4), "degree": INT(0, 2), "seed": INT(0)}),
+    # experiments.kinds.registry: the registry of model kinds
+    "experiments.kinds.registry.ModelKind": Case(lambda kind, width, seed: (lambda spec: x_model_kinds.model_kind(kind).run(spec, _tiny_config(), _tiny_config().make_data(seed), seed, torch.device("cpu"))["eval_mse"])(x_specs.ModelSpec(kind, width=width, **({"k": 1} if kind == "dsm" else {}))), {"kind": CHOICE("dense", "dsm"), "width": INT(1, 8), "seed": INT(0)}),
+    "experiments.kinds.registry.load_kind_module": Case(lambda name: _with_kind(lambda k: k) if name == "own_router.py" else x_model_kinds.load_kind_module(EXAMPLES / name), {"name": Kind(st.just("own_router.py"), st.sampled_from(["own_target.py", "nope.py", "README"]))}, names=("module",)),
+    "experiments.kinds.registry.model_kind": Case(lambda name: x_model_kinds.model_kind(name).name, {"name": CHOICE("dense", "lsh", "sdmlp")}, names=("model kind",)),
+    "experiments.kinds.registry.model_kind_names": Case(lambda: x_model_kinds.model_kind_names()),
+    "experiments.kinds.registry.register_model_kind": Case(lambda name, replace: _with_kind(lambda k: x_model_kinds.register_model_kind(x_model_kinds.model_kind(k), replace=replace).name) if name == "own" else x_model_kinds.register_model_kind(x_model_kinds.model_kind(name), replace=replace).name, {"name": CHOICE("own", "dense"), "replace": BOOL}, names=("kind",)),
+    "experiments.kinds.registry.unregister_model_kind": Case(lambda name: _with_kind(lambda k: k) if name == "own" else x_model_kinds.unregister_model_kind(name), {"name": Kind(st.just("own"), st.sampled_from(["nope", None, 3]))}, names=("model kind",)),
+    # experiments.runner.output_folder: one writer per folder, atomic files (another engineer's)
+    "experiments.runner.output_folder.claim": Case(lambda sub, tmp: (x_output_folder.claim(_under(tmp, sub)), x_output_folder.release(tmp / sub))[0].name, {"sub": _path_kind("out"), "tmp": FIXED(None)}, names=("out", "FILE")),
+    "experiments.runner.output_folder.holder": Case(lambda sub, tmp: (lambda out: (x_output_folder.claim(out), x_output_folder.holder(out)["pid"] == os.getpid(), x_output_folder.release(out))[1])(_under(tmp, sub)), {"sub": _path_kind("out"), "tmp": FIXED(None)}, names=("out", "FILE")),
+    "experiments.runner.output_folder.release": Case(lambda n, tmp: [x_output_folder.claim(tmp / "o") for _ in range(n)] and [x_output_folder.release(tmp / "o") for _ in range(n)] and x_output_folder.holder(tmp / "o"), {"n": H_INT(1, 3), "tmp": FIXED(None)}),
+    "experiments.runner.output_folder.write_bytes": Case(lambda sub, data, tmp: x_output_folder.write_bytes(_under(tmp, sub), data).read_bytes() == data, {"sub": _file_path_kind("f.bin", "g.bin", "FILE"), "data": Kind(st.binary(max_size=8), st.sampled_from(["text", None, 3])), "tmp": FIXED(None)}, names=("path", "FILE")),
+    "experiments.runner.output_folder.write_frame": Case(lambda sub, X, tmp: pd.read_csv(x_output_folder.write_frame(pd.DataFrame(X), _under(tmp, sub))).to_numpy(float), {"sub": _file_path_kind("f.csv", "FILE"), "X": ARG(st.integers(1, 4).map(lambda n: np.arange(2.0 * n).reshape(n, 2))), "tmp": FIXED(None)}, names=("path", "FILE", "frame")),
+    "experiments.runner.output_folder.write_text": Case(lambda sub, text, tmp: x_output_folder.write_text(_under(tmp, sub), text).read_text() == text, {"sub": _file_path_kind("f.txt", "FILE"), "text": Kind(st.text(alphabet="ab\n", max_size=8), st.sampled_from([b"bytes", None, 3])), "tmp": FIXED(None)}, names=("path", "FILE")),
+    "experiments.runner.output_folder.make_folder": Case(lambda sub, tmp: x_output_folder.make_folder(_under(tmp, sub), "out").name, {"sub": _path_kind("out", "a/b"), "tmp": FIXED(None)}, names=("out", "FILE")),
+    "experiments.runner.output_folder.writer": Case(lambda sub, tmp: _in_writer(_under(tmp, sub)), {"sub": _path_kind("out"), "tmp": FIXED(None)}, names=("out", "FILE")),
+    # experiments.cli.plot, plots: figures (tiny frames)
+    "experiments.cli.plot.output_paths": Case(lambda x, y, by, suffix, tmp: [p.name for p in x_plot_cli.output_paths(tmp, x, y, by, None if suffix is None else tmp / f"p{suffix}")], {"x": Kind(st.sampled_from(["width", "a b"]), st.sampled_from([None, 3, ""])), "y": Kind(st.sampled_from(["eval_mse", "nope"]), st.sampled_from([None, 3, ""])), "by": Kind(st.sampled_from([None, "model_label"]), st.sampled_from([3, ""])), "suffix": Kind(st.sampled_from([None, ".png", ".svg", ""]), st.sampled_from([".pdf", ".txt"])), "tmp": FIXED(None)}, names=("out",)),
+    "experiments.cli.plot.plot_results": Case(lambda x, y, by, tmp: (_golden().to_csv(tmp / "results.csv", index=False), x_plot_cli.plot_results(tmp, x, y, by)[1])[1], {"x": _X, "y": CHOICE("eval_mse", "eval_nmse"), "by": CHOICE("model_label", None, "seed"), "tmp": FIXED(None)}, heavy=True, names=("--x", "--y", "--by")),
+    "experiments.cli.plot.read_results": Case(lambda n, tmp: (_golden().iloc[:n].to_csv(tmp / "results.csv", index=False), len(x_plot_cli.read_results(tmp)))[1], {"n": H_INT(1, 60), "tmp": FIXED(None)}, names=("run_dir", "results.csv")),
+    "experiments.analysis.plots.axis_label": Case(lambda x, labels: x_plots.axis_label(x_plots.with_size(_golden()), x, labels), {"x": CHOICE("size", "width", "activated_units"), "labels": CHOICE(["dense"], ["dsm", "lsh"], [])}),
+    "experiments.analysis.plots.experiment_figure": Case(lambda x, fit: (lambda f: (len(f.axes), __import__("matplotlib.pyplot").pyplot.close(f))[0])(x_plots.experiment_figure([("a", {"x": x, "models": ["dense", "dsm"], "fit": fit}, x_plots.with_size(_golden()))], "t")), {"x": _X, "fit": CHOICE("exact", "sgd", None)}, heavy=True, names=("spec",)),
+    "experiments.analysis.plots.panel_rows": Case(lambda fit: len(x_plots.panel_rows({"x": "width", "labels": ["dense"], "fit": fit}, _golden())), {"fit": Kind(st.sampled_from([None, "exact", "sgd"]), st.sampled_from(["nope", 3]))}, names=("spec",)),
+    "experiments.analysis.plots.plot_experiment": Case(lambda x, tmp: len(x_plots.plot_experiment([("a", {"x": x, "models": ["dense", "dsm"]}, x_plots.with_size(_golden()))], tmp / "f", "t")), {"x": _X, "tmp": FIXED(None)}, heavy=True, names=("spec",)),
+    "experiments.analysis.plots.panel_regime": Case(lambda fit, labels: x_plots.panel_regime(_tiny_config(fit) if fit else None, labels, _golden()), {"fit": ARG(st.sampled_from(["exact", "sgd", None])), "labels": _LABEL_LISTS}),
+    "experiments.analysis.plots.panel_title": Case(lambda name, title, labels, fit: x_plots.panel_title(name, {"title": title, "models": labels}, _golden(), _tiny_config(fit) if fit else None), {"name": TEXT, "title": TEXT, "labels": _LABEL_LISTS, "fit": ARG(st.sampled_from(["exact", "sgd", None]))}, names=("spec",)),
+    "experiments.analysis.plots.plot_panel": Case(lambda x, labels, theory_alpha: _on_axes(lambda ax: x_plots.plot_panel(ax, x_plots.with_size(_golden()), x, labels, theory_alpha=theory_alpha)), {"x": _X, "labels": CHOICE(["dense"], ["dsm", "comet"]), "theory_alpha": Kind(st.one_of(st.none(), st.floats(0, 2, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True]))}, heavy=True),
+    "experiments.analysis.plots.spaced_ticks": Case(lambda values, min_gap: x_plots.spaced_ticks(values, min_gap), {"values": VECTOR(-4, 1024, 8), "min_gap": Kind(st.floats(0, 1, exclude_min=True, exclude_max=True), st.sampled_from([0.0, 1.0, -0.5, float("nan"), float("inf"), "0.1", True, None]))}),
+    "experiments.analysis.plots.with_size": Case(lambda n: x_plots.with_size(_golden().iloc[:n])["size"].to_numpy(float), {"n": H_INT(0, 60)}, names=("frame",)),
+    # experiments.papers.presets: the configs of Baykal et al. §5
+    "experiments.papers.presets.experiment_configs": Case(lambda name, preset: len(x_presets.experiment_configs(name, preset)), {"name": _EXPERIMENT, "preset": _PRESET}, names=("experiment",)),
+    "experiments.papers.presets.fig2": Case(lambda preset: len(x_presets.fig2(preset)), {"preset": _PRESET}),
+    "experiments.papers.presets.fig3": Case(lambda preset: len(x_presets.fig3(preset)), {"preset": _PRESET}),
+    "experiments.papers.presets.fig4": Case(lambda preset: len(x_presets.fig4(preset)), {"preset": _PRESET}),
     # nan and inf buckets are valid (documented: never in the regime); "huge" would be inf
-    "experiments.presets.in_sample_regime": Case(lambda buckets, k, n_train: x_presets.in_sample_regime(buckets, k, n_train), {"buckets": Kind(VECTOR(1, 1000).valid, st.sampled_from(["object", "complex", "str"]), array=True), "k": INT(1, 6), "n_train": INT(1, 10**5)}),
-    "experiments.presets.lsh_label": Case(lambda family, n_tables: x_presets.lsh_label(family, n_tables), {"family": CHOICE("sign", "affine", "euclidean"), "n_tables": INT(1, 16)}),
-    "experiments.presets.regime_title": Case(lambda fit: x_presets.regime_title(_tiny_config(fit)), {"fit": CHOICE("exact", "sgd")}, names=("config",)),
-    "experiments.presets.routers": Case(lambda preset: len(x_presets.routers(preset)), {"preset": _PRESET}),
-    "experiments.presets.subspace": Case(lambda preset: len(x_presets.subspace(preset)), {"preset": _PRESET}),
-    "experiments.presets.subspace_widths": Case(lambda k, preset: x_presets.subspace_widths(k, preset), {"k": INT(2, 6, True), "preset": _PRESET}),
-    "experiments.presets.table1": Case(lambda preset: len(x_presets.table1(preset)), {"preset": _PRESET}),
-    "experiments.presets.table2": Case(lambda preset: len(x_presets.table2(preset)), {"preset": _PRESET}),
-    # experiments.real_data: the image experiments (digits, tiny preset, one seed)
-    "experiments.real_data.CifarConfig": Case(lambda epochs, batch_size, lr: dataclasses.replace(x_real_data.experiment_config("cifar", "tiny", "digits"), epochs=epochs, batch_size=batch_size, lr=lr).epochs, {"epochs": INT(1, 9), "batch_size": INT(1, 99), "lr": REAL(0, 1, True)}),
-    "experiments.real_data.CometImagesConfig": Case(lambda epochs, optimizer, lr: dataclasses.replace(x_real_data.experiment_config("comet_images", "tiny", "digits"), epochs=epochs, optimizer=optimizer, lr=lr).epochs, {"epochs": INT(1, 9), "optimizer": CHOICE("adam", "sgd"), "lr": REAL(0, 1, True)}),
-    "experiments.real_data.ContinualConfig": Case(lambda seed: dataclasses.replace(x_real_data.experiment_config("continual", "tiny", "digits"), seeds=(seed,)).seeds, {"seed": INT(0)}, names=("seeds",)),
-    "experiments.real_data.cifar_claims": Case(lambda seeds: [c.verdict for c in x_real_data.cifar_claims(_real_frame("cifar", seeds), x_real_data.experiment_config("cifar", "tiny", "digits"))], {"seeds": _SEED_SETS}, heavy=True, names=("frame",)),
-    "experiments.real_data.comet_claims": Case(lambda seeds: [c.verdict for c in x_real_data.comet_claims(_real_frame("comet_images", seeds), x_real_data.experiment_config("comet_images", "tiny", "digits"))], {"seeds": _SEED_SETS}, heavy=True, names=("frame",)),
-    "experiments.real_data.continual_claims": Case(lambda seeds: [c.verdict for c in x_real_data.continual_claims(_real_frame("continual", seeds), x_real_data.experiment_config("continual", "tiny", "digits"))], {"seeds": _SEED_SETS}, heavy=True, names=("frame",)),
-    "experiments.real_data.experiment_config": Case(lambda name, preset, dataset: x_real_data.experiment_config(name, preset, dataset).preset, {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick"), "dataset": Kind(st.sampled_from(["digits"]), st.sampled_from(["nope", "", 3, True]))}),
-    "experiments.real_data.calibrated_rates": Case(lambda dataset, epochs_per_task: x_real_data.calibrated_rates(dataset, epochs_per_task)[0]["sgd_lr"], {"dataset": CHOICE("digits", "mnist_5k", "mnist"), "epochs_per_task": INT(1, 50)}),
-    "experiments.real_data.data_of": Case(lambda tmp: x_real_data.data_of(tmp), {"tmp": FIXED(None)}, names=("out",)),
-    "experiments.real_data.default_dataset": Case(lambda name, preset: x_real_data.default_dataset(name, preset), {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick", "paper")}),
-    "experiments.real_data.output_files": Case(lambda n, tmp: ([(tmp / f).write_text("x") for f in ("results.csv", "config.json", "claims.csv")[:n]], len(x_real_data.output_files(tmp)))[1], {"n": H_INT(0, 3), "tmp": FIXED(None)}, names=("out",)),
-    "experiments.real_data.settings_of": Case(lambda name, preset, dataset: x_real_data.settings_of(name, preset, dataset), {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick"), "dataset": Kind(st.sampled_from(["digits"]), st.sampled_from(["nope", "", 3, True]))}),
+    "experiments.analysis.fit_window.in_sample_regime": Case(lambda buckets, k, n_train: x_fit_window.in_sample_regime(buckets, k, n_train), {"buckets": Kind(VECTOR(1, 1000).valid, st.sampled_from(["object", "complex", "str"]), array=True), "k": INT(1, 6), "n_train": INT(1, 10**5)}),
+    "experiments.papers.presets.lsh_label": Case(lambda family, n_tables: x_presets.lsh_label(family, n_tables), {"family": CHOICE("sign", "affine", "euclidean"), "n_tables": INT(1, 16)}),
+    "experiments.papers.presets.regime_title": Case(lambda fit: x_presets.regime_title(_tiny_config(fit)), {"fit": CHOICE("exact", "sgd")}, names=("config",)),
+    "experiments.papers.presets.routers": Case(lambda preset: len(x_presets.routers(preset)), {"preset": _PRESET}),
+    "experiments.papers.presets.subspace": Case(lambda preset: len(x_presets.subspace(preset)), {"preset": _PRESET}),
+    "experiments.papers.presets.subspace_widths": Case(lambda k, preset: x_presets.subspace_widths(k, preset), {"k": INT(2, 6, True), "preset": _PRESET}),
+    "experiments.papers.presets.table1": Case(lambda preset: len(x_presets.table1(preset)), {"preset": _PRESET}),
+    "experiments.papers.presets.table2": Case(lambda preset: len(x_presets.table2(preset)), {"preset": _PRESET}),
+    # experiments.papers.real_data: the image experiments (digits, tiny preset, one seed)
+    "experiments.papers.real_data.CifarConfig": Case(lambda epochs, batch_size, lr: dataclasses.replace(x_real_data.experiment_config("cifar", "tiny", "digits"), epochs=epochs, batch_size=batch_size, lr=lr).epochs, {"epochs": INT(1, 9), "batch_size": INT(1, 99), "lr": REAL(0, 1, True)}),
+    "experiments.papers.real_data.CometImagesConfig": Case(lambda epochs, optimizer, lr: dataclasses.replace(x_real_data.experiment_config("comet_images", "tiny", "digits"), epochs=epochs, optimizer=optimizer, lr=lr).epochs, {"epochs": INT(1, 9), "optimizer": CHOICE("adam", "sgd"), "lr": REAL(0, 1, True)}),
+    "experiments.papers.real_data.ContinualConfig": Case(lambda seed: dataclasses.replace(x_real_data.experiment_config("continual", "tiny", "digits"), seeds=(seed,)).seeds, {"seed": INT(0)}, names=("seeds",)),
+    "experiments.papers.real_data.cifar_claims": Case(lambda seeds: [c.verdict for c in x_real_data.cifar_claims(_real_frame("cifar", seeds), x_real_data.experiment_config("cifar", "tiny", "digits"))], {"seeds": _SEED_SETS}, heavy=True, names=("frame",)),
+    "experiments.papers.real_data.comet_claims": Case(lambda seeds: [c.verdict for c in x_real_data.comet_claims(_real_frame("comet_images", seeds), x_real_data.experiment_config("comet_images", "tiny", "digits"))], {"seeds": _SEED_SETS}, heavy=True, names=("frame",)),
+    "experiments.papers.real_data.continual_claims": Case(lambda seeds: [c.verdict for c in x_real_data.continual_claims(_real_frame("continual", seeds), x_real_data.experiment_config("continual", "tiny", "digits"))], {"seeds": _SEED_SETS}, heavy=True, names=("frame",)),
+    "experiments.papers.real_data.experiment_config": Case(lambda name, preset, dataset: x_real_data.experiment_config(name, preset, dataset).preset, {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick"), "dataset": Kind(st.sampled_from(["digits"]), st.sampled_from(["nope", "", 3, True]))}),
+    "experiments.papers.real_data.calibrated_rates": Case(lambda dataset, epochs_per_task: x_real_data.calibrated_rates(dataset, epochs_per_task)[0]["sgd_lr"], {"dataset": CHOICE("digits", "mnist_5k", "mnist"), "epochs_per_task": INT(1, 50)}),
+    "experiments.papers.real_data.data_of": Case(lambda tmp: x_real_data.data_of(tmp), {"tmp": FIXED(None)}, names=("out",)),
+    "experiments.papers.real_data.default_dataset": Case(lambda name, preset: x_real_data.default_dataset(name, preset), {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick", "paper")}),
+    "experiments.papers.real_data.output_files": Case(lambda n, tmp: ([(tmp / f).write_text("x") for f in ("results.csv", "config.json", "claims.csv")[:n]], len(x_real_data.output_files(tmp)))[1], {"n": H_INT(0, 3), "tmp": FIXED(None)}, names=("out",)),
+    "experiments.papers.real_data.settings_of": Case(lambda name, preset, dataset: x_real_data.settings_of(name, preset, dataset), {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick"), "dataset": Kind(st.sampled_from(["digits"]), st.sampled_from(["nope", "", 3, True]))}),
     # a label without rows is "not tested" (documented: a model the run lacks), not an error
-    "experiments.real_data.paired_claim": Case(lambda better, worse, x, value: x_real_data.paired_claim("e", "t", _golden(), better, worse, x, value, "s", "test error").verdict, {"better": _ANY_LABEL, "worse": _ANY_LABEL, "x": _X, "value": CHOICE("eval_nmse", "eval_mse")}),
-    "experiments.real_data.run_cifar": Case(lambda preset, seed, sub, tmp, force: _real_run(x_real_data.run_cifar, preset, _under(tmp, sub), seed, force), {"preset": CHOICE("tiny"), "seed": INT(0, 1), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, heavy=True, names=("out", "FILE", "seeds")),
-    "experiments.real_data.run_comet_images": Case(lambda preset, seed, sub, tmp, force: _real_run(x_real_data.run_comet_images, preset, _under(tmp, sub), seed, force), {"preset": CHOICE("tiny"), "seed": INT(0, 1), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, heavy=True, names=("out", "FILE", "seeds")),
-    "experiments.real_data.run_continual": Case(lambda preset, seed, sub, tmp, force: _real_run(x_real_data.run_continual, preset, _under(tmp, sub), seed, force), {"preset": CHOICE("tiny"), "seed": INT(0, 1), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, heavy=True, names=("out", "FILE", "seeds")),
-    # experiments.report: report.md and its tables
+    "experiments.papers.real_data.paired_claim": Case(lambda better, worse, x, value: x_real_data.paired_claim("e", "t", _golden(), better, worse, x, value, "s", "test error").verdict, {"better": _ANY_LABEL, "worse": _ANY_LABEL, "x": _X, "value": CHOICE("eval_nmse", "eval_mse")}),
+    "experiments.papers.real_data.run_cifar": Case(lambda preset, seed, sub, tmp, force: _real_run(x_real_data.run_cifar, preset, _under(tmp, sub), seed, force), {"preset": CHOICE("tiny"), "seed": INT(0, 1), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, heavy=True, names=("out", "FILE", "seeds")),
+    "experiments.papers.real_data.run_comet_images": Case(lambda preset, seed, sub, tmp, force: _real_run(x_real_data.run_comet_images, preset, _under(tmp, sub), seed, force), {"preset": CHOICE("tiny"), "seed": INT(0, 1), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, heavy=True, names=("out", "FILE", "seeds")),
+    "experiments.papers.real_data.run_continual": Case(lambda preset, seed, sub, tmp, force: _real_run(x_real_data.run_continual, preset, _under(tmp, sub), seed, force), {"preset": CHOICE("tiny"), "seed": INT(0, 1), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, heavy=True, names=("out", "FILE", "seeds")),
+    # experiments.pipeline.report: report.md and its tables
     # the golden frame holds every model kind: table1's results table (by flops_paper) refuses
     # it, naming the frame
-    "experiments.report.experiment_markdown": Case(lambda name: x_report.experiment_markdown(name, _golden(), [_tiny_config()], []), {"name": Kind(st.sampled_from(["fig2", "table1", "routers", "fuzz"]), st.sampled_from([None, 3, ""]))}, names=("configs", "frame")),
-    "experiments.report.claims_table_lines": Case(lambda n, with_experiment: len(x_report.claims_table_lines(_claims_table(n), with_experiment)), {"n": H_INT(0, 3), "with_experiment": ARG(st.booleans())}, names=("table",)),
-    "experiments.report.claims_overview": Case(lambda n: x_report.claims_overview(_claims_table(n)), {"n": H_INT(0, 3)}, names=("table",)),
-    "experiments.report.claims_section": Case(lambda n: x_report.claims_section(_claims_table(n)), {"n": H_INT(0, 3)}, names=("table",)),
-    "experiments.report.control_lines": Case(lambda n: x_report.control_lines(x_claims.claims_for("fig2", _golden(), [])[:n]), {"n": H_INT(0, 9)}, names=("claims",)),
-    "experiments.report.markdown_cell": Case(lambda text: x_report.markdown_cell(text), {"text": Kind(st.one_of(st.text(max_size=8), st.floats(), st.none(), st.integers()))}),
-    "experiments.report.mixed_size_labels": Case(lambda x: x_report.mixed_size_labels(x_plots.with_size(_golden()), x), {"x": CHOICE("size", "width")}),
-    "experiments.report.subspace_table": Case(lambda k: x_report.subspace_table(_subspace_rows(k), x_presets.subspace("tiny")[0]).to_numpy(float), {"k": H_INT(2, 2)}, names=("rows", "config")),
-    "experiments.report.summary_table": Case(lambda index, columns, value: x_report.summary_table(_golden(), index, columns, value).to_numpy(str).tolist(), {"index": CHOICE("model_label"), "columns": _X, "value": CHOICE(None, "eval_mse", "train_mse")}),
-    "experiments.report.target_variances": Case(lambda n: x_report.target_variances(_golden().iloc[:n]).to_numpy(float), {"n": H_INT(1, 60)}, names=("frame",)),
-    "experiments.report.image_data_lines": Case(lambda n, tmp: x_report.image_data_lines(tmp, {"s": ["s/config.json"] * n}), {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("written",)),
-    "experiments.report.write_experiment_outputs": Case(lambda name, tmp: len(x_report.write_experiment_outputs(name, [_tiny_config()], _sweep_frame(), tmp)[0]), {"name": Kind(st.sampled_from(["fuzz", "fig2"]), st.sampled_from([None, 3, ""])), "tmp": FIXED(None)}, heavy=True),
-    # experiments.reproduce (another engineer's file): argument checks, stopped at step 1
-    "experiments.reproduce.claims_summary": Case(lambda n: x_reproduce.claims_summary(pd.DataFrame([dataclasses.asdict(c) for c in x_claims.claims_for("fig2", _golden(), [])][:n])), {"n": H_INT(0, 3)}, names=("table",)),
-    "experiments.reproduce.check_only": Case(lambda only, preset: x_reproduce.check_only(only, preset), {"only": Kind(st.sampled_from([None, "fig2", "sdm,checks", ("targets", "fig3")]), st.sampled_from(["nope", "", (), 3, ("fig2", 3)])), "preset": _PRESET}),
-    "experiments.reproduce.fit_windows": Case(lambda preset: x_reproduce.fit_windows(x_presets.subspace(preset)), {"preset": _PRESET}, names=("configs",)),
-    "experiments.reproduce.run_reproduce": Case(lambda preset, sub, tmp, force, device: _first_step(lambda echo: x_reproduce.run_reproduce(preset, _under(tmp, sub), force, device, echo)), {"preset": CHOICE("tiny"), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL, "device": CHOICE("cpu", "auto")}, names=("out", "FILE")),
-    "experiments.reproduce.steps": Case(lambda preset, device: [name for name, _, _ in x_reproduce.steps(preset, device)], {"preset": _PRESET, "device": CHOICE("cpu", "auto")}),
-    "experiments.reproduce.write_report": Case(lambda preset, tmp: x_reproduce.write_report(tmp, preset, {}).name, {"preset": _PRESET, "tmp": FIXED(None)}),
+    "experiments.pipeline.report.experiment_markdown": Case(lambda name: x_report.experiment_markdown(name, _golden(), [_tiny_config()], []), {"name": Kind(st.sampled_from(["fig2", "table1", "routers", "fuzz"]), st.sampled_from([None, 3, ""]))}, names=("configs", "frame")),
+    "experiments.pipeline.report.claims_table_lines": Case(lambda n, with_experiment: len(x_report.claims_table_lines(_claims_table(n), with_experiment)), {"n": H_INT(0, 3), "with_experiment": ARG(st.booleans())}, names=("table",)),
+    "experiments.pipeline.report.claims_overview": Case(lambda n: x_report.claims_overview(_claims_table(n)), {"n": H_INT(0, 3)}, names=("table",)),
+    "experiments.pipeline.report.claims_section": Case(lambda n: x_report.claims_section(_claims_table(n)), {"n": H_INT(0, 3)}, names=("table",)),
+    "experiments.pipeline.report.control_lines": Case(lambda n: x_report.control_lines(x_scaling_claims.claims_for("fig2", _golden(), [])[:n]), {"n": H_INT(0, 9)}, names=("claims",)),
+    "experiments.analysis.tables.markdown_cell": Case(lambda text: x_tables.markdown_cell(text), {"text": Kind(st.one_of(st.text(max_size=8), st.floats(), st.none(), st.integers()))}),
+    "experiments.pipeline.report.mixed_size_labels": Case(lambda x: x_report.mixed_size_labels(x_plots.with_size(_golden()), x), {"x": CHOICE("size", "width")}),
+    "experiments.pipeline.report.subspace_table": Case(lambda k: x_report.subspace_table(_subspace_rows(k), x_presets.subspace("tiny")[0]).to_numpy(float), {"k": H_INT(2, 2)}, names=("rows", "config")),
+    "experiments.pipeline.report.summary_table": Case(lambda index, columns, value: x_report.summary_table(_golden(), index, columns, value).to_numpy(str).tolist(), {"index": CHOICE("model_label"), "columns": _X, "value": CHOICE(None, "eval_mse", "train_mse")}),
+    "experiments.pipeline.report.target_variances": Case(lambda n: x_report.target_variances(_golden().iloc[:n]).to_numpy(float), {"n": H_INT(1, 60)}, names=("frame",)),
+    "experiments.pipeline.report.image_data_lines": Case(lambda n, tmp: x_report.image_data_lines(tmp, {"s": ["s/config.json"] * n}), {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("written",)),
+    "experiments.pipeline.report.write_experiment_outputs": Case(lambda name, tmp: len(x_report.write_experiment_outputs(name, [_tiny_config()], _sweep_frame(), tmp)[0]), {"name": Kind(st.sampled_from(["fuzz", "fig2"]), st.sampled_from([None, 3, ""])), "tmp": FIXED(None)}, heavy=True),
+    # experiments.pipeline.reproduce (another engineer's file): argument checks, stopped at step 1
+    "experiments.pipeline.reproduce.claims_summary": Case(lambda n: x_reproduce.claims_summary(pd.DataFrame([dataclasses.asdict(c) for c in x_scaling_claims.claims_for("fig2", _golden(), [])][:n])), {"n": H_INT(0, 3)}, names=("table",)),
+    "experiments.pipeline.reproduce.check_only": Case(lambda only, preset: x_reproduce.check_only(only, preset), {"only": Kind(st.sampled_from([None, "fig2", "sdm,checks", ("targets", "fig3")]), st.sampled_from(["nope", "", (), 3, ("fig2", 3)])), "preset": _PRESET}),
+    "experiments.pipeline.reproduce.fit_windows": Case(lambda preset: x_reproduce.fit_windows(x_presets.subspace(preset)), {"preset": _PRESET}, names=("configs",)),
+    "experiments.pipeline.reproduce.run_reproduce": Case(lambda preset, sub, tmp, force, device: _first_step(lambda echo: x_reproduce.run_reproduce(preset, _under(tmp, sub), force, device, echo)), {"preset": CHOICE("tiny"), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL, "device": CHOICE("cpu", "auto")}, names=("out", "FILE")),
+    "experiments.pipeline.reproduce.steps": Case(lambda preset, device: [name for name, _, _ in x_reproduce.steps(preset, device)], {"preset": _PRESET, "device": CHOICE("cpu", "auto")}),
+    "experiments.pipeline.reproduce.write_report": Case(lambda preset, tmp: x_reproduce.write_report(tmp, preset, {}).name, {"preset": _PRESET, "tmp": FIXED(None)}),
 }
 EXPERIMENT_CASES |= {
-    # experiments.router_layers, router_training: the routers as regressors
-    # experiments.rerun: derived outputs reused when results, configs and code are unchanged
-    "experiments.rerun.outputs_key": Case(lambda name, claims, sub, tmp: (lambda key: (len(key), key == x_rerun.outputs_key(name, [_tiny_config()], claims, tmp / sub)))(x_rerun.outputs_key(name, [_tiny_config()], claims, (tmp.joinpath("results.csv").write_text("a,b\n1,2\n"), _under(tmp, sub))[1])), {"name": TEXT, "claims": ARG(st.sampled_from([None, "fig2"])), "sub": Kind(st.just("results.csv"), st.sampled_from(["missing.csv", "FILE/x", "."])), "tmp": FIXED(None)}, names=("results",)),
-    "experiments.rerun.stored_outputs": Case(lambda state, key, tmp: _stored(state, key, tmp), {"state": ARG(st.sampled_from(["ok", "file gone", "no claims", "bad json", "no record"])), "key": ARG(st.sampled_from(["k", "other", ""])), "tmp": FIXED(None)}),
-    "experiments.rerun.write_or_reuse": Case(lambda name, claims, with_results, tmp: _write_twice(name, claims, with_results, tmp), {"name": Kind(st.sampled_from(["fuzz", "fig2"]), st.sampled_from([None, 3, ""])), "claims": ARG(st.sampled_from([None, "fig2"])), "with_results": ARG(st.booleans()), "tmp": FIXED(None)}, heavy=True, names=("results",)),
-    "experiments.router_layers.build_router": Case(lambda kind, dim, seed, epochs: type(x_router_layers.build_router(x_specs.ModelSpec(kind, width=16, k=4, n_experts=4) if kind in ("sigma_moe", "topk_moe") else x_specs.ModelSpec(kind, width=16, k=4), dim, seed, epochs)).__name__, {"kind": CHOICE("sigma_moe", "sdmlp", "comet", "pkm"), "dim": INT(1, 6), "seed": INT(0), "epochs": INT(1, 5)}, names=("spec",)),
-    "experiments.router_training.RouterRegressor": Case(lambda x: x_router_training.RouterRegressor(RL.SigmaMoE(RL.SigmaMoEConfig(d_in=3, n_experts=4, expert_size=2, k=2))).eval()(_tensor(x)).detach(), {"x": POINTS(3)}, names=("layer",)),
-    "experiments.router_training.RouterTraining": Case(lambda steps, batch_size, lr, optimizer, schedule: x_router_training.RouterTraining(steps, batch_size, lr, optimizer, schedule).steps, {"steps": INT(1, 99), "batch_size": INT(1, 99), "lr": Kind(st.one_of(st.none(), st.floats(0, 1, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True, -1.0])), "optimizer": CHOICE("adam", "sgd", None), "schedule": CHOICE("cosine", "constant")}),
-    "experiments.router_training.evaluate_router": Case(lambda X, batch_size, count_usage: x_router_training.evaluate_router(_trained_router(), X, np.zeros(len(X)), batch_size, count_usage), {"X": POINTS(2, n_min=1), "batch_size": INT(1, 9), "count_usage": BOOL}, names=("y",)),
-    "experiments.router_training.train_router": Case(lambda X, steps, seed, progress: x_router_training.train_router(x_router_training.RouterRegressor(RL.SigmaMoE(RL.SigmaMoEConfig(d_in=2, n_experts=4, expert_size=2, k=2))), X, _labels(X), x_router_training.RouterTraining(steps=steps, batch_size=4), seed, progress).train_mse, {"X": POINTS(2, n_min=4), "steps": INT(1, 5), "seed": INT(0), "progress": BOOL}, names=("y",)),
-    # experiments.scale_cli: a whole scaling experiment (tiny config)
-    "experiments.scale_cli.environment": Case(lambda device: sorted(x_scale_cli.environment(device)), {"device": CHOICE("cpu", torch.device("cpu"), "auto")}),
-    "experiments.scale_cli.run_experiment": Case(lambda sub, tmp, device, progress, force: len(x_scale_cli.run_experiment("fuzz", "tiny", _under(tmp, sub), device, progress, force, configs=[_tiny_config()], claims="none")[0]), {"sub": _path_kind("out"), "tmp": FIXED(None), "device": CHOICE("cpu", "auto"), "progress": BOOL, "force": BOOL}, heavy=True, names=("out", "FILE")),
-    # experiments.scaling: the scaling-law fits
-    "experiments.scaling.LawFit": Case(lambda law, x: x_scaling.fit_law(_subspace_rows(), "buckets", law=law, n_boot=20).predict(x), {"law": CHOICE("offset", "power"), "x": Kind(VECTOR(1, 1e4).valid, st.sampled_from(["nan", "inf", "object", "complex", "str", "huge"]), array=True)}, names=("n",)),
-    "experiments.scaling.PowerLaw": Case(lambda n_boot: x_scaling.fit_power_law(_subspace_rows(), "buckets", "eval_mse", n_boot).label(), {"n_boot": INT(1, 20)}),
+    # experiments.kinds.routers, router_training: the routers as regressors
+    # experiments.pipeline.rerun: derived outputs reused when results, configs and code are unchanged
+    "experiments.pipeline.rerun.outputs_key": Case(lambda name, claims, sub, tmp: (lambda key: (len(key), key == x_rerun.outputs_key(name, [_tiny_config()], claims, tmp / sub)))(x_rerun.outputs_key(name, [_tiny_config()], claims, (tmp.joinpath("results.csv").write_text("a,b\n1,2\n"), _under(tmp, sub))[1])), {"name": TEXT, "claims": ARG(st.sampled_from([None, "fig2"])), "sub": Kind(st.just("results.csv"), st.sampled_from(["missing.csv", "FILE/x", "."])), "tmp": FIXED(None)}, names=("results",)),
+    "experiments.pipeline.rerun.stored_outputs": Case(lambda state, key, tmp: _stored(state, key, tmp), {"state": ARG(st.sampled_from(["ok", "file gone", "no claims", "bad json", "no record"])), "key": ARG(st.sampled_from(["k", "other", ""])), "tmp": FIXED(None)}),
+    "experiments.pipeline.rerun.write_or_reuse": Case(lambda name, claims, with_results, tmp: _write_twice(name, claims, with_results, tmp), {"name": Kind(st.sampled_from(["fuzz", "fig2"]), st.sampled_from([None, 3, ""])), "claims": ARG(st.sampled_from([None, "fig2"])), "with_results": ARG(st.booleans()), "tmp": FIXED(None)}, heavy=True, names=("results",)),
+    "experiments.kinds.routers.cost_formula_flops": Case(lambda kind, dim, seed: x_kind_routers.cost_formula_flops(x_kind_routers.build_router(x_specs.ModelSpec(kind, width=16, k=4, n_experts=4) if kind in ("smear", "sigma_moe") else x_specs.ModelSpec(kind, width=16, k=4), dim, seed, 1)), {"kind": CHOICE("smear", "sigma_moe", "sdmlp"), "dim": INT(1, 6), "seed": INT(0)}, names=("layer",)),
+    "experiments.kinds.routers.build_router": Case(lambda kind, dim, seed, epochs: type(x_kind_routers.build_router(x_specs.ModelSpec(kind, width=16, k=4, n_experts=4) if kind in ("sigma_moe", "topk_moe") else x_specs.ModelSpec(kind, width=16, k=4), dim, seed, epochs)).__name__, {"kind": CHOICE("sigma_moe", "sdmlp", "comet", "pkm"), "dim": INT(1, 6), "seed": INT(0), "epochs": INT(1, 5)}, names=("spec",)),
+    "experiments.kinds.router_training.RouterRegressor": Case(lambda x: x_router_training.RouterRegressor(RL.SigmaMoE(RL.SigmaMoEConfig(d_in=3, n_experts=4, expert_size=2, k=2))).eval()(_tensor(x)).detach(), {"x": POINTS(3)}, names=("layer",)),
+    "experiments.kinds.router_training.RouterTraining": Case(lambda steps, batch_size, lr, optimizer, schedule: x_router_training.RouterTraining(steps, batch_size, lr, optimizer, schedule).steps, {"steps": INT(1, 99), "batch_size": INT(1, 99), "lr": Kind(st.one_of(st.none(), st.floats(0, 1, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True, -1.0])), "optimizer": CHOICE("adam", "sgd", None), "schedule": CHOICE("cosine", "constant")}),
+    "experiments.kinds.router_training.evaluate_router": Case(lambda X, batch_size, count_usage: x_router_training.evaluate_router(_trained_router(), X, np.zeros(len(X)), batch_size, count_usage), {"X": POINTS(2, n_min=1), "batch_size": INT(1, 9), "count_usage": BOOL}, names=("y",)),
+    "experiments.kinds.router_training.train_router": Case(lambda X, steps, seed, progress: x_router_training.train_router(x_router_training.RouterRegressor(RL.SigmaMoE(RL.SigmaMoEConfig(d_in=2, n_experts=4, expert_size=2, k=2))), X, _labels(X), x_router_training.RouterTraining(steps=steps, batch_size=4), seed, progress).train_mse, {"X": POINTS(2, n_min=4), "steps": INT(1, 5), "seed": INT(0), "progress": BOOL}, names=("y",)),
+    # experiments.cli.scale: a whole scaling experiment (tiny config)
+    "experiments.runner.environment.environment": Case(lambda device: sorted(x_runner_environment.environment(device)), {"device": CHOICE("cpu", torch.device("cpu"), "auto")}),
+    "experiments.pipeline.scale.run_experiment": Case(lambda sub, tmp, device, progress, force: len(x_pipeline_scale.run_experiment("fuzz", "tiny", _under(tmp, sub), device, progress, force, configs=[_tiny_config()], claims="none")[0]), {"sub": _path_kind("out"), "tmp": FIXED(None), "device": CHOICE("cpu", "auto"), "progress": BOOL, "force": BOOL}, heavy=True, names=("out", "FILE")),
+    # experiments.analysis.scaling: the scaling-law fits
+    "experiments.analysis.scaling.LawFit": Case(lambda law, x: x_scaling.fit_law(_subspace_rows(), "buckets", law=law, n_boot=20).predict(x), {"law": CHOICE("offset", "power"), "x": Kind(VECTOR(1, 1e4).valid, st.sampled_from(["nan", "inf", "object", "complex", "str", "huge"]), array=True)}, names=("n",)),
+    "experiments.analysis.scaling.PowerLaw": Case(lambda n_boot: x_scaling.fit_power_law(_subspace_rows(), "buckets", "eval_mse", n_boot).label(), {"n_boot": INT(1, 20)}),
     # None is an open end of a window (documented), never a bad bound
-    "experiments.scaling.apply_fit_window": Case(lambda low, high, x: len(x_scaling.apply_fit_window(_golden(), x, (low, high))), {"low": Kind(st.one_of(st.none(), st.floats(0, 50)), st.sampled_from([float("nan"), "1.0", True])), "high": Kind(st.one_of(st.none(), st.floats(50, 500)), st.sampled_from([float("nan"), "1.0", True])), "x": _X}, names=("window",)),
-    "experiments.scaling.error_column": Case(lambda drop: x_scaling.error_column(_golden().drop(columns=["eval_nmse"] if drop else [])), {"drop": ARG(st.booleans())}, names=("frame",)),
-    "experiments.scaling.experiment_fits": Case(lambda n_boot, seed: x_scaling.experiment_fits("fuzz", [_tiny_config()], _sweep_frame(), n_boot, seed).select_dtypes("number").to_numpy(float), {"n_boot": OPTIONAL_INT(0, 9), "seed": INT(0)}, heavy=True),
-    "experiments.scaling.fit_law": Case(lambda law, n_boot, seed, low: (lambda f: (f.alpha, f.E, f.A))(x_scaling.fit_law(_subspace_rows(), "buckets", "eval_nmse", law, (low, None), n_boot, seed)), {"law": CHOICE("offset", "power"), "n_boot": INT(0, 20), "seed": INT(0), "low": Kind(st.one_of(st.none(), st.floats(1, 10)), st.sampled_from([float("nan"), "1.0", True]))}, names=("window",)),
-    "experiments.scaling.fit_log_log": Case(lambda n, mse: x_scaling.fit_log_log(n, mse), {"n": VECTOR(1, 1e4, 5, 5), "mse": VECTOR(1e-3, 1, 5, 5)}),
-    "experiments.scaling.fit_offset_law": Case(lambda n, y, delta: x_scaling.fit_offset_law(n, y, None, delta), {"n": VECTOR(1, 1e4, 5, 5), "y": VECTOR(1e-3, 1, 5, 5), "delta": REAL(0, 1, True)}),
-    "experiments.scaling.fit_power_law": Case(lambda x, n_boot, seed: (lambda p: (p.alpha, p.log_c))(x_scaling.fit_power_law(_golden()[_golden().model_label == "dense"], x, "eval_mse", n_boot, seed)), {"x": _X, "n_boot": INT(1, 20), "seed": INT(0)}),
-    "experiments.scaling.panel_window": Case(lambda low: len(x_scaling.panel_window(dataclasses.replace(_tiny_config(), fit_window={"width": (low, None)}), {"x": "width", "labels": ["dense"]}, _golden())[0]), {"low": ARG(st.floats(0, 64))}, names=("fit_window", "window")),
-    "experiments.scaling.scaling_table": Case(lambda x, n_boot: x_scaling.scaling_table(_golden(), x, ["dense", "dsm"], n_boot).select_dtypes("number").to_numpy(float), {"x": _X, "n_boot": INT(1, 20)}),
-    "experiments.scaling.window_text": Case(lambda x, low, high: x_scaling.window_text(x, (low, high)), {"x": Kind(st.sampled_from(["activated_units", "width", "my column"]), st.sampled_from([None, 3])), "low": Kind(st.one_of(st.none(), st.floats(0, 50)), st.sampled_from([float("nan"), "1.0", True])), "high": Kind(st.one_of(st.none(), st.floats(50, 500)), st.sampled_from([float("nan"), "1.0", True]))}, names=("window",)),
-    # experiments.sdm_cli: Bricken et al. 2023 Fig. 7
-    "experiments.sdm_cli.coinciding_weightings": Case(lambda n, weightings, atol: x_sdm_cli.coinciding_weightings(_sdm_tables(n, 3, 0.05)[0], 3, weightings, 7, atol), {"n": H_INT(7, 16), "weightings": ARG(st.sampled_from([("binary", "linear", "exponential"), ("linear", "binary"), ("exponential",), ()])), "atol": REAL(0, 1)}),
-    "experiments.sdm_cli.sdm_figure": Case(lambda n, radius, beta: len(x_sdm_cli.sdm_figure(*_sdm_tables(n, radius, beta)).axes), {"n": INT(2, 16), "radius": INT(1, 3), "beta": REAL(0, 1, True)}, heavy=True, names=("radii", "weightings")),
-    "experiments.sdm_cli.SdmCurvesConfig": Case(lambda n, radius, weighting, beta: x_sdm_cli.SdmCurvesConfig(n, (radius,), (weighting,), beta).n, {"n": INT(2, 64), "radius": INT(0, 16), "weighting": CHOICE("binary", "linear", "exponential"), "beta": REAL(0, 1, True)}, names=("radii", "weightings")),
+    "experiments.analysis.scaling.apply_fit_window": Case(lambda low, high, x: len(x_scaling.apply_fit_window(_golden(), x, (low, high))), {"low": Kind(st.one_of(st.none(), st.floats(0, 50)), st.sampled_from([float("nan"), "1.0", True])), "high": Kind(st.one_of(st.none(), st.floats(50, 500)), st.sampled_from([float("nan"), "1.0", True])), "x": _X}, names=("window",)),
+    "experiments.analysis.scaling.error_column": Case(lambda drop: x_scaling.error_column(_golden().drop(columns=["eval_nmse"] if drop else [])), {"drop": ARG(st.booleans())}, names=("frame",)),
+    "experiments.analysis.fits.experiment_fits": Case(lambda n_boot, seed: x_fits.experiment_fits("fuzz", [_tiny_config()], _sweep_frame(), n_boot, seed).select_dtypes("number").to_numpy(float), {"n_boot": OPTIONAL_INT(0, 9), "seed": INT(0)}, heavy=True),
+    "experiments.analysis.scaling.fit_law": Case(lambda law, n_boot, seed, low: (lambda f: (f.alpha, f.E, f.A))(x_scaling.fit_law(_subspace_rows(), "buckets", "eval_nmse", law, (low, None), n_boot, seed)), {"law": CHOICE("offset", "power"), "n_boot": INT(0, 20), "seed": INT(0), "low": Kind(st.one_of(st.none(), st.floats(1, 10)), st.sampled_from([float("nan"), "1.0", True]))}, names=("window",)),
+    "experiments.analysis.scaling.fit_log_log": Case(lambda n, mse: x_scaling.fit_log_log(n, mse), {"n": VECTOR(1, 1e4, 5, 5), "mse": VECTOR(1e-3, 1, 5, 5)}),
+    "experiments.analysis.scaling.fit_offset_law": Case(lambda n, y, delta: x_scaling.fit_offset_law(n, y, None, delta), {"n": VECTOR(1, 1e4, 5, 5), "y": VECTOR(1e-3, 1, 5, 5), "delta": REAL(0, 1, True)}),
+    "experiments.analysis.scaling.fit_power_law": Case(lambda x, n_boot, seed: (lambda p: (p.alpha, p.log_c))(x_scaling.fit_power_law(_golden()[_golden().model_label == "dense"], x, "eval_mse", n_boot, seed)), {"x": _X, "n_boot": INT(1, 20), "seed": INT(0)}),
+    "experiments.analysis.fits.panel_window": Case(lambda low: len(x_fits.panel_window(dataclasses.replace(_tiny_config(), fit_window={"width": (low, None)}), {"x": "width", "labels": ["dense"]}, _golden())[0]), {"low": ARG(st.floats(0, 64))}, names=("fit_window", "window")),
+    "experiments.analysis.scaling.scaling_table": Case(lambda x, n_boot: x_scaling.scaling_table(_golden(), x, ["dense", "dsm"], n_boot).select_dtypes("number").to_numpy(float), {"x": _X, "n_boot": INT(1, 20)}),
+    "experiments.analysis.scaling.window_text": Case(lambda x, low, high: x_scaling.window_text(x, (low, high)), {"x": Kind(st.sampled_from(["activated_units", "width", "my column"]), st.sampled_from([None, 3])), "low": Kind(st.one_of(st.none(), st.floats(0, 50)), st.sampled_from([float("nan"), "1.0", True])), "high": Kind(st.one_of(st.none(), st.floats(50, 500)), st.sampled_from([float("nan"), "1.0", True]))}, names=("window",)),
+    # experiments.cli.sdm: Bricken et al. 2023 Fig. 7
+    "experiments.papers.sdm_curves.coinciding_weightings": Case(lambda n, weightings, atol: x_papers_sdm_curves.coinciding_weightings(_sdm_tables(n, 3, 0.05)[0], 3, weightings, 7, atol), {"n": H_INT(7, 16), "weightings": ARG(st.sampled_from([("binary", "linear", "exponential"), ("linear", "binary"), ("exponential",), ()])), "atol": REAL(0, 1)}),
+    "experiments.papers.sdm_curves.sdm_figure": Case(lambda n, radius, beta: len(x_papers_sdm_curves.sdm_figure(*_sdm_tables(n, radius, beta)).axes), {"n": INT(2, 16), "radius": INT(1, 3), "beta": REAL(0, 1, True)}, heavy=True, names=("radii", "weightings")),
+    "experiments.papers.sdm_curves.SdmCurvesConfig": Case(lambda n, radius, weighting, beta: x_papers_sdm_curves.SdmCurvesConfig(n, (radius,), (weighting,), beta).n, {"n": INT(2, 64), "radius": INT(0, 16), "weighting": CHOICE("binary", "linear", "exponential"), "beta": REAL(0, 1, True)}, names=("radii", "weightings")),
     # weighting_beta is nan where the weighting has no β (documented: not applicable, not a
     # result); log_intersection is −inf beyond 2d (the log of an empty intersection)
-    "experiments.sdm_cli.sdm_curves_tables": Case(lambda n, radius, weighting, beta: [t.select_dtypes("number").drop(columns="weighting_beta").to_numpy(float) for t in x_sdm_cli.sdm_curves_tables(x_sdm_cli.SdmCurvesConfig(n, (radius,), (weighting,), beta))], {"n": INT(2, 32), "radius": INT(1, 3), "weighting": CHOICE("binary", "linear", "exponential"), "beta": REAL(0, 1, True)}, neg_inf=True, names=("radii", "weightings")),
-    "experiments.sdm_cli.write_sdm_curves": Case(lambda n, radius, beta, sub, tmp: len(x_sdm_cli.write_sdm_curves(_under(tmp, sub), n, (radius,), ("linear",), beta)), {"n": INT(2, 32), "radius": INT(1, 3), "beta": REAL(0, 1, True), "sub": _path_kind("out"), "tmp": FIXED(None)}, heavy=True, names=("radii", "out_dir", "FILE")),
-    # experiments.specs: what a sweep is made of
-    "experiments.specs.ExperimentConfig": Case(lambda seeds, n_train, n_eval, fit, sgd_steps, sgd_lr, sgd_batch, ridge, noise_std: x_specs.ExperimentConfig("e", "tiny", x_specs.TargetSpec(n_inputs=2, degree=1), (x_specs.ModelSpec("dense", width=4),), seeds, n_train, n_eval, fit, sgd_steps, sgd_lr, sgd_batch, ridge, noise_std).make_data(0)[1], {"seeds": CHOICE((0,), (0, 1)), "n_train": INT(1, 20), "n_eval": INT(1, 20), "fit": CHOICE("exact", "sgd"), "sgd_steps": INT(1, 99), "sgd_lr": REAL(0, 1, True), "sgd_batch": INT(1, 99), "ridge": REAL(0, 1), "noise_std": REAL(0, 1)}),
-    "experiments.specs.ModelSpec": Case(lambda kind, width, k, n_tables, lr: x_specs.ModelSpec(kind, width=width, k=k, n_tables=n_tables, lr=lr).key(), {"kind": CHOICE("dsm", "random_hash"), "width": INT(1, 64), "k": INT(1, 8), "n_tables": INT(1, 4), "lr": Kind(st.one_of(st.none(), st.floats(0, 1, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True, 0.0, -1.0]))}),
-    "experiments.specs.TargetSpec": Case(lambda family, n_inputs, degree, subspace_k, seed, X: x_specs.TargetSpec(family, n_inputs, degree, (4,), subspace_k, seed).build()[0](X), {"family": CHOICE("polynomial", "hypercube", "mlp"), "n_inputs": INT(2, 5), "degree": INT(0, 4), "subspace_k": INT(1, 2), "seed": INT(0), "X": POINTS("n_inputs")}),
-    "experiments.specs.check_seeds": Case(lambda seeds: x_specs.check_seeds(seeds), {"seeds": Kind(st.lists(st.integers(0, 2**63 - 1), min_size=1, max_size=4, unique=True), st.sampled_from([3, "0", [], [0, 0], [-1], [2.5], [True], None]))}),
-    "experiments.specs.data_seeds": Case(lambda seed: x_specs.data_seeds(seed), {"seed": INT(0)}),
-    "experiments.specs.fit_of": Case(lambda kind, fit: x_specs.fit_of(x_specs.ModelSpec(kind, **x_model_kinds.model_kind(kind).example), _tiny_config(fit)), {"kind": CHOICE("dense", "lsh_table", "sdmlp"), "fit": CHOICE("exact", "sgd")}, names=("spec",)),
-    # experiments.subspace: Theorem 4.1's exponent 2/k
-    "experiments.subspace.bucket_geometry": Case(lambda seed: x_subspace.bucket_geometry(_subspace_config(), (seed,)).select_dtypes("number").to_numpy(float), {"seed": INT(0, 3)}, heavy=True, names=("seeds",)),
-    "experiments.subspace.exponent_verdict": Case(lambda alpha_low, alpha_high, k: x_subspace.exponent_verdict(alpha_low, alpha_high, k), {"alpha_low": Kind(st.floats(0, 1), st.sampled_from([float("inf"), "1.0", True, None])), "alpha_high": Kind(st.floats(1, 2), st.sampled_from([float("-inf"), "1.0", True, None])), "k": INT(1, 6)}),
-    "experiments.subspace.local_slopes": Case(lambda k: x_subspace.local_slopes(_subspace_rows(k)).to_numpy(float), {"k": H_INT(1, 6)}, names=("window",)),
-    "experiments.subspace.needed_n_train": Case(lambda k, t_low: x_subspace.needed_n_train(k, t_low), {"k": INT(1, 6), "t_low": REAL(1, 1e4)}),
-    "experiments.subspace.reach": Case(lambda n: {k: v for k, v in x_subspace.reach(_subspace_rows().iloc[:n]).items() if n or k not in ("t_min", "t_max")}, {"n": H_INT(0, 10)}, names=("window_rows",)),
-    "experiments.subspace.sample_regime_max_buckets": Case(lambda k, n_train: x_subspace.sample_regime_max_buckets(k, n_train), {"k": INT(1, 6), "n_train": INT(1, 10**7)}),
-    "experiments.subspace.shape_diagnosis": Case(lambda k, n: x_subspace.shape_diagnosis(_subspace_rows(k).iloc[:n]), {"k": H_INT(1, 6), "n": H_INT(0, 10)}, names=("window",)),
-    "experiments.subspace.subspace_claim": Case(lambda k, n_train, power_alpha: x_subspace.subspace_claim(k, n_train, _subspace_rows(k), _subspace_rows(k), x_scaling.fit_law(_subspace_rows(k), "buckets", n_boot=20), power_alpha)["verdict"], {"k": INT(1, 4), "n_train": INT(1, 10**6), "power_alpha": Kind(st.one_of(st.none(), st.floats(0, 2)), st.sampled_from([float("nan"), float("inf"), "1.0", True]))}, names=("rows", "window", "fit")),
-    "experiments.subspace.tolerance": Case(lambda k: x_subspace.tolerance(k), {"k": INT(1, 99)}),
-    "experiments.subspace.window_mask": Case(lambda k, n_train, spread: x_subspace.window_mask(_subspace_rows(k), x_subspace.WINDOW_RULE | {"spread_ratio_max": spread}, k, n_train), {"k": INT(1, 4), "n_train": INT(1, 10**6), "spread": REAL(0, 1)}, names=("rule", "spread_ratio_max")),
-    "experiments.subspace.window_text": Case(lambda k, spread: x_subspace.window_text(x_subspace.WINDOW_RULE | {"spread_ratio_max": spread}, k), {"k": INT(1, 6), "spread": REAL(0, 1)}, names=("rule", "spread_ratio_max")),
-    "experiments.subspace.with_geometry": Case(lambda n: x_subspace.with_geometry(_golden().iloc[:n], [_tiny_config()])[x_subspace.GEOMETRY_COLUMNS].to_numpy(float).shape, {"n": H_INT(0, 60)}, names=("frame",)),
-    # experiments.sweep: the sweep runner
-    "experiments.sweep.check_results": Case(lambda n, tmp: (_sweep_frame().iloc[:n].to_csv(tmp / "results.csv", index=False), x_sweep.check_results([_tiny_config()], tmp))[1], {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("out", "results.csv")),
-    "experiments.sweep.compute_row": Case(lambda seed, device: x_sweep.compute_row(_tiny_config(), _tiny_config().models[0], seed, device)["eval_mse"], {"seed": INT(0), "device": CHOICE("cpu", "auto")}),
-    "experiments.sweep.load_results": Case(lambda n, tmp: (_sweep_frame().iloc[:n].to_csv(tmp / "results.csv", index=False), len(x_sweep.load_results(tmp / "results.csv")))[1], {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("path",)),
-    "experiments.sweep.normalised_errors": Case(lambda train_mse, eval_mse, y: x_sweep.normalised_errors(train_mse, eval_mse, y, y), {"train_mse": REAL(0, 5), "eval_mse": REAL(0, 5), "y": VECTOR(n_min=2)}, names=("y_train", "y_eval")),
-    "experiments.sweep.prepare_out": Case(lambda sub, tmp, force: len(x_sweep.prepare_out([_tiny_config()], _under(tmp, sub), force)), {"sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, names=("out", "FILE")),
-    "experiments.sweep.resolve_device": Case(lambda device: str(x_sweep.resolve_device(device)), {"device": CHOICE("cpu", "auto")}),
-    "experiments.sweep.run_device": Case(lambda device, scheduler: str(x_sweep.run_device(device, scheduler)), {"device": CHOICE("cpu", "auto"), "scheduler": ARG(st.sampled_from([None, "tcp://127.0.0.1:8786"]))}),
-    "experiments.sweep.run_model": Case(lambda kind, seed: x_sweep.run_model(x_specs.ModelSpec(kind, **x_model_kinds.model_kind(kind).example), _tiny_config(), _tiny_config().make_data(seed), seed, torch.device("cpu"))["eval_mse"], {"kind": CHOICE("dense", "lsh_table", "dsm"), "seed": INT(0)}),
-    "experiments.sweep.run_sweep": Case(lambda sub, tmp, device, progress, force: x_sweep.run_sweep([_tiny_config()], _under(tmp, sub), device, progress, force=force)["eval_mse"].to_numpy(), {"sub": _path_kind("out"), "tmp": FIXED(None), "device": CHOICE("cpu", "auto"), "progress": BOOL, "force": BOOL}, heavy=True, names=("out", "FILE")),
-    "experiments.sweep.settings_fingerprint": Case(lambda n_train, as_dict: x_sweep.settings_fingerprint(_tiny_config(n_train=n_train).to_dict() if as_dict else _tiny_config(n_train=n_train)), {"n_train": H_INT(1, 99), "as_dict": ARG(st.booleans())}, names=("config",)),
-    "experiments.sweep.settings_of": Case(lambda n_train, as_dict: x_sweep.settings_of(_tiny_config(n_train=n_train).to_dict() if as_dict else _tiny_config(n_train=n_train))["n_train"], {"n_train": INT(1, 99), "as_dict": ARG(st.booleans())}, names=("config",)),
+    "experiments.papers.sdm_curves.sdm_curves_tables": Case(lambda n, radius, weighting, beta: [t.select_dtypes("number").drop(columns="weighting_beta").to_numpy(float) for t in x_papers_sdm_curves.sdm_curves_tables(x_papers_sdm_curves.SdmCurvesConfig(n, (radius,), (weighting,), beta))], {"n": INT(2, 32), "radius": INT(1, 3), "weighting": CHOICE("binary", "linear", "exponential"), "beta": REAL(0, 1, True)}, neg_inf=True, names=("radii", "weightings")),
+    "experiments.papers.sdm_curves.write_sdm_curves": Case(lambda n, radius, beta, sub, tmp: len(x_papers_sdm_curves.write_sdm_curves(_under(tmp, sub), n, (radius,), ("linear",), beta)), {"n": INT(2, 32), "radius": INT(1, 3), "beta": REAL(0, 1, True), "sub": _path_kind("out"), "tmp": FIXED(None)}, heavy=True, names=("radii", "out_dir", "FILE")),
+    # experiments.runner.specs: what a sweep is made of
+    "experiments.runner.specs.ExperimentConfig": Case(lambda seeds, n_train, n_eval, fit, sgd_steps, sgd_lr, sgd_batch, ridge, noise_std: x_specs.ExperimentConfig("e", "tiny", x_specs.TargetSpec(n_inputs=2, degree=1), (x_specs.ModelSpec("dense", width=4),), seeds, n_train, n_eval, fit, sgd_steps, sgd_lr, sgd_batch, ridge, noise_std).make_data(0)[1], {"seeds": CHOICE((0,), (0, 1)), "n_train": INT(1, 20), "n_eval": INT(1, 20), "fit": CHOICE("exact", "sgd"), "sgd_steps": INT(1, 99), "sgd_lr": REAL(0, 1, True), "sgd_batch": INT(1, 99), "ridge": REAL(0, 1), "noise_std": REAL(0, 1)}),
+    "experiments.runner.specs.ModelSpec": Case(lambda kind, width, k, n_tables, lr: x_specs.ModelSpec(kind, width=width, k=k, n_tables=n_tables, lr=lr).key(), {"kind": CHOICE("dsm", "random_hash"), "width": INT(1, 64), "k": INT(1, 8), "n_tables": INT(1, 4), "lr": Kind(st.one_of(st.none(), st.floats(0, 1, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True, 0.0, -1.0]))}),
+    "experiments.runner.specs.TargetSpec": Case(lambda family, n_inputs, degree, subspace_k, seed, X: x_specs.TargetSpec(family, n_inputs, degree, (4,), subspace_k, seed).build()[0](X), {"family": CHOICE("polynomial", "hypercube", "mlp"), "n_inputs": INT(2, 5), "degree": INT(0, 4), "subspace_k": INT(1, 2), "seed": INT(0), "X": POINTS("n_inputs")}),
+    "experiments.runner.specs.check_seeds": Case(lambda seeds: x_specs.check_seeds(seeds), {"seeds": Kind(st.lists(st.integers(0, 2**63 - 1), min_size=1, max_size=4, unique=True), st.sampled_from([3, "0", [], [0, 0], [-1], [2.5], [True], None]))}),
+    "experiments.runner.specs.data_seeds": Case(lambda seed: x_specs.data_seeds(seed), {"seed": INT(0)}),
+    "experiments.runner.specs.fit_of": Case(lambda kind, fit: x_specs.fit_of(x_specs.ModelSpec(kind, **x_model_kinds.model_kind(kind).example), _tiny_config(fit)), {"kind": CHOICE("dense", "lsh_table", "sdmlp"), "fit": CHOICE("exact", "sgd")}, names=("spec",)),
+    # experiments.papers.subspace: Theorem 4.1's exponent 2/k
+    "experiments.papers.subspace.bucket_geometry": Case(lambda seed: x_subspace.bucket_geometry(_subspace_config(), (seed,)).select_dtypes("number").to_numpy(float), {"seed": INT(0, 3)}, heavy=True, names=("seeds",)),
+    "experiments.papers.subspace.exponent_verdict": Case(lambda alpha_low, alpha_high, k: x_subspace.exponent_verdict(alpha_low, alpha_high, k), {"alpha_low": Kind(st.floats(0, 1), st.sampled_from([float("inf"), "1.0", True, None])), "alpha_high": Kind(st.floats(1, 2), st.sampled_from([float("-inf"), "1.0", True, None])), "k": INT(1, 6)}),
+    "experiments.papers.subspace.local_slopes": Case(lambda k: x_subspace.local_slopes(_subspace_rows(k)).to_numpy(float), {"k": H_INT(1, 6)}, names=("window",)),
+    "experiments.papers.subspace.needed_n_train": Case(lambda k, t_low: x_subspace.needed_n_train(k, t_low), {"k": INT(1, 6), "t_low": REAL(1, 1e4)}),
+    "experiments.papers.subspace.reach": Case(lambda n: {k: v for k, v in x_subspace.reach(_subspace_rows().iloc[:n]).items() if n or k not in ("t_min", "t_max")}, {"n": H_INT(0, 10)}, names=("window_rows",)),
+    "experiments.analysis.fit_window.sample_regime_max_buckets": Case(lambda k, n_train: x_fit_window.sample_regime_max_buckets(k, n_train), {"k": INT(1, 6), "n_train": INT(1, 10**7)}),
+    "experiments.papers.subspace.shape_diagnosis": Case(lambda k, n: x_subspace.shape_diagnosis(_subspace_rows(k).iloc[:n]), {"k": H_INT(1, 6), "n": H_INT(0, 10)}, names=("window",)),
+    "experiments.papers.subspace.subspace_claim": Case(lambda k, n_train, power_alpha: x_subspace.subspace_claim(k, n_train, _subspace_rows(k), _subspace_rows(k), x_scaling.fit_law(_subspace_rows(k), "buckets", n_boot=20), power_alpha)["verdict"], {"k": INT(1, 4), "n_train": INT(1, 10**6), "power_alpha": Kind(st.one_of(st.none(), st.floats(0, 2)), st.sampled_from([float("nan"), float("inf"), "1.0", True]))}, names=("rows", "window", "fit")),
+    "experiments.papers.subspace.tolerance": Case(lambda k: x_subspace.tolerance(k), {"k": INT(1, 99)}),
+    "experiments.analysis.fit_window.window_mask": Case(lambda k, n_train, spread: x_fit_window.window_mask(_subspace_rows(k), x_fit_window.WINDOW_RULE | {"spread_ratio_max": spread}, k, n_train), {"k": INT(1, 4), "n_train": INT(1, 10**6), "spread": REAL(0, 1)}, names=("rule", "spread_ratio_max")),
+    "experiments.analysis.fit_window.window_text": Case(lambda k, spread: x_fit_window.window_text(x_fit_window.WINDOW_RULE | {"spread_ratio_max": spread}, k), {"k": INT(1, 6), "spread": REAL(0, 1)}, names=("rule", "spread_ratio_max")),
+    "experiments.papers.subspace.with_geometry": Case(lambda n: x_subspace.with_geometry(_golden().iloc[:n], [_tiny_config()])[x_fit_window.GEOMETRY_COLUMNS].to_numpy(float).shape, {"n": H_INT(0, 60)}, names=("frame",)),
+    # experiments.runner.sweep: the sweep runner
+    "experiments.runner.sweep.check_results": Case(lambda n, tmp: (_sweep_frame().iloc[:n].to_csv(tmp / "results.csv", index=False), x_sweep.check_results([_tiny_config()], tmp))[1], {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("out", "results.csv")),
+    "experiments.runner.rows.compute_row": Case(lambda seed, device: x_runner_rows.compute_row(_tiny_config(), _tiny_config().models[0], seed, device)["eval_mse"], {"seed": INT(0), "device": CHOICE("cpu", "auto")}),
+    "experiments.runner.sweep.load_results": Case(lambda n, tmp: (_sweep_frame().iloc[:n].to_csv(tmp / "results.csv", index=False), len(x_sweep.load_results(tmp / "results.csv")))[1], {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("path",)),
+    "experiments.runner.rows.normalised_errors": Case(lambda train_mse, eval_mse, y: x_runner_rows.normalised_errors(train_mse, eval_mse, y, y), {"train_mse": REAL(0, 5), "eval_mse": REAL(0, 5), "y": VECTOR(n_min=2)}, names=("y_train", "y_eval")),
+    "experiments.runner.sweep.prepare_out": Case(lambda sub, tmp, force: len(x_sweep.prepare_out([_tiny_config()], _under(tmp, sub), force)), {"sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL}, names=("out", "FILE")),
+    "experiments.runner.rows.resolve_device": Case(lambda device: str(x_runner_rows.resolve_device(device)), {"device": CHOICE("cpu", "auto")}),
+    "experiments.runner.sweep.run_device": Case(lambda device, scheduler: str(x_sweep.run_device(device, scheduler)), {"device": CHOICE("cpu", "auto"), "scheduler": ARG(st.sampled_from([None, "tcp://127.0.0.1:8786"]))}),
+    "experiments.runner.rows.run_model": Case(lambda kind, seed: x_runner_rows.run_model(x_specs.ModelSpec(kind, **x_model_kinds.model_kind(kind).example), _tiny_config(), _tiny_config().make_data(seed), seed, torch.device("cpu"))["eval_mse"], {"kind": CHOICE("dense", "lsh_table", "dsm"), "seed": INT(0)}),
+    "experiments.runner.sweep.run_sweep": Case(lambda sub, tmp, device, progress, force: x_sweep.run_sweep([_tiny_config()], _under(tmp, sub), device, progress, force=force)["eval_mse"].to_numpy(), {"sub": _path_kind("out"), "tmp": FIXED(None), "device": CHOICE("cpu", "auto"), "progress": BOOL, "force": BOOL}, heavy=True, names=("out", "FILE")),
+    "experiments.runner.rows.settings_fingerprint": Case(lambda n_train, as_dict: x_runner_rows.settings_fingerprint(_tiny_config(n_train=n_train).to_dict() if as_dict else _tiny_config(n_train=n_train)), {"n_train": H_INT(1, 99), "as_dict": ARG(st.booleans())}, names=("config",)),
+    "experiments.runner.rows.settings_of": Case(lambda n_train, as_dict: x_runner_rows.settings_of(_tiny_config(n_train=n_train).to_dict() if as_dict else _tiny_config(n_train=n_train))["n_train"], {"n_train": INT(1, 99), "as_dict": ARG(st.booleans())}, names=("config",)),
     # lipschitz.CustomTarget: a user's function with a stated bound
     "lipschitz.CustomTarget": Case(lambda n_inputs, lipschitz_bound, backend, n_probe, seed, X: L.CustomTarget(lambda Z: Z.sum(1) * 0.5, n_inputs, lipschitz_bound, backend=backend, n_probe=n_probe, seed=seed)(X), {"n_inputs": INT(1, 4), "lipschitz_bound": REAL(1, 5), "backend": CHOICE("auto", "numpy", "torch"), "n_probe": INT(2, 64), "seed": INT(0), "X": POINTS("n_inputs")}, float32=True),
     # proofs_checks: the framework, on examples/own_check.py's check (tiny trials)
@@ -1092,15 +1118,15 @@ def _model_timer(config, spec, seed, device):
 
 
 EXPERIMENT_CASES |= {
-    "experiments.estimate.estimate_sweeps": Case(lambda per_kind, seed, workers, progress: x_estimate.estimate_sweeps({"table1": x_presets.experiment_configs("table1", "tiny")}, "cpu", per_kind, seed, workers, timer=_model_timer, progress=progress).seconds, {"per_kind": INT(1, 4), "seed": INT(0), "workers": OPTIONAL_INT(1, 8), "progress": BOOL}),
-    "experiments.reproduce.estimate_reproduce": Case(lambda preset, tmp, force, workers: _no_calibration(lambda: x_reproduce.estimate_reproduce(preset, tmp, force, "cpu", workers, None, False)), {"preset": CHOICE("tiny"), "tmp": FIXED(None), "force": BOOL, "workers": OPTIONAL_INT(1, 8)}, names=("preset", "out")),
-    "experiments.reproduce_steps.ScalingStep": Case(lambda name, preset: x_reproduce_steps.ScalingStep(name, preset).name, {"name": CHOICE("fig2", "table1"), "preset": _PRESET}, names=("experiment", "name")),
-    "experiments.warm_up.warm_up": Case(lambda progress, preset: x_warm_up.warm_up(progress, (), preset) >= 0, {"progress": BOOL, "preset": CHOICE("tiny", "quick", "paper")}),
-    "experiments.warm_up.compiled": Case(lambda: isinstance(x_warm_up.compiled(), list), {}),
-    "experiments.reproduce_steps.ImageStep": Case(lambda name, preset, device: x_reproduce_steps.ImageStep(name, preset, device).settings(), {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick"), "device": CHOICE("auto", "cpu")}),
-    "experiments.reproduce_steps.ChecksStep": Case(lambda preset: type(x_reproduce_steps.ChecksStep(preset)).__name__, {"preset": CHOICE("quick", "paper")}),
-    "experiments.reproduce.real_data_steps": Case(lambda preset, device: [name for name, _, _ in x_reproduce.real_data_steps(preset, device)], {"preset": _PRESET, "device": CHOICE("cpu", "auto")}),
-    "experiments.reproduce_parallel.run_steps_parallel": Case(lambda tmp: x_reproduce_parallel.run_steps_parallel([], tmp, print, None), {"tmp": FIXED(None)}, names=("todo", "engine")),
+    "experiments.runner.estimate.estimate_sweeps": Case(lambda per_kind, seed, workers, progress: x_estimate.estimate_sweeps({"table1": x_presets.experiment_configs("table1", "tiny")}, "cpu", per_kind, seed, workers, timer=_model_timer, progress=progress).seconds, {"per_kind": INT(1, 4), "seed": INT(0), "workers": OPTIONAL_INT(1, 8), "progress": BOOL}),
+    "experiments.pipeline.reproduce.estimate_reproduce": Case(lambda preset, tmp, force, workers: _no_calibration(lambda: x_reproduce.estimate_reproduce(preset, tmp, force, "cpu", workers, None, False)), {"preset": CHOICE("tiny"), "tmp": FIXED(None), "force": BOOL, "workers": OPTIONAL_INT(1, 8)}, names=("preset", "out")),
+    "experiments.pipeline.reproduce_steps.ScalingStep": Case(lambda name, preset: x_reproduce_steps.ScalingStep(name, preset).name, {"name": CHOICE("fig2", "table1"), "preset": _PRESET}, names=("experiment", "name")),
+    "experiments.pipeline.warm_up.warm_up": Case(lambda progress, preset: x_warm_up.warm_up(progress, (), preset) >= 0, {"progress": BOOL, "preset": CHOICE("tiny", "quick", "paper")}),
+    "experiments.pipeline.warm_up.compiled": Case(lambda: isinstance(x_warm_up.compiled(), list), {}),
+    "experiments.pipeline.reproduce_steps.ImageStep": Case(lambda name, preset, device: x_reproduce_steps.ImageStep(name, preset, device).settings(), {"name": CHOICE("cifar", "continual", "comet_images"), "preset": CHOICE("tiny", "quick"), "device": CHOICE("auto", "cpu")}),
+    "experiments.pipeline.reproduce_steps.ChecksStep": Case(lambda preset: type(x_reproduce_steps.ChecksStep(preset)).__name__, {"preset": CHOICE("quick", "paper")}),
+    "experiments.pipeline.reproduce.real_data_steps": Case(lambda preset, device: [name for name, _, _ in x_reproduce.real_data_steps(preset, device)], {"preset": _PRESET, "device": CHOICE("cpu", "auto")}),
+    "experiments.pipeline.reproduce_parallel.run_steps_parallel": Case(lambda tmp: x_reproduce_parallel.run_steps_parallel([], tmp, print, None), {"tmp": FIXED(None)}, names=("todo", "engine")),
 }
 
 
@@ -1119,18 +1145,31 @@ def _no_calibration(call):
 
 CASES |= EXPERIMENT_CASES
 ALIASES |= {
-    "experiments.estimate.Estimate": "experiments.estimate.estimate_sweeps",  # its result
-    "experiments.models.RegressionModel": "experiments.models.Dense",  # their base class
-    "experiments.models.Features": "experiments.models.Dense",  # the record features() returns
-    "experiments.claims.Claim": "experiments.claims.claims_for",  # the record claims_for returns
-    "experiments.claims.Rule": "experiments.claims.decided",  # the rule a claim is decided by
-    "experiments.claims.Sesoi": "experiments.claims.control_claims",  # the SESOI record it takes
-    "experiments.config_file.ExperimentFile": "experiments.config_file.config_file_from_mapping",
-    "experiments.continual.ContinualModel": "experiments.continual.register",  # a record register files
-    "experiments.fitting.FitReport": "experiments.fitting.fit_model",
-    "experiments.router_training.RouterFitReport": "experiments.router_training.train_router",
-    "experiments.output_folder.FolderBusy": "experiments.output_folder.claim",  # its error
-    "experiments.output_folder.OutputError": "experiments.output_folder.write_bytes",  # its error
+    "experiments.papers.sdm_curves.curves_config": "experiments.papers.sdm_curves.SdmCurvesConfig",  # the record it builds
+    "routing.layers.uniform_fan_in_": "routing.layers.DenseMLP",  # the initialisation it runs
+    "experiments.runner.estimate.Estimate": "experiments.runner.estimate.estimate_sweeps",  # its result
+    # the built-in model kinds: run through the registry's fuzzed ModelKind case
+    "experiments.kinds.linear.LinearKind": "experiments.kinds.registry.ModelKind",
+    "experiments.kinds.lsh_table.LSHTableKind": "experiments.kinds.registry.ModelKind",
+    "experiments.kinds.routers.RouterKind": "experiments.kinds.registry.ModelKind",
+    # the real-data experiments' functions, fuzzed under the package's names
+    "experiments.papers.real_data.cifar.cifar_claims": "experiments.papers.real_data.cifar_claims",
+    "experiments.papers.real_data.cifar.run_cifar": "experiments.papers.real_data.run_cifar",
+    "experiments.papers.real_data.comet_images.comet_claims": "experiments.papers.real_data.comet_claims",
+    "experiments.papers.real_data.comet_images.run_comet_images": "experiments.papers.real_data.run_comet_images",
+    "experiments.papers.real_data.continual.continual_claims": "experiments.papers.real_data.continual_claims",
+    "experiments.papers.real_data.continual.run_continual": "experiments.papers.real_data.run_continual",
+    "routing.models.RegressionModel": "routing.models.Dense",  # their base class
+    "routing.models.Features": "routing.models.Dense",  # the record features() returns
+    "experiments.analysis.claims.Claim": "experiments.papers.scaling_claims.claims_for",  # the record claims_for returns
+    "experiments.analysis.claims.Rule": "experiments.analysis.claims.decided",  # the rule a claim is decided by
+    "experiments.analysis.claims.Sesoi": "experiments.analysis.claims.control_claims",  # the SESOI record it takes
+    "experiments.pipeline.config_file.ExperimentFile": "experiments.pipeline.config_file.config_file_from_mapping",
+    "experiments.kinds.continual_harness.ContinualModel": "experiments.kinds.continual_harness.register",  # a record register files
+    "experiments.kinds.fitting.FitReport": "experiments.kinds.fitting.fit_model",
+    "experiments.kinds.router_training.RouterFitReport": "experiments.kinds.router_training.train_router",
+    "experiments.runner.output_folder.FolderBusy": "experiments.runner.output_folder.claim",  # its error
+    "experiments.runner.output_folder.OutputError": "experiments.runner.output_folder.write_bytes",  # its error
     "proofs_checks.CheckResult": "proofs_checks.Check",
     "proofs_checks.ExponentEstimate": "proofs_checks.bootstrap_exponent",
     "proofs_checks.Planted": "proofs_checks.measure_power",
@@ -1152,25 +1191,28 @@ def public_callables() -> list[str]:
     ``experiments``, and the public functions and classes defined in each of its top-level
     modules."""
     names = []
-    for package in ("lipschitz", "routing", "routing.sdm", "routing.layers", "proofs_checks"):
+    for package in ("lipschitz", "routing", "routing.sdm", "routing.layers", "routing.models",
+                    "proofs_checks"):
         module = importlib.import_module(package)
         names += [f"{package}.{n}" for n in module.__all__ if callable(getattr(module, n))]
     import experiments
 
-    for info in pkgutil.iter_modules(experiments.__path__):
+    for info in pkgutil.walk_packages(experiments.__path__, "experiments."):
+        if info.name.rpartition(".")[2].startswith("_"):  # a package's private module
+            continue
         try:
-            module = importlib.import_module(f"experiments.{info.name}")
+            module = importlib.import_module(info.name)
         except ImportError:  # a module being written right now that does not import yet
             continue
         if info.ispkg:  # a package's public names are its __all__, as the library's
-            names += [f"experiments.{info.name}.{n}" for n in getattr(module, "__all__", ())
+            names += [f"{info.name}.{n}" for n in getattr(module, "__all__", ())
                       if inspect.isfunction(getattr(module, n))
                       or inspect.isclass(getattr(module, n))]
             continue
         for n, obj in vars(module).items():
             if (not n.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
                     and getattr(obj, "__module__", None) == module.__name__):
-                names.append(f"experiments.{info.name}.{n}")
+                names.append(f"{info.name}.{n}")
     return sorted(set(names))
 
 

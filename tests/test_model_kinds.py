@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from experiments.kinds.routers import RouterKind
-from experiments.model_kinds import (
+from experiments.kinds.registry import (
     SPEC_FIELDS,
     ModelKind,
     model_kind,
@@ -21,8 +21,9 @@ from experiments.model_kinds import (
     register_model_kind,
     unregister_model_kind,
 )
-from experiments.specs import MODEL_KINDS, ExperimentConfig, ModelSpec, TargetSpec, fit_of
-from experiments.sweep import run_model, run_sweep
+from experiments.runner.specs import MODEL_KINDS, ExperimentConfig, ModelSpec, TargetSpec, fit_of
+from experiments.runner.sweep import run_sweep
+from experiments.runner.rows import run_model
 
 GOLDEN = pathlib.Path(__file__).parent / "data" / "tiny_sweep_all_kinds.csv"
 

@@ -1,4 +1,4 @@
-"""experiments.models: forward passes against slow references, masks, costs, errors, CUDA."""
+"""routing.models: forward passes against slow references, masks, costs, errors, CUDA."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.models import DSM, Dense, LSHModel, RandomHashModel
-from experiments.models._sparse_dot import fused_sparse_dot, sparse_dot, sparse_dot_reference
-from experiments.models._topk_kernel import (
+from routing.models import DSM, Dense, LSHModel, RandomHashModel
+from routing.models._sparse_dot import fused_sparse_dot, sparse_dot, sparse_dot_reference
+from routing.models._topk_kernel import (
     bottom_groups, bracket_quantiles, relu_topk, relu_topk_reference, unit_moments,
 )
-from experiments.models.lsh_model import HASH_FAMILIES, MAX_TABLE_VALUES, lsh_hasher
-from experiments.specs import LSH_FAMILIES
+from routing.models.lsh_model import HASH_FAMILIES, MAX_TABLE_VALUES, lsh_hasher
+from experiments.kinds.linear import LSH_FAMILIES
 from routing._projection import pack_groups
 from routing.affine_hyperplane_lsh import AffineHyperplaneLSH
 from routing.cross_polytope_lsh import CrossPolytopeLSH
@@ -743,7 +743,7 @@ def test_cuda_float32_dsm_agrees_with_cpu():
 def test_features_getitem_takes_the_rows_of_any_index():
     """An int64 or int32 index tensor (index_select), a slice, a boolean mask and a list
     give the rows advanced indexing gives; dense features (cols None) too."""
-    from experiments.models._base import Features
+    from routing.models._base import Features
 
     g = torch.Generator().manual_seed(0)
     cols = torch.randint(0, 50, (30, 4), generator=g).to(torch.uint16)

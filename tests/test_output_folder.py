@@ -12,14 +12,14 @@ import time
 import pandas as pd
 import pytest
 
-from experiments import output_folder
-from experiments.output_folder import FolderBusy, OutputError, claim, release, writer
-from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
-from experiments.sweep import run_sweep
+from experiments.runner import output_folder
+from experiments.runner.output_folder import FolderBusy, OutputError, claim, release, writer
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.runner.sweep import run_sweep
 
 _HOLD = """
 import sys, time
-from experiments import output_folder
+from experiments.runner import output_folder
 output_folder.claim(sys.argv[1])
 if len(sys.argv) > 2:  # a temporary file of a write it will never finish
     open(sys.argv[2], "w").write("half a ta")
@@ -86,7 +86,7 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path):
     claim(tmp_path)
     claim(tmp_path)
     release(tmp_path)
-    code = ("import sys\nfrom experiments import output_folder\n"
+    code = ("import sys\nfrom experiments.runner import output_folder\n"
             "try:\n    output_folder.claim(sys.argv[1])\nexcept output_folder.FolderBusy:\n"
             "    print('busy')\nelse:\n    print('free')\n")
 
@@ -100,7 +100,7 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path):
 
 
 def test_a_folder_of_another_experiment_is_refused_naming_it(tmp_path):
-    from experiments.scale_cli import run_experiment
+    from experiments.pipeline.scale import run_experiment
 
     run_sweep([_config(name="fig2", seeds=(0,))], tmp_path, device="cpu", progress=False)
     (tmp_path / "config.json").write_text('{"experiment": "fig2"}')

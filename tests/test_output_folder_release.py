@@ -1,4 +1,4 @@
-"""experiments.output_folder: a released folder keeps no lock file, and a run that fails before
+"""experiments.runner.output_folder: a released folder keeps no lock file, and a run that fails before
 writing anything leaves no empty folder behind."""
 
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from experiments.output_folder import LOCK_NAME, claim, release, writer
+from experiments.runner.output_folder import LOCK_NAME, claim, release, writer
 
 
 def test_no_lock_file_is_left_after_a_run(tmp_path):
@@ -37,7 +37,7 @@ def test_the_last_release_removes_the_lock_and_the_folder_is_free_for_another_pr
     assert (tmp_path / LOCK_NAME).exists()  # still held: one claim left
     release(tmp_path)
     assert not (tmp_path / LOCK_NAME).exists()
-    code = ("import sys\nfrom experiments import output_folder\n"
+    code = ("import sys\nfrom experiments.runner import output_folder\n"
             "output_folder.claim(sys.argv[1])\nprint('free')\n")
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                             text=True, check=True)

@@ -11,8 +11,9 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter  # noqa: E402
 
-from experiments import plots, presets  # noqa: E402
-from experiments.specs import fit_of  # noqa: E402
+from experiments.analysis import plots
+from experiments.papers import presets  # noqa: E402
+from experiments.runner.specs import fit_of  # noqa: E402
 
 REGIME_WORDS = ("exact least squares", "Adam", "trained end to end")
 
@@ -159,8 +160,7 @@ def test_subspace_figure_marks_window_law_and_markers():
 
 
 def test_sdm_figure_says_the_weightings_overlap():
-    from experiments.sdm_cli import SdmCurvesConfig, coinciding_weightings, sdm_curves_tables, \
-        sdm_figure
+    from experiments.papers.sdm_curves import SdmCurvesConfig, coinciding_weightings, sdm_curves_tables, sdm_figure
 
     config = SdmCurvesConfig(n=16, radii=(3,))
     curves, fits = sdm_curves_tables(config)

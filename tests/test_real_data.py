@@ -1,4 +1,4 @@
-"""experiments.real_data: the three experiments at the tiny preset (files, resuming, settings
+"""experiments.papers.real_data: the three experiments at the tiny preset (files, resuming, settings
 refusal, --data-dir with MNIST IDX files) and the paired verdict rule across its thresholds."""
 
 import json
@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.claims import CLAIM_COLUMNS
-from experiments.real_data import (EXPERIMENTS, experiment_config, output_files, paired_claim,
+from experiments.analysis.claims import CLAIM_COLUMNS
+from experiments.papers.real_data import (EXPERIMENTS, experiment_config, output_files, paired_claim,
                                    run_cifar, run_comet_images, run_continual)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -68,7 +68,7 @@ def test_paired_claim_threshold_moves_with_the_margin():
 
 
 def test_the_regime_is_read_from_the_rows_optimiser_and_given_text_wins():
-    from experiments.real_data._verdicts import shared_regime, training_regime
+    from experiments.papers.real_data._verdicts import shared_regime, training_regime
 
     frame = frame_of({(1, s): 0.2 + JITTER[s] for s in SEEDS},
                      {(1, s): 0.3 for s in SEEDS})
@@ -152,7 +152,7 @@ def write_mnist(folder, n_train=100, n_test=50):
 
 
 def test_continual_tiny_on_digits_all_models_and_claims(tmp_path):
-    from experiments.continual import MODELS
+    from experiments.kinds.continual_harness import MODELS
 
     frame = run_continual("tiny", tmp_path, seeds=[0], progress=False)
     assert set(frame["model_label"]) == set(MODELS)
@@ -204,7 +204,7 @@ def test_continual_tiny_on_digits_all_models_and_claims(tmp_path):
 
 
 def test_table7_rows_are_the_papers_rows_with_their_k():
-    from experiments.real_data.continual import table7_rows
+    from experiments.papers.real_data.continual import table7_rows
 
     assert table7_rows("SDMLP") == "SDMLP k = 1 0.69, SDMLP k = 10 0.53"
     assert table7_rows("SDMLP + EWC", "oracle (ReLU MLP, joint)", "SMEAR") == \
@@ -223,7 +223,7 @@ def test_comet_and_continual_read_mnist_from_data_dir(tmp_path):
         images, labels = written[split]
         labels = np.arange(len(labels)) % 10
         from tests.test_datasets import write_idx_labels
-        from experiments.datasets import MNIST_FILES
+        from experiments.runner.datasets import MNIST_FILES
 
         write_idx_labels(data / MNIST_FILES[split][1], labels)
     frame = run_comet_images("tiny", tmp_path / "comet", data_dir=data, seeds=[0],
@@ -243,9 +243,9 @@ def test_comet_and_continual_read_mnist_from_data_dir(tmp_path):
 def test_the_report_names_the_data_of_every_image_experiment(tmp_path):
     """report.md opens with one line per image experiment naming its data (name, source,
     sizes, image shape, sha256: ``data_of`` of its folder); a step without data adds none."""
-    from experiments.real_data import data_of
-    from experiments.report import image_data_lines
-    from experiments.reproduce import write_report
+    from experiments.papers.real_data import data_of
+    from experiments.pipeline.report import image_data_lines
+    from experiments.pipeline.reproduce import write_report
 
     out = tmp_path / "run"
     folder = out / "comet_images"

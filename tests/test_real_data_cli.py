@@ -32,8 +32,8 @@ def test_the_console_prints_the_verdict_only_where_one_is_meant(tmp_path, monkey
                                                                  preset, shown):
     """The echo reads claims.csv: at quick its verdict, at tiny that none is meant (the
     experiment itself replaced by one that writes a claims.csv, so quick costs nothing)."""
-    from experiments import real_data
-    from experiments.claims import CLAIM_COLUMNS
+    from experiments.papers import real_data
+    from experiments.analysis.claims import CLAIM_COLUMNS
 
     def experiment(preset, out, **options):
         out.mkdir(parents=True, exist_ok=True)

@@ -8,11 +8,11 @@ import pathlib
 import pandas as pd
 import pytest
 
-from experiments import reproduce
-from experiments.engine import local_cluster
-from experiments.reproduce import ChecksStep, ImageStep, ScalingStep, run_reproduce
-from experiments.reproduce_parallel import _run_step_task, _submission_order
-from experiments.sweep import ROW_KEY
+from experiments.pipeline import reproduce
+from experiments.runner.engine import local_cluster
+from experiments.pipeline.reproduce import ChecksStep, ImageStep, ScalingStep, run_reproduce
+from experiments.pipeline.reproduce_parallel import _run_step_task, _submission_order
+from experiments.runner.rows import ROW_KEY
 
 distributed = pytest.importorskip("distributed")
 
@@ -30,7 +30,7 @@ def _fake_steps(checks: tuple[str, ...] | None, scaling: tuple[str, ...]):
     ``scaling`` at the tiny preset (rows on the workers, outputs in the driver)."""
     def steps(preset, device="auto", workers=None, scheduler=None):
         def sdm(out):  # nested: shipped to the workers by value, like a user's step
-            from experiments.sdm_cli import write_sdm_curves
+            from experiments.papers.sdm_curves import write_sdm_curves
             return write_sdm_curves(out, n=64, radii=(5, 11), weightings=("binary",))
 
         result = [("sdm", {"n": 64}, sdm)]
@@ -188,7 +188,7 @@ def test_a_failing_step_stops_the_run_and_the_rerun_does_only_the_rest(tmp_path,
 
 
 def test_a_step_task_holds_its_folder_while_it_runs(tmp_path):
-    from experiments import output_folder
+    from experiments.runner import output_folder
 
     seen = {}
 
@@ -217,8 +217,8 @@ def test_long_steps_get_the_workers_first():
 @pytest.mark.slow
 def test_steps_run_in_the_driver_where_the_workers_do_not_see_the_folder(tmp_path,
                                                                          monkeypatch, address):
-    from experiments import reproduce_parallel
-    from experiments.engine import Engine
+    from experiments.pipeline import reproduce_parallel
+    from experiments.runner.engine import Engine
 
     with Engine(scheduler=address) as engine:
         assert reproduce_parallel._sees_folder(engine, tmp_path)  # a local cluster: it does
@@ -302,7 +302,7 @@ def test_image_rows_on_two_workers_are_the_serial_rows(tmp_path, address, name):
     assert not (tmp_path / "parallel" / "claims.csv").exists()  # rows only
     files = parallel.outputs(tmp_path / "parallel")
     assert [f.name for f in files] == [f.name for f in
-                                       __import__("experiments.real_data").real_data
+                                       __import__("experiments.papers.real_data").real_data
                                        .output_files(tmp_path / "serial")]
     rows = [pd.read_csv(tmp_path / run / "results.csv", dtype={"settings": str})
             .drop(columns=["wall_s"], errors="ignore") for run in ("serial", "parallel")]

@@ -1,13 +1,13 @@
 """Rerunning a finished folder reuses its fits, plots and claims unless their inputs changed
-(``experiments.rerun``)."""
+(``experiments.pipeline.rerun``)."""
 
 import json
 
 import pytest
 
-from experiments import rerun
-from experiments.presets import experiment_configs
-from experiments.scale_cli import run_experiment
+from experiments.pipeline import rerun
+from experiments.papers.presets import experiment_configs
+from experiments.pipeline.scale import run_experiment
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def test_a_rerun_reuses_the_outputs(finished, monkeypatch):
     out, configs = finished
     record = json.loads((out / rerun.OUTPUTS_RECORD).read_text())
     assert "table.md" in record["files"] and "claims.csv" in record["files"]
-    import experiments.report as report
+    import experiments.pipeline.report as report
 
     def refuse(*args, **kwargs):
         raise AssertionError("outputs recomputed on an unchanged rerun")

@@ -6,16 +6,16 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments.presets import ROUTER_LABELS, experiment_configs
-from experiments.router_layers import build_router
-from experiments.router_training import (
+from experiments.papers.presets import ROUTER_LABELS, experiment_configs
+from experiments.kinds.routers import build_router
+from experiments.kinds.router_training import (
     RouterRegressor,
     RouterTraining,
     evaluate_router,
     train_router,
 )
-from experiments.specs import ROUTER_KINDS, ExperimentConfig, ModelSpec, TargetSpec
-from experiments.sweep import run_sweep
+from experiments.runner.specs import ROUTER_KINDS, ExperimentConfig, ModelSpec, TargetSpec
+from experiments.runner.sweep import run_sweep
 
 N_EXPERTS = {"sigma_moe": 4, "topk_moe": 4, "smear": 4}
 

@@ -6,18 +6,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.plots import axis_label, experiment_figure, with_size
-from experiments.presets import ROUTER_LABELS, experiment_configs
-from experiments.report import (
+from experiments.analysis.plots import axis_label, experiment_figure, with_size
+from experiments.papers.presets import ROUTER_LABELS, experiment_configs
+from experiments.pipeline.report import (
     CLAIM_COLUMNS,
     experiment_markdown,
     summary_table,
     write_experiment_outputs,
 )
-from experiments.reproduce import write_report
-from experiments.router_layers import build_router
-from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
-from experiments.sweep import run_sweep
+from experiments.pipeline.reproduce import write_report
+from experiments.kinds.routers import build_router
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.runner.sweep import run_sweep
 
 
 def _synthetic_routers(preset="quick", seeds=(0,)):
@@ -79,8 +79,8 @@ def test_no_claims_gives_a_csv_with_its_header_and_no_claims_section(tmp_path):
 
 
 def test_router_claims_judge_each_router_against_the_trained_dense_mlp_per_target():
-    from experiments.presets import TRAINED_DENSE_LABEL
-    from experiments.report import claims_for
+    from experiments.papers.presets import TRAINED_DENSE_LABEL
+    from experiments.pipeline.report import claims_for
 
     configs, frame = _synthetic_routers("quick", seeds=(0, 1, 2, 3, 4))
     # MSE 1/size: every router (4a) wins; each row its own 1 % seed noise (paired tests need it)
@@ -156,7 +156,7 @@ def test_report_reads_claims_files_without_claims(tmp_path):
 
 
 def test_report_gives_the_reason_of_every_claim_that_is_not_supported(tmp_path):
-    from experiments.report import Claim
+    from experiments.pipeline.report import Claim
 
     claims = [Claim("fig2", "LSH beats dense", "not supported", "0/2 lower", regime="sgd",
                     source="Baykal et al. 2022, §5.2, Fig. 2b", significance="paired over 3",

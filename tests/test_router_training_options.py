@@ -1,4 +1,4 @@
-"""``experiments.router_training``'s optimiser options against a hand-written update.
+"""``experiments.kinds.router_training``'s optimiser options against a hand-written update.
 
 The independent computation is the update rule itself: the gradient of the same loss on the
 same minibatch (drawn from ``train_router``'s generator exactly as it draws it), then
@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 
-from experiments.router_training import (
+from experiments.kinds.router_training import (
     LAYER_GRAD_CLIP,
     RouterRegressor,
     RouterTraining,

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.report import claims_for
-from experiments.scaling import fit_log_log, fit_power_law, scaling_table
+from experiments.pipeline.report import claims_for
+from experiments.analysis.scaling import fit_log_log, fit_power_law, scaling_table
 
 
 def test_exact_power_law_is_recovered():
@@ -57,17 +57,10 @@ def test_claims_follow_the_numbers():
 
 # -- normalised errors, the offset law, intervals and fit windows ------------------------
 
-from experiments.scaling import (  # noqa: E402
-    FIT_COLUMNS,
-    INTERVAL_PERCENTILES,
-    apply_fit_window,
-    error_column,
-    experiment_fits,
-    fit_law,
-    fit_offset_law,
-)
-from experiments.scaling import _FITS  # noqa: E402 (the kept fits)
-from experiments.sweep import normalised_errors  # noqa: E402
+from experiments.analysis.scaling import FIT_COLUMNS, INTERVAL_PERCENTILES, apply_fit_window, error_column, fit_law, fit_offset_law
+from experiments.analysis.fits import experiment_fits
+from experiments.analysis.scaling import _FITS  # noqa: E402 (the kept fits)
+from experiments.runner.rows import normalised_errors  # noqa: E402
 
 SIZES = 2.0 ** np.arange(3, 14)  # 8 … 8192: eleven sizes
 
@@ -181,7 +174,7 @@ def test_a_resample_drawn_twice_is_fitted_once_and_gets_its_own_fit(law, monkeyp
     """Four points and two seeds: 300 resamples repeat many (points used, their means and
     weights); each distinct one is fitted once, and every sample equals the fit of its own
     resample, redrawn here from the bootstrap's generator and fitted independently."""
-    import experiments.scaling as scaling
+    import experiments.analysis.scaling as scaling
 
     sizes = np.array([16.0, 64.0, 256.0, 1024.0])
     rng = np.random.default_rng(3)
@@ -228,7 +221,7 @@ FIG2_DENSE = ([16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0],
 
 
 def test_tied_range_keeps_the_ends_within_the_relative_tolerance_of_the_lowest():
-    from experiments.scaling import TIE_RTOL, _tied_range
+    from experiments.analysis.scaling import TIE_RTOL, _tied_range
 
     best = 2.0e-3
     inside, outside = best * (1 + 0.5 * TIE_RTOL), best * (1 + 2 * TIE_RTOL)
@@ -242,7 +235,7 @@ def test_tied_range_keeps_the_ends_within_the_relative_tolerance_of_the_lowest()
 def test_a_flat_set_of_offset_minimisers_is_reported_and_a_unique_one_is_not():
     """fig2's dense curve: starts end at one objective with α from about 0.50 to 0.53, and
     the reported α is one of them; a curve on the law itself has one minimiser."""
-    from experiments.scaling import _fit_table
+    from experiments.analysis.scaling import _fit_table
 
     sizes, log_y = (np.array(v) for v in FIG2_DENSE)
     flat = _fit_table("offset", sizes, log_y[:, None], n_boot=0, seed=0)
@@ -270,7 +263,7 @@ def _numpy_offset_objective(theta, log_n, log_y, weights, delta):
 
 
 def test_offset_objective_kernel_equals_the_numpy_expression_and_its_gradient_the_slope():
-    from experiments.scaling import _offset_objective
+    from experiments.analysis.scaling import _offset_objective
 
     rng = np.random.default_rng(3)
     for _ in range(300):
@@ -323,7 +316,7 @@ def test_fit_window_is_applied_as_written():
 
 
 def _fit_config(**changes):
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
     config = ExperimentConfig(name="fig2", preset="tiny", target=TargetSpec("polynomial"),
                               models=(ModelSpec("dense", width=8, label="m"),),
                               panels={"a": {"x": "x", "models": ["m"]}})
@@ -333,7 +326,7 @@ def _fit_config(**changes):
 def test_fit_window_is_written_to_config_json_and_used_by_fits_csv():
     import json
 
-    from experiments.specs import ExperimentConfig
+    from experiments.runner.specs import ExperimentConfig
 
     config = _fit_config(fit_window={"x": [16, None]})
     assert config.fit_window == {"x": (16.0, None)}
@@ -377,7 +370,7 @@ def test_claims_use_eval_nmse_and_keep_their_verdicts():
 
 
 def test_report_states_each_targets_variance_and_writes_fits_csv(tmp_path):
-    from experiments.report import experiment_markdown, write_experiment_outputs
+    from experiments.pipeline.report import experiment_markdown, write_experiment_outputs
 
     config = _fit_config(panels={"a": {"x": "activated_units", "models": ["dense"]}})
     var = 7e-6
@@ -427,7 +420,7 @@ def test_offset_fit_shares_one_evaluation_and_ends_where_scipys_memo_does():
     and ends bit for bit where ``minimize(..., jac=True)`` ends from the same starts."""
     from scipy.optimize import minimize
 
-    import experiments.scaling as scaling
+    import experiments.analysis.scaling as scaling
 
     rng = np.random.default_rng(5)
     for _ in range(20):

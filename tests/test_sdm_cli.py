@@ -1,4 +1,4 @@
-"""Tests of ``sparselab sdm curves`` (experiments/sdm_cli.py)."""
+"""Tests of ``sparselab sdm curves`` (experiments/cli/sdm.py)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from experiments.sdm_cli import (
-    NEGLIGIBLE_BAND,
-    PLANT_EXCESS,
-    SdmCurvesConfig,
-    _exponential_gap,
-    _planted_beta,
-    _weighting_claims,
-    _weighting_spread,
-    sdm_command,
-    sdm_curves_tables,
-    write_sdm_curves,
-)
+from experiments.cli.sdm import sdm_command
+from experiments.papers.sdm_curves import NEGLIGIBLE_BAND, PLANT_EXCESS, SdmCurvesConfig, _exponential_gap, _planted_beta, _weighting_claims, _weighting_spread, sdm_curves_tables, write_sdm_curves
 from routing.sdm import circle_intersection, fit_softmax_beta
 
 

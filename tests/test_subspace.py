@@ -1,4 +1,4 @@
-"""The subspace experiment's window, reach and verdict (experiments/subspace.py): the input-only
+"""The subspace experiment's window, reach and verdict (experiments/papers/subspace.py): the input-only
 geometry against the LSH table fitted to the inputs themselves, and every threshold of the
 pre-registered rules moved across its edge."""
 
@@ -8,22 +8,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.presets import experiment_configs, in_sample_regime, subspace_widths
-from experiments.subspace import (
+from experiments.analysis.fit_window import (
     EMPTY_FRACTION_MAX,
     EMPTY_SHARE_MAX,
-    MIN_DECADES,
-    MIN_WIDTHS,
     SPREAD_RATIO_MAX,
     WINDOW_RULE,
+    in_sample_regime,
+    sample_regime_max_buckets,
+    window_mask,
+)
+from experiments.papers.presets import experiment_configs, subspace_widths
+from experiments.papers.subspace import (
+    MIN_DECADES,
+    MIN_WIDTHS,
     bucket_geometry,
     exponent_verdict,
     needed_n_train,
     reach,
-    sample_regime_max_buckets,
     subspace_claim,
     tolerance,
-    window_mask,
     with_geometry,
 )
 
@@ -31,7 +34,7 @@ from experiments.subspace import (
 def test_geometry_equals_the_lsh_table_fitted_to_the_inputs_themselves():
     # an independent route: routing.LSHTable fitted to each coordinate z_j of Γ, the same
     # data and hashes as the sweep; its errors give the spread ratio and the empty share
-    from experiments.specs import data_seeds
+    from experiments.runner.specs import data_seeds
     from lipschitz import make_dataset
     from routing.euclidean_lsh import EuclideanLSH
     from routing.lsh_table import LSHTable
@@ -59,7 +62,7 @@ def test_geometry_equals_the_lsh_table_fitted_to_the_inputs_themselves():
 
 
 def test_geometry_counts_the_rows_buckets_and_refuses_other_rows(tmp_path):
-    from experiments.sweep import run_sweep
+    from experiments.runner.sweep import run_sweep
 
     configs = experiment_configs("subspace", "tiny")[:1]
     frame = run_sweep(configs, tmp_path, device="cpu", progress=False)
@@ -153,7 +156,7 @@ def test_out_of_reach_says_what_would_be_needed_and_in_reach_gives_the_verdict()
 
 
 def test_quick_grid_steps_a_fraction_of_a_decade_of_t_and_the_window_is_in_config():
-    from experiments.specs import fit_of
+    from experiments.runner.specs import fit_of
 
     configs = experiment_configs("subspace", "quick")
     assert [c.target.subspace_k for c in configs] == [2, 3, 4, 5, 6]
@@ -174,7 +177,7 @@ def _synthetic_subspace(alpha, k=2, seeds=(0, 1, 2), spread=0.03):
     """A subspace config and rows with nMSE = c_s · T^(−alpha), c_s = 1 + spread · seed (each
     seed its own T too), spread ratio 3/T (buckets smaller than half of Γ from T = 12) and
     empty buckets carrying more than 10 % of the identity map's error above T = 3000."""
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
 
     widths = np.geomspace(8.0, 0.1, 12)
     models = tuple(ModelSpec("lsh_table", n_hashes=2 * k, bucket_width=float(w),
@@ -203,8 +206,8 @@ def _synthetic_subspace(alpha, k=2, seeds=(0, 1, 2), spread=0.03):
 
 @pytest.mark.parametrize("alpha, verdict", [(1.0, "supported"), (0.6, "not supported")])
 def test_fits_and_the_verdict_use_the_window_rows_only(alpha, verdict):
-    from experiments.claims import claims_for
-    from experiments.scaling import experiment_fits
+    from experiments.papers.scaling_claims import claims_for
+    from experiments.analysis.fits import experiment_fits
 
     config, frame = _synthetic_subspace(alpha)
     fits = experiment_fits("subspace", [config], frame, n_boot=100)

@@ -5,8 +5,9 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments.presets import experiment_configs
-from experiments.sweep import COLUMNS, resolve_device, run_device, run_sweep
+from experiments.papers.presets import experiment_configs
+from experiments.runner.sweep import run_device, run_sweep
+from experiments.runner.rows import COLUMNS, resolve_device
 
 
 class Interrupt(Exception):
@@ -47,11 +48,12 @@ def test_ctrl_c_says_how_many_rows_are_kept_and_that_a_rerun_resumes(tmp_path, m
     """Ctrl-C (a KeyboardInterrupt from the third fit) stops the sweep, says on stderr how
     many rows results.csv keeps and that the same command resumes, and lets the interrupt
     go on; the rerun computes only the rows not kept."""
-    import experiments.sweep as sweep
+    import experiments.runner.rows as rows
+    import experiments.runner.sweep as sweep
 
     configs = experiment_configs("subspace", "tiny")
     n_rows = sum(len(c.seeds) * len(c.models) for c in configs)
-    real, fits = sweep.compute_row, []
+    real, fits = rows.compute_row, []
 
     def fit_then_ctrl_c(*args, **kwargs):
         if len(fits) == 2:
@@ -127,7 +129,7 @@ def test_rows_of_removed_models_are_left_out(tmp_path):
 # -- settings fingerprints: a folder resumes only under the settings its rows were made with
 
 def _small_config(**changes):
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
     models = (ModelSpec("dense", width=8, label="dense"),
               ModelSpec("dsm", width=16, k=4, label="DSM"))
     config = ExperimentConfig(name="fig4", preset="tiny", target=TargetSpec("polynomial"),
@@ -145,14 +147,14 @@ def test_settings_fingerprint_is_stable_and_covers_every_setting():
     import subprocess
     import sys
 
-    from experiments.specs import TargetSpec
-    from experiments.sweep import settings_fingerprint
+    from experiments.runner.specs import TargetSpec
+    from experiments.runner.rows import settings_fingerprint
 
     config = _small_config()
     here = settings_fingerprint(config)
     # another process with another hash seed: the fingerprint is no Python hash()
     code = ("import sys; sys.path.insert(0, 'tests'); from test_sweep import _small_config; "
-            "from experiments.sweep import settings_fingerprint; "
+            "from experiments.runner.sweep import settings_fingerprint; "
             "print(settings_fingerprint(_small_config()))")
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True, env={**__import__("os").environ, "PYTHONHASHSEED": "123"})
@@ -189,7 +191,7 @@ def test_resuming_under_changed_settings_is_refused_and_names_them(tmp_path, set
 
 
 def test_same_settings_resume_without_rerunning_and_force_starts_over(tmp_path):
-    from experiments.sweep import settings_fingerprint
+    from experiments.runner.rows import settings_fingerprint
 
     config = _small_config()
     first = run_sweep([config], tmp_path, device="cpu", progress=False)
@@ -226,7 +228,7 @@ def test_rows_written_before_settings_were_recorded_are_refused(tmp_path):
 # -- normalised errors: every row carries them; older tables resume and get them
 
 def test_rows_carry_eval_and_train_nmse_over_their_own_labels(tmp_path):
-    from experiments.sweep import _make_data
+    from experiments.runner.rows import _make_data
 
     config = _small_config(noise_std=0.01)
     frame = run_sweep([config], tmp_path, device="cpu", progress=False)
@@ -238,7 +240,7 @@ def test_rows_carry_eval_and_train_nmse_over_their_own_labels(tmp_path):
 
 
 def test_results_without_nmse_columns_resume_and_get_them_without_refitting(tmp_path):
-    from experiments.sweep import load_results
+    from experiments.runner.sweep import load_results
 
     config = _small_config()
     first = run_sweep([config], tmp_path, device="cpu", progress=False)
@@ -264,22 +266,23 @@ def test_results_without_nmse_columns_resume_and_get_them_without_refitting(tmp_
 def test_rows_of_interleaved_seeds_share_their_data_sets(monkeypatch):
     """A worker gets rows of several sweeps and seeds in turn: each (config, seed) data set is
     drawn once while it is among the ``DATA_CACHE_SIZE`` last used, and is the same data."""
-    from experiments import sweep
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner import rows
+    from experiments.runner import sweep
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
 
     config = ExperimentConfig(name="cache", preset="tiny", target=TargetSpec("polynomial"),
                               models=(ModelSpec("dense", width=4),), seeds=(0, 1),
                               n_train=50, n_eval=20)
     drawn = []
-    make = sweep._make_data
-    monkeypatch.setattr(sweep, "_make_data", lambda c, s: drawn.append(s) or make(c, s))
-    monkeypatch.setattr(sweep, "_last_data", type(sweep._last_data)())
-    first = [sweep._data_of(config, s) for s in (0, 1, 0, 1)]
+    make = rows._make_data
+    monkeypatch.setattr(rows, "_make_data", lambda c, s: drawn.append(s) or make(c, s))
+    monkeypatch.setattr(rows, "_last_data", type(rows._last_data)())
+    first = [rows.cached_data(config, s) for s in (0, 1, 0, 1)]
     assert drawn == [0, 1] and first[2] is first[0] and first[3] is first[1]
-    for seed in range(2, 2 + sweep.DATA_CACHE_SIZE):  # seed 0 becomes the least recent
-        sweep._data_of(config, seed)
-    again = sweep._data_of(config, 0)
-    assert drawn[-1] == 0 and len(drawn) == 3 + sweep.DATA_CACHE_SIZE
+    for seed in range(2, 2 + rows.DATA_CACHE_SIZE):  # seed 0 becomes the least recent
+        rows.cached_data(config, seed)
+    again = rows.cached_data(config, 0)
+    assert drawn[-1] == 0 and len(drawn) == 3 + rows.DATA_CACHE_SIZE
     for a, b in zip(again, first[0]):  # drawn anew from its seed: the same numbers
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
@@ -288,7 +291,7 @@ def test_specs_differing_only_in_n_tables_both_keep_their_rows_through_a_resume(
     """Two LSH specs alike but for n_tables (same label): a sweep stopped after the first row
     and resumed computes the second and keeps both, each the row its own spec gives alone. A
     row key blind to n_tables would take the second for the first, done already."""
-    from experiments.specs import ExperimentConfig, ModelSpec, TargetSpec
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
 
     one, two = (ModelSpec("lsh", n_bits=4, n_tables=t, family="sign", label="LSH")
                 for t in (1, 2))

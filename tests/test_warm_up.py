@@ -1,4 +1,4 @@
-"""The install-time warm-up (``experiments.warm_up``): after it, the work it samples loads its
+"""The install-time warm-up (``experiments.pipeline.warm_up``): after it, the work it samples loads its
 Numba kernels from the on-disk cache instead of compiling them."""
 
 import json
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from experiments import warm_up
+from experiments.pipeline import warm_up
 
 
 def test_compiled_counts_a_compilation():
@@ -30,8 +30,9 @@ def test_compiled_counts_a_compilation():
 
 _CHILD = """
 import json, sys, tempfile, pathlib
-from experiments import warm_up, real_data
-from experiments.threads import single_threaded
+from experiments.pipeline import warm_up
+from experiments.papers import real_data
+from experiments.runner.threads import single_threaded
 warm_up.compiled()
 if sys.argv[1] == "warm":
     warm_up.warm_up(progress=False, parts=("other steps",), preset="tiny")

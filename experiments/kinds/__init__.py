@@ -1,4 +1,4 @@
-"""The built-in model kinds (``experiments.model_kinds``), one module a family:
+"""The built-in model kinds (``experiments.kinds.registry``), one module a family:
 ``linear`` (Baykal et al.'s regression models), ``lsh_table`` (Theorem 4.1's learner) and
 ``routers`` (the ``routing.layers`` layers trained end to end). Each module registers its
 kinds on import; nothing here imports torch until a model is built."""

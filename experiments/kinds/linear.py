@@ -1,8 +1,8 @@
 """Baykal et al. 2022's regression models as model kinds: dense, DSM, random hash and the
-LSH model (``experiments.models``), each a frozen bottom layer under a trainable top layer.
+LSH model (``routing.models``), each a frozen bottom layer under a trainable top layer.
 
 They are linear in their trainable parameters, so they are fitted under either regime:
-"exact" (ridge least squares, ``experiments.fitting``) or "sgd" (Adam). Source: Baykal et al.
+"exact" (ridge least squares, ``experiments.kinds.fitting``) or "sgd" (Adam). Source: Baykal et al.
 2022, §2.2 and §5.1.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from experiments.model_kinds import ModelKind, register_model_kind
+from experiments.kinds.registry import ModelKind, register_model_kind
 from routing.validation import check_int, check_real
 
-#: Hash families of the "lsh" kind (``experiments.models.lsh_model.HASH_FAMILIES``, the same
+#: Hash families of the "lsh" kind (``routing.models.lsh_model.HASH_FAMILIES``, the same
 #: tuple; kept here so that reading a spec needs no torch): hyperplanes through the origin
 #: ("sign", Charikar 2002, the default), affine hyperplanes ("affine"), Euclidean LSH
 #: ("euclidean", Datar et al. 2004: the family of Baykal et al.'s Theorem 4.1) and a uniform
@@ -26,8 +26,8 @@ MAX_FEATURE_BYTES = 4 << 30
 
 
 class LinearKind(ModelKind):
-    """A model of ``experiments.models``: built by ``factory(spec, dim, seed)``, fitted by
-    ``experiments.fitting.fit_model`` (exact or SGD), measured by its own size and cost
+    """A model of ``routing.models``: built by ``factory(spec, dim, seed)``, fitted by
+    ``experiments.kinds.fitting.fit_model`` (exact or SGD), measured by its own size and cost
     properties.
 
     Arguments:
@@ -58,21 +58,21 @@ class LinearKind(ModelKind):
         return self.factory(spec, dim, seed)
 
     def fit(self, model, spec, config, X, y, regime, seed) -> float:
-        from experiments.fitting import SGDConfig, fit_model
+        from experiments.kinds.fitting import SGDConfig, fit_model
 
         sgd = SGDConfig(steps=config.sgd_steps, lr=config.sgd_lr, batch_size=config.sgd_batch)
         return fit_model(model, X, y, fit=regime, sgd=sgd, ridge=config.ridge,
                          seed=seed).train_mse
 
     def evaluate(self, model, X, y) -> dict[str, float]:
-        from experiments.fitting import evaluate
+        from experiments.kinds.fitting import evaluate
 
         return evaluate(model, X, y)
 
     def describe(self, model, spec, X) -> dict[str, Any]:
         lsh = spec.kind == "lsh"
         # LSH: the table's capacity (n_tables·2^n_bits) and the buckets the training data
-        # reach, the values the fit sets (the plots' x for LSH, ``experiments.plots.with_size``)
+        # reach, the values the fit sets (the plots' x for LSH, ``experiments.analysis.plots.with_size``)
         return {"width": getattr(model, "width", None), "k": getattr(model, "k", None),
                 "buckets": model.total_units if lsh else None,
                 "nonempty_buckets": model.n_nonempty(X) if lsh else None,
@@ -110,26 +110,26 @@ def _check_lsh(spec) -> None:
 
 
 def _dense(spec, dim, seed):
-    from experiments.models import Dense
+    from routing.models import Dense
 
     return Dense(dim, spec.width, seed=seed)
 
 
 def _dsm(spec, dim, seed):
-    from experiments.models import DSM
+    from routing.models import DSM
 
     return DSM(dim, spec.width, spec.k, seed=seed)
 
 
 def _random_hash(spec, dim, seed):
-    from experiments.models import RandomHashModel
+    from routing.models import RandomHashModel
 
     return RandomHashModel(dim, spec.width, spec.k, seed=seed)
 
 
 def _lsh(spec, dim, seed):
-    from experiments.models import LSHModel
-    from experiments.models.lsh_model import lsh_hasher
+    from routing.models import LSHModel
+    from routing.models.lsh_model import lsh_hasher
 
     hasher = lsh_hasher(spec.family, dim, spec.n_bits, spec.n_tables, seed,
                         n_hashes=spec.n_hashes, bucket_width=spec.bucket_width)

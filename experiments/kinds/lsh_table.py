@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.model_kinds import ModelKind, register_model_kind
+from experiments.kinds.registry import ModelKind, register_model_kind
 from routing.validation import check_int, check_real
 
 

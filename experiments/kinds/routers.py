@@ -1,5 +1,5 @@
 """The router layers of ``routing.layers`` as model kinds, trained end to end as regressors
-(``experiments.router_training``): COMET, σ-MoE, top-k MoE, PKM, SMEAR, SDMLP, and their dense
+(``experiments.kinds.router_training``): COMET, σ-MoE, top-k MoE, PKM, SMEAR, SDMLP, and their dense
 baseline ``DenseMLP``.
 
 A spec gives every router the same two numbers, ``width`` (total hidden units) and ``k``
@@ -25,13 +25,13 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from experiments.model_kinds import ModelKind, register_model_kind
+from experiments.kinds.registry import ModelKind, model_kind, register_model_kind
 from routing.validation import check_int, check_seed
 
 
 class RouterKind(ModelKind):
     """A ``routing.layers.RouterLayer`` with d_out = 1 trained end to end by SGD
-    (``experiments.router_training.train_router``, the spec's ``lr`` or the layer's own).
+    (``experiments.kinds.router_training.train_router``, the spec's ``lr`` or the layer's own).
 
     Arguments:
         name: the kind's name.
@@ -76,21 +76,21 @@ class RouterKind(ModelKind):
                                    check_int(epochs, "epochs", 1))
 
     def build(self, spec, dim, seed, config):
-        from experiments.router_training import RouterRegressor
+        from experiments.kinds.router_training import RouterRegressor
 
         n = config.n_train
         epochs = max(1, config.sgd_steps * min(config.sgd_batch, n) // n)
         return RouterRegressor(self.build_layer(spec, dim, seed, epochs=epochs))
 
     def fit(self, model, spec, config, X, y, regime, seed) -> float:
-        from experiments.router_training import RouterTraining, train_router
+        from experiments.kinds.router_training import RouterTraining, train_router
 
         training = RouterTraining(steps=config.sgd_steps, batch_size=config.sgd_batch,
                                   lr=spec.lr)
         return train_router(model, X, y, training, seed=seed).train_mse
 
     def evaluate(self, model, X, y) -> dict[str, float]:
-        from experiments.router_training import evaluate_router
+        from experiments.kinds.router_training import evaluate_router
 
         return evaluate_router(model, X, y)
 
@@ -115,6 +115,31 @@ def cost_formula_flops(layer) -> int | None:
         return None
     value = cost().get("paper_formula")
     return None if value is None else int(value)
+
+
+def build_router(spec, dim: int, seed: int, epochs: int = 1):
+    """The router layer of ``spec`` for inputs of dimension ``dim`` and a scalar output.
+
+    Arguments:
+        spec: a ``ModelSpec`` of a router kind (``experiments.kinds.routers.RouterKind``:
+            the built-in ``experiments.runner.specs.TRAINED_KINDS`` or one registered since).
+        dim: input dimension, >= 1 (even for "pkm", whose query is split in halves).
+        seed: seed of the layer's initialisation (and frozen parts), >= 0.
+        epochs: passes over the training data the layer will get (SDMLP anneals k over the
+            first half of them), >= 1.
+
+    Returns:
+        A ``RouterLayer`` with d_out = 1 on the CPU in float32.
+
+    Raises:
+        ValueError: a kind that is not a router, or arguments out of range (an odd ``dim``
+            for "pkm").
+    """
+    kind = model_kind(spec.kind)
+    if not isinstance(kind, RouterKind):
+        raise ValueError(f"spec.kind must be a router kind, got {spec.kind!r} (a "
+                         f"{type(kind).__name__})")
+    return kind.build_layer(spec, dim, seed, epochs)
 
 
 # -- the built-in routers -------------------------------------------------------------------

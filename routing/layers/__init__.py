@@ -14,9 +14,13 @@ registered buffers (``RouterLayer``):
   non-negative weights (Bricken et al. 2023 §4);
 * ``DenseMLP``: the dense baseline, every hidden unit active (COMET §5.2.1's "smaller model"
   at matched activated units).
+
+What the layers share and a training loop needs too: ``OPTIMIZERS`` (the optimisers a layer
+config names) and ``uniform_fan_in_`` (PyTorch's default ``nn.Linear`` initialisation drawn
+from a seeded generator).
 """
 
-from routing.layers._base import RouterLayer
+from routing.layers._base import OPTIMIZERS, RouterLayer, uniform_fan_in_
 from routing.layers.comet import COMET, COMETConfig
 from routing.layers.dense import DenseMLP, DenseMLPConfig
 from routing.layers.pkm import PKM, PKMConfig
@@ -27,4 +31,4 @@ from routing.layers.topk_moe import TopKMoE, TopKMoEConfig
 
 __all__ = ["RouterLayer", "COMET", "COMETConfig", "SigmaMoE", "SigmaMoEConfig", "TopKMoE",
            "TopKMoEConfig", "PKM", "PKMConfig", "SMEAR", "SMEARConfig", "SDMLP", "SDMLPConfig",
-           "DenseMLP", "DenseMLPConfig"]
+           "DenseMLP", "DenseMLPConfig", "OPTIMIZERS", "uniform_fan_in_"]

@@ -51,7 +51,7 @@ from routing.validation import (check_allocation, check_choice, check_finite_ten
 __all__ = ["RouterLayer", "OPTIMIZERS", "check_layer_config", "check_parameter_memory",
            "NoUsageCountedError"]
 
-OPTIMIZERS = ("adam", "sgd")  # what experiments.router_training knows how to build
+OPTIMIZERS = ("adam", "sgd")  # what experiments.kinds.router_training knows how to build
 
 
 class NoUsageCountedError(ValueError, RuntimeError):

@@ -10,7 +10,7 @@ as many active units as COMET's. At matched activated units a this layer has wid
 smaller model, while the routers use a of their 4a units: the comparison "sparse beats dense
 at equal activated units" when both learn their features. (Baykal et al.'s dense model of §5
 is another one: a frozen random bottom layer with only the output layer fitted,
-``experiments.models.Dense``.)
+``routing.models.Dense``.)
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ Bricken & Pehlevan 2021, the SNR-optimal radius of Kanerva 1993, and sympy deriv
 App. A.7, Eqs. 10-11.
 """
 
+from routing.sdm._checks import check_weighting
 from routing.sdm._continuous import cap_fraction, cap_intersection_fraction
 from routing.sdm._empirical import MonteCarloIntersection, brute_force_intersection, monte_carlo_intersection
 from routing.sdm._hamming import (
@@ -34,6 +35,7 @@ __all__ = [
     "cosine_to_hamming",
     "snr_optimal_radius",
     "fit_softmax_beta",
+    "check_weighting",
     "SoftmaxFit",
     "brute_force_intersection",
     "monte_carlo_intersection",

@@ -14,10 +14,23 @@ _ALIASES = {"binary": "binary", "linear": "linear", "exponential": "exponential"
 
 
 def check_weighting(weighting, beta):
-    """Return ``(weighting, beta)`` in canonical form.
+    """Return ``(weighting, beta)`` in canonical form: the neuron weightings of Bricken et al.
+    2023, App. A.7 (binary, linear, exponential; "exp" is read as "exponential").
 
-    ``beta`` is required (a finite real >= 0) for the exponential weighting and must be
-    ``None`` for the others, so that a β given to the wrong weighting is never ignored silently.
+    ``beta`` is required (a finite real >= 0, the exponential weighting's inverse temperature per
+    unit of Hamming distance) for the exponential weighting and must be ``None`` for the others,
+    so that a β given to the wrong weighting is never ignored silently.
+
+    Arguments:
+        weighting: "binary", "linear", "exponential" or "exp" (str).
+        beta: a real >= 0 for "exponential", None otherwise.
+
+    Returns:
+        ``(weighting, beta)``: the canonical name (str) and β as a float (or None).
+
+    Raises:
+        ValueError: an unknown weighting, β missing for the exponential weighting, β given to
+            another weighting, or β negative, infinite or NaN.
     """
     if not isinstance(weighting, str) or weighting not in _ALIASES:
         raise ValueError(

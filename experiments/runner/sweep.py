@@ -1,0 +1,367 @@
+"""Run a sweep: fit every model of an ``ExperimentConfig`` for every seed and collect a tidy,
+resumable ``results.csv`` (one row per model, configuration and seed).
+
+Resuming: a row is identified by (experiment, target, model_key, fit, seed, settings), where
+``settings`` is a fingerprint of the config fields that change a row's numbers (data sizes,
+noise, training and ridge settings, the target's seed: ``settings_fingerprint``). Rows already
+in ``results.csv`` are skipped, and each new row is written atomically (the whole table goes to
+a temporary file that replaces ``results.csv``: ``experiments.runner.output_folder``), so an
+interrupted sweep loses no finished row. A folder whose rows of the same experiment and target
+were made under other settings, or that holds another experiment's rows, is refused
+(``check_results``) rather than mixed with the new rows; a folder another process is writing
+is refused at once (``experiments.runner.output_folder.claim``).
+
+Where rows are computed: one after another in this process (``workers`` and ``scheduler``
+None), or on Dask workers (``experiments.runner.engine``): a local cluster of ``workers``
+single-threaded processes, or the cluster whose scheduler is at ``scheduler``. Each row is a
+function of (config, model spec, seed) alone (``compute_row``: the data are drawn again from
+the seed), so the numbers are the same wherever it runs; only this process writes
+``results.csv``, a row at a time as they complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import pathlib
+import sys
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from experiments.runner import output_folder
+from experiments.runner.rows import (
+    COLUMNS,
+    ROW_KEY,
+    cached_data,
+    compute_row,
+    normalised_errors,
+    resolve_device,
+    settings_fingerprint,
+    settings_of,
+)
+from experiments.runner.specs import ExperimentConfig, fit_of
+from experiments.runner.threads import single_threaded
+from routing.validation import check_bool, check_choice
+
+
+def run_device(device: str, scheduler: str | None = None) -> torch.device | str:
+    """The device a run's driver records (``config.json``) and hands to its rows: resolved
+    here (``resolve_device``); or, for rows on an existing cluster (``scheduler`` given), the
+    name as given, each worker resolving it (the GPUs are the workers'; the driver may have
+    none, and ``experiments.runner.environment.environment`` records "auto" as "auto (each worker's)").
+
+    Arguments:
+        device: "auto", "cpu" or "cuda".
+        scheduler: the cluster's address (``--scheduler``), or None for rows computed here or
+            on a local cluster (whose workers see this machine's GPUs).
+
+    Returns:
+        a ``torch.device`` without ``scheduler``, else ``device`` itself.
+
+    Raises:
+        ValueError: ``device`` not one of "auto", "cpu", "cuda"; without ``scheduler``,
+            "cuda" on a machine without CUDA (``resolve_device``).
+
+    Source: README.md, "Many cores, many machines, GPUs" (``--scheduler`` an existing
+    cluster, ``--device cuda`` on its workers).
+    """
+    if scheduler is None:
+        return resolve_device(device)
+    check_choice(device, "device", ("auto", "cpu", "cuda"))
+    return device
+
+
+def load_results(path: pathlib.Path) -> pd.DataFrame:
+    """``results.csv`` as a DataFrame (empty with the right columns if missing); the
+    ``settings`` fingerprints stay strings (an all-digit one would otherwise be read as a
+    number), and columns added since the file was written (``settings``,
+    ``flops_cost_formula``, ``train_nmse``, ``eval_nmse``) are there, empty (nan). A resumed
+    sweep fills the normalised errors of its own rows (``run_sweep``)."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        return pd.DataFrame(columns=COLUMNS)
+    table = pd.read_csv(path, dtype={"settings": str})
+    missing = [column for column in COLUMNS if column not in table]
+    return table.assign(**{column: np.nan for column in missing})
+
+
+def check_results(configs: list[ExperimentConfig], out: pathlib.Path,
+                  table: pd.DataFrame | None = None) -> None:
+    """Refuse to resume into ``out`` when its ``results.csv`` holds rows of one of
+    ``configs``' (experiment, target) pairs made under other settings, or written before
+    rows recorded their settings: those rows would be reused or mixed with the new ones.
+
+    Arguments:
+        configs: the sweep about to run.
+        out: its output folder (``results.csv`` and, if present, ``config.json`` are read).
+        table: ``results.csv`` already loaded (read from ``out`` when None).
+
+    Also refuses a folder holding rows of an experiment that is none of ``configs``' names
+    (a fig3 run into a fig2 folder), naming it.
+
+    Raises:
+        ValueError: naming ``results.csv``, the other experiment or the settings that differ
+            where ``config.json`` tells them, and the way out (a new ``--out`` or ``--force``).
+    """
+    out = pathlib.Path(out)
+    path = out / "results.csv"
+    table = load_results(path) if table is None else table
+    if not len(table):
+        return
+    names = {config.name for config in configs}
+    others = table.loc[~table["experiment"].astype(str).isin(names), "experiment"]
+    if len(others):
+        counts = others.astype(str).value_counts()
+        found = ", ".join(f"{n} rows of experiment {name!r}" for name, n in counts.items())
+        raise ValueError(f"{path} holds {found}, not this run's experiment "
+                         f"{' / '.join(sorted(map(repr, names)))}; one folder holds one "
+                         f"experiment. Write to a new --out folder, or pass --force to start "
+                         f"this folder's results over.")
+    expected: dict[tuple[str, str], set[str]] = {}
+    for config in configs:
+        expected.setdefault((config.name, config.target.label()), set()).add(
+            settings_fingerprint(config))
+    settings = table["settings"].astype(object) if "settings" in table else np.nan
+    bad = []
+    for (name, target, found), rows in table.assign(settings=settings).groupby(
+            ["experiment", "target", "settings"], dropna=False, sort=False):
+        wanted = expected.get((str(name), str(target)))
+        if wanted is not None and (not isinstance(found, str) or found not in wanted):
+            bad.append((str(name), str(target), found if isinstance(found, str) else None,
+                        len(rows)))
+    if not bad:
+        return
+    name, target, found, n_rows = bad[0]
+    config = next(c for c in configs if (c.name, c.target.label()) == (name, target))
+    what = (f"{n_rows} rows of experiment {name!r}, target {target}, "
+            + (f"made under other settings (fingerprint {found}, this run's "
+               f"{settings_fingerprint(config)})" if found else
+               "written before rows recorded their settings"))
+    more = (f" (and {sum(n for *_, n in bad[1:])} more rows of other targets or settings)"
+            if len(bad) > 1 else "")
+    raise ValueError(f"{path} holds {what}{more}; resuming would reuse them as this run's. "
+                     f"{_settings_difference(out / 'config.json', config, found)}"
+                     f"Write to a new --out folder, or pass --force to start this folder's "
+                     f"results over.")
+
+
+def _settings_difference(config_path: pathlib.Path, config: ExperimentConfig,
+                         found: str | None) -> str:
+    """Which settings differ, from ``config.json`` where it can be matched to the rows: by
+    fingerprint, or for rows without one (older sweeps wrote config.json when they finished)
+    by experiment and target."""
+    try:
+        recorded = json.loads(config_path.read_text())["configs"]
+        candidates = [c for c in recorded if c["name"] == config.name]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "(No readable config.json tells which settings differ.) "
+    if found is not None:
+        match = [c for c in candidates if settings_fingerprint(c) == found]
+        source = "config.json"
+    else:
+        current = settings_of(config)["target"]
+        match = [c for c in candidates if settings_of(c).get("target") == current]
+        source = "config.json (written when that sweep finished)"
+    if not match:
+        return f"(The {config_path.name} beside it does not describe those rows.) "
+    old, new = _flat(settings_of(match[0])), _flat(settings_of(config))
+    changed = [f"{key} {_show(old.get(key))} there, {_show(new.get(key))} now"
+               for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+    if not changed:
+        return f"{source} records this run's settings, but the rows cannot be checked. "
+    return f"Settings that differ, by {source}: {'; '.join(changed)}. "
+
+
+def _flat(settings: dict, prefix: str = "") -> dict:
+    """{"target.sha256": …} of nested settings: a difference is named field by field."""
+    out = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _show(value) -> str:
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        return str(int(value))
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def _write_atomically(frame: pd.DataFrame, path: pathlib.Path) -> None:
+    output_folder.write_frame(frame, path)
+
+
+def prepare_out(configs: list[ExperimentConfig], out: pathlib.Path,
+                force: bool = False) -> pd.DataFrame:
+    """Make ``out`` ready for the sweep ``configs``: create it, check it is writable and no
+    other process is writing it (``experiments.runner.output_folder.claim``), delete its
+    ``results.csv`` when ``force``, and refuse rows of another experiment or made under other
+    settings (``check_results``). Returns the rows already there.
+
+    The folder is claimed for the check and released after it, unless the caller holds it
+    already (``with experiments.runner.output_folder.writer(out):``), in which case it stays the
+    caller's.
+
+    Raises:
+        ValueError: unwritable ``out``; ``output_folder.FolderBusy`` (a ValueError) when
+            another process writes ``out``, naming its PID and host; rows of another
+            experiment or made under other settings (see ``check_results``); ``force`` not a
+            bool.
+    """
+    force = check_bool(force, "force")
+    out = pathlib.Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is not writable: it is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"--out {out} is not writable: {error}") from None
+    with output_folder.writer(out):
+        try:
+            output_folder.write_bytes(out / ".write-test", b"")
+            (out / ".write-test").unlink()
+        except (OSError, output_folder.OutputError) as error:
+            raise ValueError(f"--out {out} is not writable: {error}") from None
+        path = out / "results.csv"
+        if force:
+            path.unlink(missing_ok=True)
+        table = load_results(path)
+        check_results(configs, out, table)
+    return table
+
+
+def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = "auto",
+              progress: bool = True, on_row: Callable[[dict], None] | None = None,
+              force: bool = False, workers: int | None = None,
+              scheduler: str | None = None) -> pd.DataFrame:
+    """Run every (config, seed, model) not yet in ``out/results.csv``; return the rows of this
+    sweep (rows of models no longer in ``configs`` stay in the file but are left out).
+
+    Arguments:
+        configs: the sweep (one experiment may have several configs, e.g. one per k).
+        out: output folder, created if needed; this process is its only writer for the
+            sweep (``experiments.runner.output_folder``).
+        device: "auto", "cpu" or "cuda" (on Dask workers: each worker's own device; with
+            ``workers``, "cuda" gives each worker one GPU).
+        progress: show a progress bar (rows done over rows of the sweep, across workers).
+        on_row: called with each new row, once written (tests use it to simulate an
+            interruption).
+        force: delete ``out/results.csv`` first and run every row anew.
+        workers: compute the rows on a local Dask cluster of this many single-threaded
+            worker processes (``experiments.runner.engine``); None (and no ``scheduler``): one after
+            another in this process, with one thread (``experiments.runner.threads``).
+        scheduler: address of a running Dask scheduler ("tcp://host:8786") whose workers
+            compute the rows; exclusive with ``workers``.
+
+    Rows of this sweep read from a ``results.csv`` written before rows carried ``train_nmse``
+    and ``eval_nmse`` get them on resuming, from the labels drawn again: the data are a
+    function of the settings the row's fingerprint checks and of its seed, so the
+    variances are those the MSEs were computed on, and no model is refitted. Rows of models
+    no longer in ``configs`` keep nan there.
+
+    Raises:
+        ValueError: bad device, workers or scheduler; unwritable ``out`` or one another
+            process is writing (``output_folder.FolderBusy``); rows in ``out/results.csv`` of
+            another experiment or made under other settings (``check_results``); a model that
+            does not fit in memory; a full disk or a refused write
+            (``output_folder.OutputError``, one line naming the file); a Dask scheduler
+            at ``scheduler`` that cannot be reached (``experiments.runner.engine.Engine.start``).
+    """
+    progress = check_bool(progress, "progress")
+    force = check_bool(force, "force")
+    use_engine = workers is not None or scheduler is not None
+    if use_engine:
+        from experiments.runner.engine import check_engine_options
+        check_engine_options(workers, scheduler, device)
+        torch_device = None
+    else:
+        torch_device = resolve_device(device)
+    out = pathlib.Path(out)
+    with output_folder.writer(out):
+        table = prepare_out(configs, out, force=force)
+        path = out / "results.csv"
+        done = set(map(tuple, table[ROW_KEY].astype(str).to_numpy())) if len(table) else set()
+        rows = table.to_dict("records")
+        filled = False
+        # rows written before the normalised errors existed: filled from their own labels
+        unnormalised = {tuple(map(str, (row[c] for c in ROW_KEY))): i
+                        for i, row in enumerate(rows)
+                        if pd.isna(row.get("eval_nmse")) or pd.isna(row.get("train_nmse"))}
+        pending, n_jobs, order = [], 0, {}
+        for config in configs:
+            settings = settings_fingerprint(config)
+            for seed in config.seeds:
+                for spec in config.models:
+                    n_jobs += 1
+                    key = tuple(map(str, (config.name, config.target.label(), spec.key(),
+                                          fit_of(spec, config), seed, settings)))
+                    order.setdefault(key, len(order))
+                    if key not in done:
+                        pending.append((config, seed, spec, key))
+                        done.add(key)  # a model listed twice is computed once
+                    elif key in unnormalised:
+                        old = rows[unnormalised.pop(key)]
+                        X, y, X_eval, y_eval = cached_data(config, seed)
+                        old.update(normalised_errors(old["train_mse"], old["eval_mse"], y,
+                                                     y_eval))
+                        filled = True
+
+        kept = [n_jobs - len(pending)]  # this sweep's rows in results.csv
+
+        def record(row):
+            rows.append({c: row.get(c) for c in COLUMNS})
+            _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
+            kept[0] += 1
+            bar.update(1)
+            if on_row is not None:
+                on_row(row)
+
+        with tqdm(total=n_jobs, initial=n_jobs - len(pending),
+                  desc=configs[0].name if configs else "sweep", disable=not progress) as bar, \
+                _say_kept_on_interrupt(kept, n_jobs, path):
+            if filled:  # new rows' writes would hold them too; this covers a sweep without any
+                _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
+            if use_engine:
+                from experiments.runner.engine import open_engine
+                with open_engine(workers=workers, scheduler=scheduler,
+                                 device=device) as engine:
+                    for row in engine.rows([(c, spec, seed) for c, seed, spec, _ in pending]):
+                        record(row)
+                if pending:  # the rows came as the workers finished them: the serial order
+                    rows.sort(key=lambda row: order.get(
+                        tuple(map(str, (row[c] for c in ROW_KEY))), len(order)))
+                    _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
+            else:
+                with single_threaded():
+                    for config, seed, spec, _ in pending:
+                        record(compute_row(config, spec, seed, torch_device))
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    # rows of models no longer in the configs stay on disk but are not part of this sweep
+    wanted = {tuple(map(str, (c.name, c.target.label(), m.key(), fit_of(m, c), s,
+                              settings_fingerprint(c))))
+              for c in configs for s in c.seeds for m in c.models}
+    keep = [tuple(map(str, key)) in wanted for key in frame[ROW_KEY].itertuples(index=False)]
+    return frame[keep].reset_index(drop=True)
+
+
+@contextlib.contextmanager
+def _say_kept_on_interrupt(kept: list[int], total: int, path: pathlib.Path):
+    """On Ctrl-C (``KeyboardInterrupt``) inside: print to stderr how many of the sweep's
+    ``total`` rows ``path`` keeps (``kept[0]``, counted as rows are written) and that
+    rerunning the same command resumes from them, then let the interrupt go on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {kept[0]} of {total} rows are kept in {path}; rerun the same "
+              f"command to resume (the rows kept are not computed again)", file=sys.stderr,
+              flush=True)
+        raise
+
+
