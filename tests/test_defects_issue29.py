@@ -394,7 +394,7 @@ def test_pair_similarities_cosine_of_silent_activations_is_defined():
 
 
 def test_forgetting_refuses_a_matrix_it_would_turn_into_nan():
-    """(The joint oracle's forgetting is now 0, not nan: tests/test_continual.py.)"""
+    """(The joint oracle's forgetting is now 0, not nan: tests/experiments/kinds/test_continual.py.)"""
     from experiments.kinds.continual_harness import forgetting
     # the oracle's matrix: only its last row is measured; forgetting returned nan for it
     R = np.full((3, 3), np.nan)

@@ -13,7 +13,7 @@ import click
 
 #: name -> (module, attribute of the click command, one-line help shown by ``--help``).
 #: The help lines are written here, not read from the commands, so that listing them imports
-#: nothing; ``tests/test_cli_startup.py`` checks that each still matches its command.
+#: nothing; ``tests/experiments/cli/test_cli_startup.py`` checks that each still matches its command.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "reproduce": ("experiments.cli.reproduce", "reproduce_command",
                   "Every figure, table and check into one folder, with report.md."),

@@ -64,7 +64,7 @@ class ModelKind:
         cpu_only: the model runs on the CPU whatever the sweep's device (results say so).
         description: one line for listings and docs.
         example: the fields of a small spec of this kind (the contract tests run every
-            registered kind on it: ``tests/test_model_kinds.py``).
+            registered kind on it: ``tests/experiments/kinds/test_model_kinds.py``).
     """
 
     name: str = ""

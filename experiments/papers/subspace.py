@@ -51,7 +51,7 @@ threshold, size or grid was changed after it; only the diagnosis of ``shape_diag
 seed slopes, local exponents, the spread ratio's exponents) was added to say what carries the
 width of those intervals.
 
-Known weakness, found after that run on synthetic rows (tests/test_subspace.py): the pooled fit
+Known weakness, found after that run on synthetic rows (tests/experiments/papers/test_subspace.py): the pooled fit
 lets each seed's constant (its own hash directions, its own T values) widen α's interval. On
 rows that follow T^(−1) exactly with constants 1, 1.3 and 1.6 for three seeds, the offset
 law's interval is [0.89, 1.20], wider than k = 2's band; with constants within 6 % it is

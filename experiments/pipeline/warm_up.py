@@ -16,7 +16,7 @@ regime, kind, hash family and label; its first model and seed), each check's dec
 steps of ``sparselab reproduce --preset tiny`` that are not scaling experiments or checks
 (the image experiments, the SDM curves, the COMET studies) into a temporary folder. Nothing is
 written outside the caches and that folder. Afterwards the quick preset's work compiles
-nothing (``compiled()`` counts compilations; ``tests/test_warm_up.py`` checks a part of it in
+nothing (``compiled()`` counts compilations; ``tests/experiments/pipeline/test_warm_up.py`` checks a part of it in
 a process with an empty cache).
 """
 

@@ -342,7 +342,7 @@ QUICK_CONTINUAL = dict(n_neurons=256, k=8, n_experts=32, epochs_per_task=20, bat
 QUICK_CONTINUAL_MNIST = {**QUICK_CONTINUAL, "epochs_per_task": 5, "batch_size": 64}
 #: The calibration rule's values (``experiments.papers.real_data.calibration``: on the calibration
 #: seed 100, which no verdict uses) by (data set, epochs a task), each from one run of the
-#: rule (rerun by ``tests/test_continual_calibration.py``), except the digits at 40 epochs a
+#: rule (rerun by ``tests/experiments/papers/test_continual_calibration.py``), except the digits at 40 epochs a
 #: task: the rule was run there before SDMLP + EWC joined it, so its sdm_ewc_lambda is the
 #: rule's at 20.
 CALIBRATED_RATES = {

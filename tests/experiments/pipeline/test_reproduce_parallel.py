@@ -339,7 +339,7 @@ def test_make_reproduce_runs_one_worker_per_core_unless_told(workers, expected):
     ``make -n`` (nothing is run)."""
     import subprocess
 
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[3]
     # OMP_NUM_THREADS=1 (the tests' thread policy) must not make it one worker
     env = {k: v for k, v in os.environ.items()
            if k not in ("WORKERS", "PRESET")} | {"OMP_NUM_THREADS": "1"}

@@ -291,7 +291,7 @@ def test_range_scans_without_avx512(tmp_path):
     """The portable code path (LLVM's compressing store), compiled for a generic CPU."""
     script = (
         "import numpy as np\n"
-        "from tests.test_routing_kernels import check_candidates, check_range_scans\n"
+        "from tests.routing.test_routing_kernels import check_candidates, check_range_scans\n"
         "for seed in range(20):\n"
         "    for dtype in (np.float32, np.float64):\n"
         "        check_range_scans(seed, seed * 3, dtype)\n"
@@ -299,5 +299,5 @@ def test_range_scans_without_avx512(tmp_path):
         "from routing._projection import _has_avx512f\n"
         "assert not _has_avx512f()\n")
     env = dict(os.environ, NUMBA_CPU_NAME="generic", NUMBA_CACHE_DIR=str(tmp_path))
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = pathlib.Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-c", script], cwd=root, env=env, check=True)

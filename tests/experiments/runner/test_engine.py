@@ -430,7 +430,7 @@ def test_the_readmes_dask_configuration_file_is_the_local_clusters():
 
     from experiments.runner.engine import WORKER_CONFIG
 
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (pathlib.Path(__file__).resolve().parents[3] / "README.md").read_text()
     block = re.search(r"sparselab\.yaml <<'EOF'\n(.*?)\nEOF\n", readme, re.S)
     assert block is not None, "the README's Dask configuration file is gone"
 

@@ -347,7 +347,7 @@ def test_a_users_router_module_swept_from_a_file(tmp_path):
     """examples/own_router.py registers "hash_moe"; --module makes it usable in a file."""
     from experiments.kinds.registry import model_kind_names, unregister_model_kind
 
-    example = pathlib.Path(__file__).parents[1] / "examples" / "own_router.py"
+    example = pathlib.Path(__file__).parents[3] / "examples" / "own_router.py"
     text = SMALL.replace('[[configs.models]]\nkind = "dense"\nwidth = 16',
                          '[[configs.models]]\nkind = "hash_moe"\nwidth = 16\nk = 4\n'
                          'n_experts = 4\nlabel = "hash"')

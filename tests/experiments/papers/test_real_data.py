@@ -146,7 +146,7 @@ def test_cifar_tiny_writes_resumes_and_refuses_other_settings(tmp_path):
 
 
 def write_mnist(folder, n_train=100, n_test=50):
-    from tests.test_datasets import write_mnist as write
+    from tests.experiments.runner.test_datasets import write_mnist as write
 
     return write(folder, n_train=n_train, n_test=n_test)
 
@@ -222,7 +222,7 @@ def test_comet_and_continual_read_mnist_from_data_dir(tmp_path):
     for split in ("train", "test"):
         images, labels = written[split]
         labels = np.arange(len(labels)) % 10
-        from tests.test_datasets import write_idx_labels
+        from tests.experiments.runner.test_datasets import write_idx_labels
         from experiments.runner.datasets import MNIST_FILES
 
         write_idx_labels(data / MNIST_FILES[split][1], labels)

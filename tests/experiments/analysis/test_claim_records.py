@@ -24,7 +24,7 @@ from experiments.analysis.claims._records import (
     record_for,
 )
 
-PAPERS_DIR = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "papers"
+PAPERS_DIR = pathlib.Path(__file__).resolve().parents[3].parent / "shared" / "papers"
 
 
 def _paper_text(short_name):

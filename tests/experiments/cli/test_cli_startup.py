@@ -40,7 +40,7 @@ def _env():
 def _root():
     import pathlib
 
-    return pathlib.Path(__file__).resolve().parent.parent
+    return pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("module", LIGHT_MODULES)

@@ -25,7 +25,7 @@ from experiments.runner.specs import MODEL_KINDS, ExperimentConfig, ModelSpec, T
 from experiments.runner.sweep import run_sweep
 from experiments.runner.rows import run_model
 
-GOLDEN = pathlib.Path(__file__).parent / "data" / "tiny_sweep_all_kinds.csv"
+GOLDEN = pathlib.Path(__file__).parents[2] / "data" / "tiny_sweep_all_kinds.csv"
 
 
 def _config(models=(), fit="exact", **changes) -> ExperimentConfig:
