@@ -82,23 +82,20 @@ from experiments.cli import plot as x_plot_cli
 from experiments.analysis import plots as x_plots
 from experiments.papers import presets as x_presets
 from experiments.papers import real_data as x_real_data
+from experiments.papers.real_data import continual as x_real_data_continual
 from experiments.pipeline import report as x_report
 from experiments.pipeline import reproduce as x_reproduce
-from experiments.cli import reproduce as x_cli_reproduce
 from experiments.pipeline import reproduce_parallel as x_reproduce_parallel
 from experiments.pipeline import reproduce_steps as x_reproduce_steps
 from experiments.pipeline import rerun as x_rerun
 from experiments.kinds import routers as x_kind_routers
 from experiments.kinds import router_training as x_router_training
-from experiments.cli import scale as x_scale_cli
 from experiments.pipeline import scale as x_pipeline_scale
 from experiments.runner import environment as x_runner_environment
 from experiments.analysis import scaling as x_scaling
-from experiments.cli import sdm as x_sdm_cli
 from experiments.papers import sdm_curves as x_papers_sdm_curves
 from experiments.runner import specs as x_specs
 from experiments.papers import subspace as x_subspace
-from experiments.runner import rows as x_rows
 from experiments.runner import sweep as x_sweep
 from experiments.runner import rows as x_runner_rows
 from experiments.runner import threads as x_threads
@@ -839,7 +836,8 @@ EXPERIMENT_CASES: dict[str, Case] = {
     "experiments.cli.options.preset_option": Case(lambda default: x_cli_options.preset_option(default) is not None, {"default": _PRESET}),
     "experiments.cli.options.PresetChoice": Case(lambda value: x_cli_options.PresetChoice(("tiny", "quick", "paper")).convert(value, None, None), {"value": Kind(st.sampled_from(["tiny", "quick", "paper", "full"]), st.sampled_from(["nope", "Paper2"]))}, errors=(click.BadParameter,), names=("tiny",)),
     "experiments.cli.options.yes_option": Case(lambda: x_cli_options.yes_option(lambda yes: yes) is not None, {}),
-    "experiments.cli.options.needs_yes": Case(lambda seconds: x_cli_options.needs_yes(seconds), {"seconds": _SECONDS_OR_NONE}),
+    "experiments.runner.estimate.needs_yes": Case(lambda seconds: x_estimate.needs_yes(seconds), {"seconds": _SECONDS_OR_NONE}),
+    "experiments.runner.estimate.check_long_run": Case(lambda seconds, yes: x_estimate.check_long_run(seconds, yes), {"seconds": _SECONDS_OR_NONE, "yes": BOOL}, errors=(x_estimate.LongRunNotConfirmed,)),
     "experiments.cli.options.confirm_long_run": Case(lambda seconds, yes: x_cli_options.confirm_long_run(seconds, yes), {"seconds": _SECONDS_OR_NONE, "yes": BOOL}, errors=(click.ClickException,)),
     "experiments.cli.options.writable_file": Case(lambda sub, tmp: x_cli_options.writable_file(_under(tmp, sub) / "f.csv").name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
     "experiments.cli.options.writable_folder": Case(lambda sub, tmp: x_cli_options.writable_folder(_under(tmp, sub)).name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
@@ -876,6 +874,7 @@ EXPERIMENT_CASES |= {
     "experiments.kinds.continual_harness.register": Case(lambda label, ewc: (lambda kind: (x_continual.register(kind), x_continual.MODELS.pop(label))[1].ewc)(x_continual.ContinualModel(label, x_continual.MODELS["ReLU MLP"].build, x_continual.MODELS["ReLU MLP"].training, ewc=ewc)), {"label": Kind(st.just("fuzz kind"), st.sampled_from([None, 3, ""])), "ewc": BOOL}, names=("kind",)),
     "experiments.kinds.continual_harness.run_continual_model": Case(lambda label, seed, k: x_continual.run_continual_model(label, _digits(), x_continual.ContinualSettings(n_tasks=2, classes_per_task=2, n_neurons=16, k=k, n_experts=4, epochs_per_task=1, fisher_samples=8, evals_per_task=1), seed)["final_accuracy"], {"label": CHOICE("SDMLP", "Top-K", "ReLU MLP", "EWC (ReLU MLP)", "COMET", "σ-MoE", "PKM"), "seed": INT(0), "k": CHOICE(4, 8)}, heavy=True),
     "experiments.papers.real_data.calibration.calibrate_continual": Case(lambda epochs_per_task, seed: x_calibration.calibrate_continual(epochs_per_task, seed, overrides=dict(n_tasks=2, classes_per_task=2, n_neurons=16, k=4, n_experts=4, fisher_samples=8, evals_per_task=1))["chosen"]["sgd_lr"], {"epochs_per_task": INT(1, 2), "seed": INT(0)}, heavy=True),
+    "experiments.papers.real_data.continual.table7_rows": Case(lambda labels: x_real_data_continual.table7_rows(*labels), {"labels": Kind(st.lists(st.sampled_from(["SDMLP", "EWC (ReLU MLP)", "Top-K", "no such model"]), max_size=3), st.sampled_from([[None], [3], [["SDMLP"]]]))}),
     "experiments.papers.real_data.read_calibration": Case(lambda sgd_lr, ewc_lambda: x_papers_real_data__configs.read_calibration({"sgd_lr": sgd_lr, "ewc_lambda": ewc_lambda})[0]["sgd_lr"], {"sgd_lr": REAL(0, 3, True), "ewc_lambda": REAL(0, 1e6)}),
     "experiments.kinds.continual_harness.task_masks": Case(lambda y, c: [m.sum() for m in x_continual.task_masks(y, [(0, c), (2,)])], {"y": Kind(st.lists(st.integers(0, 3), max_size=6).map(lambda v: np.array(v, dtype=np.int64)), st.sampled_from([np.array([0.5, 1.0]), np.array(["a"]), np.zeros((2, 2), np.int64)])), "c": H_INT(1, 1)}, names=("tasks", "task")),
     "experiments.kinds.continual_harness.unit_activity": Case(lambda X, batch_size: x_continual.unit_activity(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), batch_size), {"X": POINTS(3), "batch_size": INT(1, 5)}),
@@ -1145,6 +1144,7 @@ def _no_calibration(call):
 
 CASES |= EXPERIMENT_CASES
 ALIASES |= {
+    "experiments.runner.estimate.LongRunNotConfirmed": "experiments.runner.estimate.check_long_run",  # what it raises
     "experiments.papers.sdm_curves.curves_config": "experiments.papers.sdm_curves.SdmCurvesConfig",  # the record it builds
     "routing.layers.uniform_fan_in_": "routing.layers.DenseMLP",  # the initialisation it runs
     "experiments.runner.estimate.Estimate": "experiments.runner.estimate.estimate_sweeps",  # its result

@@ -23,7 +23,6 @@ import time
 from dataclasses import asdict
 from typing import Callable
 
-import click
 import numpy as np
 import pandas as pd
 
@@ -150,7 +149,7 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
             The paper preset's time estimate, printed first, is calibrated on the same
             workers (``estimate_reproduce``).
         yes: at the paper preset, start even when the estimate exceeds an hour
-            (``experiments.cli.options.confirm_long_run``; no estimate counts as over an hour);
+            (``experiments.runner.estimate.check_long_run``; no estimate counts as over an hour);
             without it such a run stops after printing the estimate, nothing computed.
 
     Returns:
@@ -161,9 +160,9 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
         ValueError: an unknown preset or device, bad workers or scheduler, force not a bool,
             ``only`` empty or naming no step of the preset, or ``out`` being written by
             another process (``experiments.runner.output_folder.FolderBusy``); a paper run over an
-            hour without ``yes`` (``experiments.cli.options.confirm_long_run``'s message).
+            hour without ``yes`` (``experiments.runner.estimate.check_long_run``'s message).
     """
-    from experiments.cli.options import confirm_long_run
+    from experiments.runner.estimate import check_long_run
     from experiments.runner import output_folder
     from routing.validation import check_bool
 
@@ -184,10 +183,7 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
             except ValueError as error:  # e.g. a driver without the workers' GPU
                 echo(f"no estimate of the run's time on this machine: {error}")
                 seconds = None
-            try:
-                confirm_long_run(seconds, yes)
-            except click.ClickException as error:  # this function's errors are ValueErrors
-                raise ValueError(error.message) from None
+            check_long_run(seconds, yes)  # a LongRunNotConfirmed (ValueError) above an hour
         return _run_steps(preset, out, force, device, echo, workers, scheduler, only)
 
 

@@ -473,3 +473,69 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
                     device=str(torch_device), workers=workers, excluded=list(excluded or []),
                     samples=samples, timed_on="here" if engine is None else "on the workers",
                     per_kind={key: (rows, seconds) for key, (rows, seconds) in per_kind.items()})
+
+
+#: A paper-sized run whose estimated time exceeds this many seconds (one hour) is started
+#: only with ``--yes`` (``check_long_run``); ``proofs_checks.run`` holds the same number
+#: (it imports nothing of experiments; a test keeps the two equal).
+CONFIRM_ABOVE_SECONDS = 3600.0
+
+
+def _duration_text(seconds: float) -> str:
+    """``seconds`` (≥ 0) as "45 s", "12 min", "3.5 h" or "2.1 days"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def needs_yes(seconds: float | None) -> bool:
+    """Whether a paper-sized run of estimated wall time ``seconds`` must be confirmed with
+    ``--yes``: above ``CONFIRM_ABOVE_SECONDS``, or no estimate (None: counted as over an
+    hour, the paper sizes taking hours on every device measured).
+
+    Raises:
+        ValueError: ``seconds`` negative or not a number (NaN included).
+    """
+    if seconds is None:
+        return True
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+            or not seconds >= 0:
+        raise ValueError(f"seconds must be a number >= 0 or None, got {seconds!r}")
+    return seconds > CONFIRM_ABOVE_SECONDS
+
+
+def _not_confirmed_text(seconds: float | None) -> str:
+    """The message of a run refused for want of ``--yes`` (``check_long_run``): the estimate,
+    that nothing was computed, and how to start it."""
+    what = ("it has no time estimate (counted as over an hour)" if seconds is None else
+            f"its estimated time, {_duration_text(seconds)}, exceeds an hour")
+    return (f"not started: {what}; nothing was computed. Rerun the same command with --yes "
+            f"to start it.")
+
+
+class LongRunNotConfirmed(ValueError):
+    """A paper-sized run refused before it computed anything: its estimate exceeds an hour
+    (or there is none) and ``yes`` was not given (``check_long_run``)."""
+
+
+def check_long_run(seconds: float | None, yes: bool) -> None:
+    """Refuse a paper-sized run before it computes anything when ``needs_yes(seconds)`` and
+    ``yes`` is not given (the ``--yes`` of ``sparselab scale``/``reproduce``).
+
+    Arguments:
+        seconds: the run's estimated wall time (s) on its workers, None when not estimated.
+        yes: whether the user confirmed the run (bool).
+
+    Raises:
+        LongRunNotConfirmed: (a ValueError) the estimate, that nothing was computed, and
+            "Rerun the same command with --yes to start it."
+        ValueError: a bad ``seconds`` (``needs_yes``); ``yes`` not a bool.
+    """
+    if not isinstance(yes, bool):
+        raise ValueError(f"yes must be a bool (the --yes flag), got {yes!r}")
+    if needs_yes(seconds) and not yes:
+        raise LongRunNotConfirmed(_not_confirmed_text(seconds))

@@ -48,8 +48,9 @@ def _points(n_inputs, seed, n=400):
 @example(RandomMLP(1, (), "relu", seed=7), 1)  # once failed on cancellation at 1.5e-8 relative
 def test_empirical_lipschitz_never_exceeds_certificate(f, seed):
     X = _points(f.n_inputs, seed % 1000)
-    if f.lipschitz_bound == 0.0:  # constants: every difference quotient must be 0
-        assert np.ptp(f(X)) == 0.0
+    if f.lipschitz_bound == 0.0:  # constants: equal values, up to the rounding of their sum
+        values = f(X)
+        assert np.ptp(values) <= 16 * np.finfo(float).eps * max(np.abs(values).max(), 1.0)
         return
     estimate = estimate_lipschitz(f, X)
     assert estimate.gradient <= f.lipschitz_bound * (1 + 1e-9)

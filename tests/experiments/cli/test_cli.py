@@ -394,10 +394,10 @@ def _estimate_of(seconds):
 
 
 def test_the_hour_threshold_and_the_checks_copy_of_it():
-    from experiments.cli.options import CONFIRM_ABOVE_SECONDS, needs_yes
-    from proofs_checks import cli as checks_cli
+    from experiments.runner.estimate import CONFIRM_ABOVE_SECONDS, needs_yes
+    from proofs_checks import run as checks_run
 
-    assert CONFIRM_ABOVE_SECONDS == checks_cli.CONFIRM_ABOVE_SECONDS == 3600.0
+    assert CONFIRM_ABOVE_SECONDS == checks_run.CONFIRM_ABOVE_SECONDS == 3600.0
     assert not needs_yes(3599.0) and not needs_yes(3600.0) and needs_yes(3601.0)
     assert needs_yes(None)  # no estimate: counted as over an hour
     for bad in (-1.0, float("nan"), "1", True):
@@ -513,7 +513,7 @@ def test_check_paper_estimate_from_its_previous_run_and_yes(tmp_path, monkeypatc
     # a quick run's seconds are no estimate of a paper run
     (out / "results.json").write_text(json.dumps({"params": "quick", "results": [
         {"name": "collisions", "seconds": 1.0}, {"name": "eq1_flops", "seconds": 1.0}]}))
-    assert checks_cli.paper_estimate(["collisions", "eq1_flops"], out) is None
+    assert __import__('proofs_checks.run', fromlist=['x']).paper_estimate(["collisions", "eq1_flops"], out) is None
 
 
 def test_scale_paper_estimates_only_the_rows_not_yet_in_the_folder(tmp_path, monkeypatch):

@@ -153,7 +153,7 @@ def test_settings_fingerprint_is_stable_and_covers_every_setting():
     config = _small_config()
     here = settings_fingerprint(config)
     # another process with another hash seed: the fingerprint is no Python hash()
-    code = ("import sys; sys.path.insert(0, 'tests'); from test_sweep import _small_config; "
+    code = ("import sys; sys.path.insert(0, 'tests/experiments/runner'); from test_sweep import _small_config; "
             "from experiments.runner.sweep import settings_fingerprint; "
             "print(settings_fingerprint(_small_config()))")
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -267,7 +267,6 @@ def test_rows_of_interleaved_seeds_share_their_data_sets(monkeypatch):
     """A worker gets rows of several sweeps and seeds in turn: each (config, seed) data set is
     drawn once while it is among the ``DATA_CACHE_SIZE`` last used, and is the same data."""
     from experiments.runner import rows
-    from experiments.runner import sweep
     from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
 
     config = ExperimentConfig(name="cache", preset="tiny", target=TargetSpec("polynomial"),
