@@ -552,7 +552,7 @@ def _labels(X):
 
 def _tiny_data(tmp, which):
     """A folder holding a few MNIST or CIFAR-10 records (``tests/experiments/runner/test_datasets.py``'s)."""
-    from test_datasets import write_cifar, write_mnist
+    from tests.experiments.runner.test_datasets import write_cifar, write_mnist
     folder = tmp / which
     if not folder.exists():
         folder.mkdir()

@@ -168,7 +168,7 @@ def test_the_report_counts_the_papers_claims_apart_from_ours():
                                                    (1.5, "not supported")])
 def test_router_claims_are_recorded_and_smear_is_tested_as_non_inferiority(smear_factor,
                                                                            verdict):
-    from test_router_outputs import _synthetic_routers
+    from tests.experiments.papers.test_router_outputs import _synthetic_routers
 
     configs, frame = _synthetic_routers("quick", seeds=(0, 1, 2, 3, 4))
     frame["eval_mse"] *= np.exp(np.random.default_rng(0).normal(0, 0.01, len(frame)))
