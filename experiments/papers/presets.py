@@ -77,6 +77,11 @@ LSH_FAMILY_NAMES = {"sign": "sign hyperplanes through 0", "affine": "affine hype
                     "euclidean": "Euclidean LSH"}
 #: Tables s of the LSH models of Figures 2–4 (Baykal et al. §2.2's LSH(d, s, m)).
 LSH_TABLES = (1, 4, 16)
+#: Label of the dense models as wide as an LSH model's table count s (its activated units,
+#: ``LSHModel.activated_units``): the paper's axis for LSH vs dense in Figs. 2–4 (Baykal et al.
+#: 2022, §5.2, "the same number of activated units"). A label of their own, so that these
+#: narrow models (width 1, 4, 16) join neither the dense curve nor its fits and controls.
+EQUAL_UNITS_DENSE_LABEL = "dense, width s"
 #: Label of the uniform random hash table (``ModelSpec("lsh", family="uniform")``, one table).
 UNIFORM_HASH_LABEL = "uniform hash"
 #: Euclidean LSH of Figures 2–4: hashes per table (one per input dimension, n = 8), and the
@@ -172,6 +177,14 @@ def _dense(widths):
     return [ModelSpec("dense", width=w, label="dense") for w in widths]
 
 
+def _dense_at_tables(tables, dense_widths):
+    """Dense models of width s for each LSH table count s (``EQUAL_UNITS_DENSE_LABEL``), but
+    for the widths the dense curve runs already (a row is identified by its spec without the
+    label, ``ModelSpec.key``: the two would be one row)."""
+    return [ModelSpec("dense", width=s, label=EQUAL_UNITS_DENSE_LABEL) for s in tables
+            if s not in dense_widths]
+
+
 def _dsm(total_widths, ks):
     return [ModelSpec("dsm", width=W, k=k, label=f"DSM width {W}")
             for W in total_widths for k in ks if k <= W]
@@ -237,7 +250,9 @@ def _dsm_vs_dense_and_lsh(name, family, preset):
         bits = SGD_GRID["uniform"] if thin else UNIFORM_BITS[preset]
         uniform = [ModelSpec("lsh", n_bits=b, family="uniform", label=UNIFORM_HASH_LABEL)
                    for b in bits]
-        models = _dense(dense) + _dsm(scale["dsm_widths"], ks) + _lsh(preset, thin) + uniform
+        tables = SGD_GRID["lsh_tables"] if thin else LSH_TABLES
+        models = (_dense(dense) + _dsm(scale["dsm_widths"], ks) + _lsh(preset, thin) + uniform
+                  + _dense_at_tables(tables, dense))
         dsm_labels = [f"DSM width {W}" for W in scale["dsm_widths"]]
         panels = {"a": {"x": "activated_units", "models": ["dense", *dsm_labels],
                         "title": "DSM vs dense at equal activated units"},
@@ -291,7 +306,7 @@ def fig4(preset: str) -> list[ExperimentConfig]:
         lsh = _lsh(preset, thin=preset == "quick")
         models = (_dense(units) + [ModelSpec("dsm", width=W, k=k, label="DSM") for k in units]
                   + [ModelSpec("random_hash", width=W, k=k, label="random hash") for k in units]
-                  + lsh + _dense(wide))
+                  + lsh + _dense(wide) + _dense_at_tables(tables, units + wide))
         panels = {"a": {"x": "activated_units", "models": ["dense", "DSM", "random hash"],
                         "title": f"equal activated units (sparse models: width {W})"},
                   "b": {"x": "size",

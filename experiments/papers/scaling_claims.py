@@ -15,6 +15,7 @@ from experiments.analysis.claims import (Claim, compare_unchecked, model_key_fie
                                         mean_mse, paired_difference, seed_log_errors)
 from experiments.analysis.claims import SESOI, Rule, adjust_family, equivalence_stats
 from experiments.papers.baykal_tables import _table1_claims, _table2_claims
+from experiments.papers.presets import EQUAL_UNITS_DENSE_LABEL
 from experiments.analysis.scaling import error_column
 from routing.validation import check_choice, check_real
 
@@ -224,8 +225,9 @@ def _lsh_equal_units(name: str, rows: pd.DataFrame, label: str, threshold: float
     units = sorted(set(mine["activated_units"].dropna())) if "activated_units" in mine else []
     text = (f"{label} beats dense at equal activated units (s tables = dense width; every "
             f"bucket count" + (f" ≥ {threshold:g}" if threshold else "") + ")")
-    dense = set(rows.loc[rows["model_label"] == "dense", "width"].dropna()) \
-        if "width" in rows else set()
+    # the dense curve's widths and the dense models run at the LSH table counts
+    narrow = rows["model_label"].isin(["dense", EQUAL_UNITS_DENSE_LABEL])
+    dense = set(rows.loc[narrow, "width"].dropna()) if "width" in rows else set()
     if len(units) != 1 or units[0] not in dense:
         return Claim(name, claim_line(text, common["regime"]), "not tested",
                      "not decidable from these rows: needs a dense model of width s = "
@@ -235,7 +237,8 @@ def _lsh_equal_units(name: str, rows: pd.DataFrame, label: str, threshold: float
                      + (", ".join(f"{w:g}" for w in sorted(dense)) or "none"),
                      regime=common["regime"], sizes=common["sizes"])
     s = float(units[0])
-    both = pd.concat([mine, rows[(rows["model_label"] == "dense") & (rows["width"] == s)]])
+    at_s = rows[narrow & (rows["width"] == s)].assign(model_label="dense")
+    both = pd.concat([mine, at_s])
     return compare_unchecked(name, text, both, label, "dense", "size", against=lambda _: s,
                     worse_x="width", describe=lsh_description(rows, label), **common)
 

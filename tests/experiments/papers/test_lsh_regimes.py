@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from experiments.analysis.plots import experiment_figure, panel_rows, with_size
-from experiments.papers.presets import (LSH_FAMILY_NAMES, LSH_TABLES, REGIMES, SGD_BUDGET,
+from experiments.papers.presets import (EQUAL_UNITS_DENSE_LABEL, LSH_FAMILY_NAMES, LSH_TABLES, REGIMES, SGD_BUDGET,
                                  UNIFORM_HASH_LABEL, experiment_configs, lsh_label,
                                  regime_title)
 from experiments.analysis.scaling import FIT_COLUMNS
@@ -70,7 +70,9 @@ def test_figures_2_and_3_hold_every_family_and_table_count_and_a_uniform_hash(na
     assert {m.label for m in uniform} == {UNIFORM_HASH_LABEL}
     assert len({m.key() for m in exact.models}) == len(exact.models)  # rows never collide
     labels = {label for spec in exact.panels.values() for label in spec["models"]}
-    assert {m.label for m in exact.models} == labels  # every model plotted, every curve run
+    # every model plotted, every curve run; the dense models as wide as the LSH table counts
+    # are not a curve: they decide LSH vs dense at equal activated units
+    assert {m.label for m in exact.models} - {EQUAL_UNITS_DENSE_LABEL} == labels
     e = exact.panels["e"]
     assert e["x"] == "size" and e["models"][0] == UNIFORM_HASH_LABEL
     assert e["models"][1:] == [lsh_label(f, 1) for f in LSH_FAMILY_NAMES]
@@ -228,3 +230,46 @@ def test_fits_are_made_per_regime_on_that_regimes_rows(monkeypatch):
     np.testing.assert_allclose(power.loc[("exact", "a")], 1.0, atol=0.02)
     np.testing.assert_allclose(power.loc[("sgd", "a")], 0.5, atol=0.02)
     assert power.loc[("sgd", "b")] == power.loc[("sgd", "a")]
+
+
+@pytest.mark.parametrize("preset", ["tiny", "quick", "paper"])
+@pytest.mark.parametrize("name", ["fig2", "fig3", "fig4"])
+def test_every_lsh_table_count_has_a_dense_model_of_that_width(name, preset):
+    """Baykal et al. 2022, §5.2 compare LSH and dense at the same number of activated units:
+    an LSH model of s tables activates s units, so each config runs a dense model of width s,
+    under its own label so that it joins neither the dense curve nor its fits."""
+    from experiments.papers.presets import EQUAL_UNITS_DENSE_LABEL, experiment_configs
+
+    for config in experiment_configs(name, preset):
+        tables = {m.n_tables for m in config.models if m.kind == "lsh" and m.family != "uniform"}
+        widths = {m.width for m in config.models
+                  if m.label in ("dense", EQUAL_UNITS_DENSE_LABEL)}
+        assert tables and tables <= widths, (config.fit, tables, widths)
+        assert len({m.key() for m in config.models}) == len(config.models)  # one row each
+        assert all(EQUAL_UNITS_DENSE_LABEL not in panel["models"]
+                   for panel in config.panels.values())
+
+
+def _equal_units_rows(dense_label):
+    rows = []
+    for seed in range(4):
+        for size, error in ((300, 0.30), (900, 0.20)):
+            rows.append(dict(model_label="LSH sign s=4", model="lsh", activated_units=4,
+                             size=size, width=np.nan, seed=seed, eval_nmse=error * (1 + seed / 50)))
+        rows.append(dict(model_label=dense_label, model="dense", activated_units=4, size=4,
+                         width=4, seed=seed, eval_nmse=0.9 * (1 + seed / 40)))
+    return pd.DataFrame(rows)
+
+
+def test_lsh_against_dense_at_equal_units_is_decided_only_with_a_dense_of_width_s():
+    from experiments.papers.presets import EQUAL_UNITS_DENSE_LABEL
+    from experiments.papers.scaling_claims import _lsh_equal_units
+
+    common = dict(regime="exact", sizes="")
+    decided = _lsh_equal_units("fig2", _equal_units_rows(EQUAL_UNITS_DENSE_LABEL),
+                               "LSH sign s=4", 0, common)
+    assert decided.verdict not in ("not tested",) and decided.effect < 0
+    missing = _equal_units_rows("some other model")
+    undecided = _lsh_equal_units("fig2", missing, "LSH sign s=4", 0, common)
+    assert undecided.verdict == "not tested" and "needs a dense model of width s = 4" in \
+        undecided.evidence

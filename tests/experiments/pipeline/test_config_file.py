@@ -90,12 +90,12 @@ def test_print_config_loads_back_to_the_same_fingerprints(name, preset, tmp_path
 
 
 def test_printed_toml_says_each_thing_once_and_only_what_is_read():
-    """fig2 quick: the exact regime's 58 models once under [defaults], the Adam regime's 32
+    """fig2 quick: the exact regime's 60 models once under [defaults], the Adam regime's 33
     named by key; panels alike in both regimes once; no MLP widths under a polynomial; the
     fit window's place shown. table2 (an MLP target) keeps its widths; subspace its windows."""
     configs = experiment_configs("fig2", "quick")
     text = write_toml("fig2", "quick", configs)
-    assert text.count("[[defaults.models]]") == len(configs[0].models) == 58
+    assert text.count("[[defaults.models]]") == len(configs[0].models) == 60
     assert "[[configs.models]]" not in text
     assert text.count('"dense;width=16;n_tables=1",') == 1  # the Adam regime's list of keys
     assert text.count('title = "DSM vs dense at equal activated units"') == 1
