@@ -17,17 +17,42 @@ calibration k, and the held-out k ∈ ``holdout_ks`` at the widths ``holdout_eps
   needs there; γ_s = the scaling exponent: the least-squares slope of log q(N)^{1/k} against
   log x with one intercept per k (q = the 0.9-quantile over draws), i.e. the mean over the
   calibration k of the per-k slopes.
-* (A) The bound itself: at every validation setting P(N ≤ x^{(γ̂+δ)k}) ≥ 0.9 by the
-  Clopper–Pearson rule.
-* (B) Scaling in ε: for each calibration k, the slope of log q(N)^{1/k} against log x over the
-  held-out widths (bootstrap over draws, ``bootstrap_exponent``) must not exceed γ_s:
+* (A) The bound itself, *shown, not deciding*: at every validation setting
+  P(N ≤ x^{(γ̂+δ)k}) ≥ 0.9 by the Clopper–Pearson rule (``rule_would_say``). γ̂ absorbs the
+  constant of N ≈ A_k·x^k at the largest calibration width, so at the held-out widths the
+  bound is tens to hundreds of times the count: no violation whose buckets can still be
+  counted could fail it.
+* (B) ``held-out ε``: for each calibration k, the slope of log q(N)^{1/k} against log x over
+  the held-out widths (bootstrap over draws, ``bootstrap_exponent``) must not exceed γ_s:
   ``decide_exponent(claimed=γ_s, margin=δ, side="at_most")`` — holds when the interval's upper
   end ≤ γ_s + δ, refuted when its lower end > γ_s + δ.
-* (C) The O(k) structure: the same rule for each held-out k over its widths — the exponent
-  of N in x is γk with γ independent of k.
+* (C) ``held-out k``: the same rule for each held-out k over its widths — the exponent of N
+  in x is γk with γ independent of k.
+* (D) ``held-out d`` ("exponential in k but not in d"): the same rule at each held-out ambient
+  d (``holdout_dims``, a fresh Γ of that d) over the held-out widths, for k = calib_ks[0],
+  with the γ_s calibrated at ``dim``: the growth in x = 2√d/ε does not depend on d (d enters
+  only through √d in x). The tiny preset has no held-out d and decides nothing.
 
-δ = 0.5 is half the planted violation (a table-size exponent (γ + 1)k). The verdict of the data
-is refuted if any part is refuted, holds if all hold, and inconclusive otherwise.
+**What "O(k)" is tested as** (``O_K_MEANING``, printed): γ·k with one γ for every k, d and ε —
+the exponent of N^{1/k} in x, over held-out widths, at a held-out k and at held-out d, is at
+most γ_s + δ.
+
+**SVI** (``smallest_violations``), for each of (B), (C), (D): an exponent 0.5 per unit k above
+the calibrated γ_s (N ∝ x^{(γ_s + 0.5)k}): the table grows √x^k-fold beyond the calibrated law
+(2.8-fold at k = 1, 8-fold at k = 2 over the quick held-out widths); smaller excesses are
+within the bootstrap intervals' half-width (0.05–0.15 at quick). δ = 0.25 is half the SVI.
+
+**Planted violations** (``planted_violations``), per group, decided by that group alone
+(``parts``): a real ``EuclideanLSH`` whose width is ε_ref·(ε/ε_ref)^{1 + s} ≤ ε
+(``PowerWidthHasher``, ε_ref the largest affected width) on that group's settings only, so
+its bucket count *exceeds* the real hasher's at every smaller width and grows as
+x^{(1 + s)k}: s = 0.5 at the SVI (``n_power`` runs), 0.25 and 1 for the power curve. (An
+earlier plant, width ε²/ε_ref ≥ ε, grew as x^{2k} but counted fewer buckets than the real
+hasher: it did not violate the lemma's bound.) Measured at quick over 10 seeds: each SVI plant
+refuted 10/10; at s = 0.25, 1/4 (held-out ε), 0/4 (held-out k, d).
+
+The verdict of the data is refuted if any deciding part is refuted, holds if all hold, and
+inconclusive otherwise.
 
 Why both kinds of test: N ≈ A_k·x^k, so log N/(k log x) falls with ε (the constant A_k is
 absorbed by γ at large ε: about 1.6 → 1.2 from ε = 1 to 1/32). A γ calibrated at larger ε and
@@ -70,7 +95,7 @@ from scipy.spatial import ConvexHull
 from lipschitz import UniformSubspace
 from routing.validation import check_int, check_real
 from proofs_checks._framework import (
-    Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts,
+    SVI, Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts,
     decide_probability_bounds, quantile_upper_bound, register,
 )
 from proofs_checks._plots import plt, save_figure
@@ -78,7 +103,17 @@ from proofs_checks._scaling import InterpolatedQuantile, bootstrap_exponent, dec
 from proofs_checks.lemma42_diameter import PowerWidthHasher, _quantile, default_hasher
 from proofs_checks.lsh_cells import polytope_vertices
 
-__all__ = ["TableSizeParams", "Lemma42TableSizeCheck", "count_buckets"]
+__all__ = ["TableSizeParams", "Lemma42TableSizeCheck", "count_buckets", "EXPONENT_SVI",
+           "GROUPS", "O_K_MEANING"]
+
+#: SVI of every exponent part: a count growing as x^((γ + 0.5)k), 0.5 per unit k too fast.
+EXPONENT_SVI = 0.5
+#: The decisive part groups (keys of ``details["parts"]`` start with them).
+GROUPS = ("held-out ε", "held-out k", "held-out d")
+#: What "O(k)" is tested as, printed with the result.
+O_K_MEANING = ("O(k) tested as γ·k with one γ for every k, d and ε: the exponent of N^(1/k) "
+               "in x = 2√d/ε, over held-out widths, at a held-out k and at held-out d, at most "
+               "γ_s + δ (γ_s calibrated, δ = half the SVI 0.5)")
 
 
 def _facet_rows(basis: np.ndarray, cube_vertices: np.ndarray) -> np.ndarray:
@@ -309,11 +344,14 @@ class TableSizeParams(CheckParams):
         val_epsilons: held-out widths (≥ 2 distinct, each below every calibration width).
         holdout_ks: held-out subspace dimensions (not in ``calib_ks``; may be empty).
         holdout_epsilons: the widths of the held-out k (≥ 2 distinct values).
+        holdout_dims: held-out ambient dimensions (not ``dim``; may be empty): the growth over
+            ``val_epsilons`` is decided there for k = ``calib_ks[0]`` with the γ_s calibrated
+            at ``dim``.
         n_calib: hashers per calibration (k, ε) (≥ 36 so that a 0.9-quantile can be
             certified).
         n_val: fresh hashers per validation (k, ε).
         probability: the claimed probability (0.9); also the quantile whose exponent is fitted.
-        margin: δ, in units of γ (exponent per unit k).
+        margin: δ, in units of γ (exponent per unit k): half the SVI (0.25).
         n_boot: bootstrap resamples of each exponent interval.
         max_grid: rows scanned per polytope in ``count_buckets`` before bracketing.
         n_power: planted runs per planted violation.
@@ -325,11 +363,12 @@ class TableSizeParams(CheckParams):
     calib_epsilons: tuple[float, ...] = (1.0, 0.5, 0.25)
     val_epsilons: tuple[float, ...] = (0.125, 0.0625, 0.03125, 0.015625)
     holdout_ks: tuple[int, ...] = (3,)
-    holdout_epsilons: tuple[float, ...] = (1.0, 0.5)
+    holdout_epsilons: tuple[float, ...] = (1.0, 0.5, 0.25)
+    holdout_dims: tuple[int, ...] = (8, 32)
     n_calib: int = 40
     n_val: int = 40
     probability: float = 0.9
-    margin: float = 0.5
+    margin: float = EXPONENT_SVI / 2
     n_boot: int = 500
     max_grid: int = 2_000_000
     n_power: int = 14
@@ -338,14 +377,14 @@ class TableSizeParams(CheckParams):
     def tiny(cls):
         """The tiny preset: a smoke run in seconds that decides nothing (k = 1 calibrated, k = 2 held out, two ε each)."""
         return cls(calib_ks=(1,), holdout_ks=(2,), calib_epsilons=(1.0, 0.5),
-                   val_epsilons=(0.25, 0.125), holdout_epsilons=(1.0, 0.5), n_calib=36,
-                   n_val=8, n_boot=100, max_grid=200_000)
+                   val_epsilons=(0.25, 0.125), holdout_epsilons=(1.0, 0.5), holdout_dims=(),
+                   n_calib=36, n_val=8, n_boot=100, max_grid=200_000)
 
     @classmethod
     def full(cls):
         return cls(val_epsilons=(0.125, 0.0625, 0.03125, 0.015625, 0.0078125),
-                   holdout_epsilons=(1.0, 0.5, 0.25), n_calib=150, n_val=150, n_boot=2000,
-                   n_power=20)
+                   holdout_epsilons=(1.0, 0.5, 0.25), holdout_dims=(8, 32, 64), n_calib=150,
+                   n_val=150, n_boot=2000, n_power=20)
 
     def validate(self) -> None:
         """Raise ValueError naming the first parameter out of range."""
@@ -356,6 +395,12 @@ class TableSizeParams(CheckParams):
         for k in (*self.calib_ks, *self.holdout_ks):
             check_int(k, "calib_ks[i] and holdout_ks[i]", 1,
                       min(self.dim, UniformSubspace.MAX_K))
+        for d in self.holdout_dims:
+            check_int(d, "holdout_dims[i]", max(self.calib_ks), UniformSubspace.MAX_DIM)
+        if self.dim in self.holdout_dims or len(set(self.holdout_dims)) != len(
+                self.holdout_dims):
+            raise ValueError(f"holdout_dims must be distinct and differ from dim={self.dim}, "
+                             f"got {self.holdout_dims}")
         if set(self.calib_ks) & set(self.holdout_ks):
             raise ValueError(f"holdout_ks must be disjoint from calib_ks, got "
                              f"{self.holdout_ks} and {self.calib_ks}")
@@ -386,9 +431,14 @@ class Lemma42TableSizeCheck(Check):
         hasher_factory: (dim, n_hashes, width, seed) -> hasher (default
             ``lemma42_diameter.default_hasher``); planted violations come through it
             (``lemma42_diameter.PowerWidthHasher``).
+        parts: the part groups decided (a non-empty subset of ``GROUPS``; None: all). A
+            planted run of one group decides it alone, after the same calibration: its
+            verdict is the one a full run gives at that seed (every setting's draws are
+            seeded by the setting).
 
     Raises:
-        ValueError: ``params`` of the wrong type (bad values are reported by ``decide``/``run``).
+        ValueError: ``params`` of the wrong type, ``parts`` not a subset of ``GROUPS`` (bad
+            values of ``params`` are reported by ``decide``/``run``).
     """
 
     name = "lemma42_table_size"
@@ -396,97 +446,151 @@ class Lemma42TableSizeCheck(Check):
              "Γ = k-dim subspace ∩ [-1,1]^d (γ a constant), with probability ≥ 0.9")
     source = "Baykal et al. 2022, Lemma 4.2(2)"
     Params = TableSizeParams
+    post_hoc = (
+        "the held-out k's widths were extended from (1, 0.5) to (1, 0.5, 0.25) after its SVI "
+        "plant was refuted in 9 of 10 runs with two widths (10 of 10 with three); the real "
+        "hasher held at the three quick seeds with both",
+    )
     rule = ("C = 4 in both presets, fixed before the run (the rule of lemma42_diameter). N = "
             "buckets meeting Γ, counted exactly; x = 2√d/ε. "
-            "Calibration (k ∈ calib_ks, larger ε): γ̂ = max of log v/(k log x), v the certified "
-            "0.9-quantile of N (95 %); γ_s = slope of log q(N)^{1/k} on log x, one intercept "
-            "per k (q = 0.9-quantile over draws). Validation on fresh draws at held-out "
-            "smaller ε (calib_ks) and at held-out k: (A) P(N ≤ x^{(γ̂+δ)k}) ≥ 0.9 by "
-            "Clopper–Pearson (95 %) at every setting; (B, C) per k, the slope of log "
-            "q(N)^{1/k} on log x over its held-out widths, 95 % percentile bootstrap: holds if "
-            "the upper end ≤ γ_s + δ, refuted if the lower end > γ_s + δ (decide_exponent, "
-            "at_most); δ = 0.5. Refuted if any part is refuted, holds if all hold, else "
-            "inconclusive.")
+            "Calibration (k ∈ calib_ks, larger ε, d = dim): γ̂ = max of log v/(k log x), v "
+            "the certified 0.9-quantile of N (95 %); γ_s = slope of log q(N)^{1/k} on log x, "
+            "one intercept per k (q = 0.9-quantile over draws). Deciding, on fresh draws: per "
+            "k, the slope of log q(N)^{1/k} on log x, 95 % percentile bootstrap, holds if the "
+            "upper end ≤ γ_s + δ, refuted if the lower end > γ_s + δ (decide_exponent, "
+            "at_most), δ = 0.25 (half the SVI 0.5): over the held-out smaller ε (calib_ks), "
+            "at the held-out k over its widths, and at each held-out d over the held-out ε "
+            "(k = calib_ks[0]). Shown, not deciding: (A) P(N ≤ x^{(γ̂+δ)k}) ≥ 0.9 at the "
+            "held-out settings (γ̂ absorbs the constant at the largest width: loose). Refuted "
+            "if any deciding part is refuted, holds if all hold, else inconclusive.")
 
     def __init__(self, params: TableSizeParams | None = None,
-                 hasher_factory: Callable | None = None):
+                 hasher_factory: Callable | None = None, parts=None):
         super().__init__(params)
         self.hasher_factory = hasher_factory or default_hasher
+        if parts is not None:
+            parts = tuple(parts)
+            if not parts or not set(parts) <= set(GROUPS):
+                raise ValueError(f"parts must be None or a non-empty subset of {GROUPS}, got "
+                                 f"{parts!r}")
+        self.parts = parts
+
+    def smallest_violations(self) -> list[SVI]:
+        p = self.params
+        units = ("excess, per unit k, of the exponent of the bucket count N in x = 2√d/ε "
+                 "over the calibrated γ_s (N ∝ x^((γ_s + s)k))")
+        reason = ("half a power of x per unit k: the table grows √x^k-fold beyond the "
+                  "calibrated law (2.8-fold at k = 1, 8-fold at k = 2 over the quick held-out "
+                  "widths); smaller excesses are within the bootstrap intervals' half-width "
+                  "(0.05–0.15 at quick)")
+        svis = [SVI("held-out ε", EXPONENT_SVI, units + ", across the held-out widths",
+                    reason)]
+        if p.holdout_ks:
+            svis.append(SVI("held-out k", EXPONENT_SVI, units + ", at the held-out k (the "
+                            "exponent not linear in k)", reason))
+        if p.holdout_dims:
+            svis.append(SVI("held-out d", EXPONENT_SVI, units + ", at a held-out ambient d "
+                            "(the growth depending on d)", reason))
+        return svis
 
     def planted_violations(self) -> list[Planted]:
-        """Two planted violations of exponent (γ + 1)k: ``PowerWidthHasher(2, ε_ref)`` with ε_ref
-        the smallest width affected (so buckets are never narrower than the real ones and the
-        count never larger — cheap to count — but it grows as x^{2k}): one across the held-out
-        widths of the calibration k, one across the widths of the held-out k."""
+        """Per deciding group, a real ``EuclideanLSH`` whose buckets are *narrower* than asked
+        (``PowerWidthHasher(1 + s, ε_ref)`` with ε_ref the largest affected width, so its
+        width is ε at ε_ref and smaller below): its bucket count exceeds the real hasher's at
+        every smaller width and grows as x^((1 + s)k) — s = 0.5 at the SVI (``n_power``
+        runs), 0.25 and 1 for the power curve (a quarter of the runs). Each plant changes its
+        group's settings only and is decided by that group alone (``parts``):
+
+        * held-out ε: below the smallest calibration width, for k in ``calib_ks`` (ε_ref =
+          the largest held-out width);
+        * held-out k: the held-out k at all its widths (ε_ref = its largest width);
+        * held-out d: the held-out ambient d below the smallest calibration width (ε_ref =
+          the largest held-out width): the growth in 1/ε depends on d.
+        """
         p = self.params
-        lo_val, lo_hold = min(p.val_epsilons), min(p.holdout_epsilons)
-        planted = [Planted(
-            name="exponent_(gamma+1)k_at_heldout_eps",
-            description=(f"real EuclideanLSH of width ε²/{lo_val:g} (not ε) below ε = "
-                         f"{min(p.calib_epsilons):g} for k in {list(p.calib_ks)}: across the "
-                         f"held-out widths the bucket count grows as (2√d/ε)^(2k), one power "
-                         f"of (2√d/ε)^k faster than calibrated"),
-            build=lambda: type(self)(p, hasher_factory=PowerWidthHasher(
-                2.0, lo_val, min(p.calib_epsilons), ks=tuple(p.calib_ks), C=p.C)))]
-        if p.holdout_ks:
-            planted.append(Planted(
-                name="exponent_(gamma+1)k_at_heldout_k",
-                description=(f"real EuclideanLSH of width ε²/{lo_hold:g} (not ε) for k in "
-                             f"{list(p.holdout_ks)}: at the held-out k the bucket count grows "
-                             f"as (2√d/ε)^(2k), an exponent not linear in k with the "
-                             f"calibrated γ"),
-                build=lambda: type(self)(p, hasher_factory=PowerWidthHasher(
-                    2.0, lo_hold, ks=tuple(p.holdout_ks), C=p.C))))
+        curve = max(2, self.n_power // 4)
+        below, top_val = min(p.calib_epsilons), max(p.val_epsilons)
+        groups = {"held-out ε": dict(eps_ref=top_val, eps_below=below, ks=tuple(p.calib_ks)),
+                  "held-out k": dict(eps_ref=max(p.holdout_epsilons),
+                                     ks=tuple(p.holdout_ks)),
+                  "held-out d": dict(eps_ref=top_val, eps_below=below,
+                                     ks=tuple(p.calib_ks[:1]), dims=tuple(p.holdout_dims))}
+        planted = []
+        for group, kw in groups.items():
+            if (group == "held-out k" and not p.holdout_ks) or (
+                    group == "held-out d" and not p.holdout_dims):
+                continue
+            for excess in (0.25, EXPONENT_SVI, 1.0):
+                factory = PowerWidthHasher(1.0 + excess, C=p.C, **kw)
+                where = {"held-out ε": f"k in {list(p.calib_ks)} below ε = {below:g}",
+                         "held-out k": f"k in {list(p.holdout_ks)}",
+                         "held-out d": f"d in {list(p.holdout_dims)} below ε = {below:g}"}
+                planted.append(Planted(
+                    name=f"{group.replace(' ', '_')}_exponent_+{excess:g}k",
+                    description=(f"real EuclideanLSH of width {kw['eps_ref']:g}·(ε/"
+                                 f"{kw['eps_ref']:g})^{1 + excess:g} ≤ ε for {where[group]}: "
+                                 f"more buckets than the real hasher, growing as "
+                                 f"(2√d/ε)^({1 + excess:g}k) "
+                                 + ("(at the SVI)" if excess == EXPONENT_SVI else
+                                    "(power curve)")),
+                    build=(lambda f, g: lambda: type(self)(p, hasher_factory=f, parts=(g,)))(
+                        factory, group),
+                    part=group, size=excess,
+                    runs=None if excess == EXPONENT_SVI else curve if excess < 1 else 2))
         return planted
 
-    def _subspace(self, k: int, seed: int) -> UniformSubspace:
-        return UniformSubspace(self.params.dim, k,
-                               seed=child_seeds(seed, 1, 1, self.params.dim, k)[0])
+    def _subspace(self, k: int, seed: int, dim: int | None = None) -> UniformSubspace:
+        dim = self.params.dim if dim is None else dim
+        return UniformSubspace(dim, k, seed=child_seeds(seed, 1, 1, dim, k)[0])
 
-    def counts(self, k: int, epsilon: float, n: int, seed: int, salt: int, geometry=None):
-        """(lower, upper) bucket counts of ``n`` hashers at (k, ε) for the fixed Γ of k.
+    def counts(self, k: int, epsilon: float, n: int, seed: int, salt: int, geometry=None,
+               dim: int | None = None):
+        """(lower, upper) bucket counts of ``n`` hashers at (k, ε) for the fixed Γ of (d, k).
 
         Arguments:
             k, epsilon: the setting; n: hashers; seed: the check's seed.
             salt: separates calibration (2) and validation (3) draws.
-            geometry: optional (subspace, polytope_vertices(subspace.basis)) of k, to reuse.
+            geometry: optional (subspace, polytope_vertices(subspace.basis)) of (d, k).
+            dim: the ambient dimension d (None: ``params.dim``).
 
         Returns:
             two float64 arrays (n,), equal where the count is exact.
         """
         p = self.params
-        subspace, vertices = geometry or self._geometry(k, seed)
+        dim = p.dim if dim is None else dim
+        subspace, vertices = geometry or self._geometry(k, seed, dim)
         lows, highs = np.empty(n), np.empty(n)
-        for i, s in enumerate(child_seeds(seed, n, salt, p.dim, k, int(round(epsilon * 2**30)))):
-            hasher = self.hasher_factory(p.dim, p.C * k, epsilon, s)
+        for i, s in enumerate(child_seeds(seed, n, salt, dim, k, int(round(epsilon * 2**30)))):
+            hasher = self.hasher_factory(dim, p.C * k, epsilon, s)
             lows[i], highs[i] = count_buckets(hasher, subspace.basis, cube_vertices=vertices,
                                               max_grid=p.max_grid)
         return lows, highs
 
-    def _geometry(self, k: int, seed: int):
-        subspace = self._subspace(k, seed)
+    def _geometry(self, k: int, seed: int, dim: int | None = None):
+        subspace = self._subspace(k, seed, dim)
         return subspace, polytope_vertices(subspace.basis)
 
-    def _x(self, epsilon: float) -> float:
-        return 2.0 * math.sqrt(self.params.dim) / epsilon
+    def _x(self, epsilon: float, dim: int | None = None) -> float:
+        return 2.0 * math.sqrt(self.params.dim if dim is None else dim) / epsilon
 
-    def _exponent(self, k, epsilons, draws, side, seed, salt):
+    def _exponent(self, k, epsilons, draws, side, seed, salt, dim=None):
         """Bootstrap exponent of q(N)^{1/k} in x over ``epsilons`` from ``draws[e][side]``."""
         p = self.params
         stat = InterpolatedQuantile(p.probability, 1.0 / k)  # _quantile(r, q) ** (1 / k)
-        return bootstrap_exponent([self._x(e) for e in epsilons],
+        return bootstrap_exponent([self._x(e, dim) for e in epsilons],
                                   [draws[e][side] for e in epsilons], stat, n_boot=p.n_boot,
                                   seed=child_seeds(seed, 1, salt, k)[0])
 
-    def _decide_scaling(self, k, epsilons, draws, gamma_s, seed, salt):
+    def _decide_scaling(self, k, epsilons, draws, gamma_s, seed, salt, dim=None):
         p = self.params
-        high = self._exponent(k, epsilons, draws, 1, seed, salt)
+        high = self._exponent(k, epsilons, draws, 1, seed, salt, dim)
         exact = all(np.array_equal(draws[e][0], draws[e][1]) for e in epsilons)
-        low = high if exact else self._exponent(k, epsilons, draws, 0, seed, salt)
+        low = high if exact else self._exponent(k, epsilons, draws, 0, seed, salt, dim)
         v_high = decide_exponent(high, gamma_s, p.margin, "at_most")
         v_low = decide_exponent(low, gamma_s, p.margin, "at_most")
-        return {"estimate": high, "estimate_from_lower_bounds": low,
-                "verdict": v_high if v_high == v_low else Verdict.INCONCLUSIVE}
+        verdict = v_high if v_high == v_low else Verdict.INCONCLUSIVE
+        return {"estimate": high, "estimate_from_lower_bounds": low, "verdict": verdict,
+                "line": gamma_s + p.margin}
 
     def _run(self, seed: int, out: pathlib.Path | None) -> CheckResult:
         p = self.params
@@ -495,7 +599,11 @@ class Lemma42TableSizeCheck(Check):
         val_eps = sorted(set(p.val_epsilons), reverse=True)
         hold_eps = sorted(set(p.holdout_epsilons), reverse=True)
 
-        geometry = {k: self._geometry(k, seed) for k in (*p.calib_ks, *p.holdout_ks)}
+        groups = GROUPS if self.parts is None else self.parts
+        hold_ks = p.holdout_ks if "held-out k" in groups else ()
+        hold_dims = p.holdout_dims if "held-out d" in groups else ()
+        val_ks = p.calib_ks if "held-out ε" in groups else ()
+        geometry = {k: self._geometry(k, seed) for k in (*p.calib_ks, *hold_ks)}
         # calibration
         calib = {k: {e: self.counts(k, e, p.n_calib, seed, 2, geometry[k]) for e in cal_eps}
                  for k in p.calib_ks}
@@ -509,11 +617,14 @@ class Lemma42TableSizeCheck(Check):
         gamma_s = float(np.mean([s.exponent for s in cal_slopes.values()]))
 
         # validation: fresh draws
-        settings = [(k, e) for k in p.calib_ks for e in val_eps] + [
-            (k, e) for k in p.holdout_ks for e in hold_eps]
+        settings = [(k, e) for k in val_ks for e in val_eps] + [
+            (k, e) for k in hold_ks for e in hold_eps]
         val = {}
         for k, e in settings:
             val.setdefault(k, {})[e] = self.counts(k, e, p.n_val, seed, 3, geometry[k])
+        k_d = p.calib_ks[0]
+        val_d = {d: {e: self.counts(k_d, e, p.n_val, seed, 3, self._geometry(k_d, seed, d), d)
+                     for e in val_eps} for d in hold_dims}
         parts, bound_part = {}, {}
         for k, e in settings:
             low, high = val[k][e]
@@ -521,29 +632,32 @@ class Lemma42TableSizeCheck(Check):
             d = decide_probability_bounds(int(np.sum(high <= bound)), int(np.sum(low <= bound)),
                                           p.n_val, p.probability)
             key = f"k={k}, eps={e:g}"
-            parts[f"bound {key}"] = d.verdict
             bound_part[key] = {
+                "verdict": "shown", "rule_would_say": d.verdict.value,
                 "bound": bound, "decision": d, "exact": bool(np.array_equal(low, high)),
                 "gamma_needed_q90": math.log(_quantile(high, p.probability))
                 / (k * math.log(self._x(e))),
                 "count_q90": _quantile(high, p.probability)}
         scaling = {}
-        for k in p.calib_ks:
-            scaling[f"k={k} (held-out ε)"] = s = self._decide_scaling(
+        for k in val_ks:
+            scaling[f"held-out ε k={k}"] = self._decide_scaling(
                 k, val_eps, val[k], gamma_s, seed, 5)
-            parts[f"scaling k={k} (held-out ε)"] = s["verdict"]
-        for k in p.holdout_ks:
-            scaling[f"k={k} (held-out k)"] = s = self._decide_scaling(
+        for k in hold_ks:
+            scaling[f"held-out k k={k}"] = self._decide_scaling(
                 k, hold_eps, val[k], gamma_s, seed, 5)
-            parts[f"scaling k={k} (held-out k)"] = s["verdict"]
+        for d in hold_dims:
+            scaling[f"held-out d k={k_d}, d={d}"] = self._decide_scaling(
+                k_d, val_eps, val_d[d], gamma_s, seed, 5, d)
+        for key, sc in scaling.items():
+            parts[key] = {"verdict": sc["verdict"].value, "exponent": sc["estimate"].exponent,
+                          "ci": [sc["estimate"].ci_low, sc["estimate"].ci_high],
+                          "line": sc["line"]}
 
-        verdict = combine_verdicts(parts.values())
+        verdict = combine_verdicts([v["verdict"] for v in parts.values()])
         worst_key = max(scaling, key=lambda key: scaling[key]["estimate"].ci_high
                         if np.isfinite(scaling[key]["estimate"].ci_high) else math.inf)
         worst = scaling[worst_key]["estimate"]
-        needed = [v["decision"].draws_needed for v in bound_part.values()
-                  if v["decision"].verdict == Verdict.INCONCLUSIVE
-                  and v["decision"].draws_needed is not None]
+        needed = []  # the deciding parts are bootstrap intervals: more draws narrow them
         details = {
             "parts": parts,
             "calibration": {
@@ -558,28 +672,37 @@ class Lemma42TableSizeCheck(Check):
                 "all_exact": all(np.array_equal(*calib[k][e]) for k in p.calib_ks
                                  for e in cal_eps)},
             "validation": {
-                "held_out_epsilons": val_eps, "held_out_ks": list(p.holdout_ks),
-                "held_out_k_epsilons": hold_eps, "n_draws": p.n_val, "margin": p.margin,
+                "held_out_epsilons": val_eps, "held_out_ks": list(hold_ks),
+                "held_out_k_epsilons": hold_eps, "held_out_dims": list(hold_dims),
+                "n_draws": p.n_val, "margin": p.margin,
                 "bound": bound_part, "scaling": scaling,
                 "counts_low": {f"k={k}, eps={e:g}": val[k][e][0] for k, e in settings},
-                "counts_high": {f"k={k}, eps={e:g}": val[k][e][1] for k, e in settings}},
+                "counts_high": {f"k={k}, eps={e:g}": val[k][e][1] for k, e in settings},
+                "counts_held_out_d": {f"k={k_d}, d={d}, eps={e:g}": val_d[d][e][1]
+                                      for d in hold_dims for e in val_eps}},
+            "o_k": O_K_MEANING,
             "notes": [
                 "x = 2√d/ε; the exponents are those of the 0.9-quantile of N^(1/k) in x",
-                "γ̂ absorbs the constant A_k of N ≈ A_k x^k at the largest calibration width, "
-                "so part (A) is loose at smaller ε; parts (B, C) compare growth rates",
-                "probability over the hash functions for one fixed random Γ per k",
+                "part (A), the bound x^((γ̂+δ)k) itself, is shown, not deciding: γ̂ absorbs the "
+                "constant A_k of N ≈ A_k x^k at the largest calibration width, so at the "
+                "held-out widths the bound is tens to hundreds of times the count and no "
+                "countable violation could fail it; the exponent parts compare growth rates",
+                "probability over the hash functions for one fixed random Γ per (d, k)",
             ],
         }
         if verdict != Verdict.HOLDS:
             details["diagnosis"] = _diagnosis(parts, bound_part, scaling, gamma_hat, gamma_s,
                                               p.margin)
-        plots = self._plot(calib, val, settings, gamma_hat, gamma_s, out)
+        plots = (self._plot(calib, val, settings, gamma_hat, gamma_s, out)
+                 if self.parts is None else [])
         measured_text = (f"γ̂={gamma_hat:.3g}, γ_s={gamma_s:.3g}; " + "; ".join(
-            f"{key}: exponent {s['estimate'].text()}" for key, s in scaling.items()))
+            f"{key}: exponent {s['estimate'].text()}" for key, s in scaling.items())
+            + f"; {O_K_MEANING}")
         return self.result(
             seed=seed, measured=worst.exponent, bound=gamma_s + p.margin,
             measured_text=measured_text,
-            bound_text=(f"exponent of N^(1/k) ≤ γ_s + {p.margin:g} = {gamma_s + p.margin:.3g}; "
+            bound_text=(f"exponent of N^(1/k) in x ≤ γ_s + {p.margin:g} = "
+                        f"{gamma_s + p.margin:.3g} at every held-out ε, k and d; shown: "
                         f"P(N ≤ x^(({gamma_hat:.3g}+{p.margin:g})k)) ≥ {p.probability:g}"),
             verdict=verdict, details=details, plots=plots,
             draws_needed=max(needed) if needed else None,
@@ -621,8 +744,9 @@ def _diagnosis(parts, bound_part, scaling, gamma_hat, gamma_s, margin) -> str:
     for key, v in bound_part.items():
         d = v["decision"]
         if d.verdict != Verdict.HOLDS:
-            lines.append(f"bound at {key}: {d.text()}; the count there needs γ = "
-                         f"{v['gamma_needed_q90']:.3g} against γ̂ + δ = {gamma_hat + margin:.3g}")
+            lines.append(f"bound at {key} (shown, not deciding): {d.text()}; the count there "
+                         f"needs γ = {v['gamma_needed_q90']:.3g} against γ̂ + δ = "
+                         f"{gamma_hat + margin:.3g}")
     for key, s in scaling.items():
         if s["verdict"] != Verdict.HOLDS:
             lines.append(f"scaling {key}: exponent {s['estimate'].text()} against γ_s + δ = "

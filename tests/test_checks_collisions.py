@@ -1,6 +1,6 @@
-"""LSH collision probabilities: closed forms inside exact intervals; the planted violations
-(width off by 10 %, correlated key bits) are refuted; the interval threshold flips with one
-collision more or less."""
+"""LSH collision probabilities: closed forms tested by exact binomial p-values with Holm across
+them; each part's SVI plant (the law's scale off by 10 %) is refuted by that part; the
+threshold flips with one collision more or less; the tiny preset decides nothing."""
 
 import math
 
@@ -9,7 +9,8 @@ import pytest
 
 from proofs_checks._framework import Verdict, child_seeds
 from proofs_checks.collisions import (
-    CollisionsCheck, CollisionsParams, CorrelatedHyperplaneLSH,
+    PARTS, SCALE_SVI, CollisionsCheck, CollisionsParams, CorrelatedHyperplaneLSH,
+    DegenerateHyperplaneLSH, binomial_p_value,
 )
 from routing.collision import (
     clopper_pearson, collision_probability_hyperplane, empirical_collision_rate,
@@ -32,12 +33,26 @@ def test_collisions_hold_for_the_real_families():
     assert r.verdict == (Verdict.HOLDS if r.power_lower >= 0.8 else Verdict.UNDERPOWERED)
 
 
-def test_planted_violations_are_refuted_at_the_quick_preset():
+def test_each_part_refutes_its_svi_plant_at_the_quick_preset():
     check = CollisionsCheck.preset("quick")
-    for planted in check.planted_violations():
-        built = planted.build()
-        refuted = [built.decide(s).verdict == Verdict.REFUTED for s in child_seeds(3, 10, 5)]
-        assert sum(refuted) >= 9, planted.name
+    svis = check.smallest_violations()
+    assert [v.part for v in svis] == list(PARTS) and {v.size for v in svis} == {SCALE_SVI}
+    planted = check.planted_violations()
+    for part in PARTS:
+        mine = [p for p in planted if p.part == part]
+        assert sorted(p.size for p in mine) == [0.05, 0.1, 0.2]  # a curve around the SVI
+        (gate,) = [p for p in mine if p.size == SCALE_SVI]
+        assert gate.runs is None
+        built = gate.build()
+        refuted = [built.part_verdict(built.decide(s), part) == Verdict.REFUTED
+                   for s in child_seeds(3, 10, 5)]
+        assert sum(refuted) >= 9, part
+
+
+def test_collisions_tiny_preset_decides_nothing():
+    r = CollisionsCheck.preset("tiny").run(0)
+    assert r.verdict == Verdict.UNDERPOWERED and r.smoke
+    assert set(r.mdv) == set(PARTS)
 
 
 def test_a_slightly_wrong_width_is_below_the_resolution_of_2000_trials():
@@ -49,7 +64,32 @@ def test_a_slightly_wrong_width_is_below_the_resolution_of_2000_trials():
     assert sum(refuted) <= 3
 
 
-def test_correlated_bits_keep_the_bit_law_and_break_the_key_law():
+def test_degenerate_directions_scale_the_angle_law():
+    Y = UniformCube(16).sample(1, seed=0)
+    Y2 = pairs_at_angles(Y, 2.0, seed=1)
+    h = DegenerateHyperplaneLSH(16, 3, 20_000, seed=2, fraction=0.1)
+    bit = empirical_collision_rate(h, Y, Y2, level="hash")
+    key = empirical_collision_rate(h, Y, Y2, level="key")
+    law = 1 - 0.9 * 2.0 / math.pi  # 1 − (1 − r)θ/π
+    assert bit.ci_low[0] <= law <= bit.ci_high[0]
+    assert key.ci_low[0] <= law ** 3 <= key.ci_high[0]
+    assert bit.ci_low[0] > collision_probability_hyperplane(2.0)  # the true law is refuted
+    assert np.array_equal(DegenerateHyperplaneLSH(4, 2, 3, seed=1, fraction=0.0).directions,
+                          CorrelatedHyperplaneLSH(4, 2, 3, seed=1, correlation=0.0).directions)
+    with pytest.raises(ValueError, match="fraction"):
+        DegenerateHyperplaneLSH(4, 2, fraction=1.0)
+
+
+@pytest.mark.parametrize("trials, p", [(300, 0.3), (1500, 0.05), (40, 0.9)])
+def test_binomial_p_value_inverts_the_clopper_pearson_interval(trials, p):
+    # p lies outside the exact interval at 1 − a exactly when the p-value is below a
+    k = np.arange(trials + 1)
+    pv = binomial_p_value(k, trials, p)
+    for a in (0.05, 0.01, 0.001):
+        low, high = clopper_pearson(k, trials, 1 - a)
+        assert np.array_equal(pv < a, (p < low) | (p > high))
+    with pytest.raises(ValueError, match="successes"):
+        binomial_p_value(np.array([trials + 1]), trials, p)
     Y = UniformCube(16).sample(1, seed=0)
     Y2 = pairs_at_angles(Y, 1.3, seed=1)
     h = CorrelatedHyperplaneLSH(16, 3, 20_000, seed=2, correlation=0.5)
@@ -101,6 +141,9 @@ def test_interval_threshold_flips_with_one_collision():
     inside = _scripted_check(c + 1)[0].decide(0)
     assert outside.verdict == Verdict.REFUTED and outside.measured == 1
     assert outside.details["per_family"]["hyperplane_key"]["outside"] == [True, False, False]
+    assert outside.details["parts"]["hyperplane_key"]["verdict"] == "refuted"
+    assert {v["verdict"] for k, v in outside.details["parts"].items()
+            if k != "hyperplane_key"} == {"holds"}
     assert inside.verdict == Verdict.HOLDS and inside.measured == 0
 
 
@@ -116,12 +159,12 @@ def test_determinism_and_validation():
     assert math.isclose(CollisionsCheck.preset("full").params.trials, 20_000)
 
 
-def test_halving_the_bonferroni_correction_changes_the_decision():
+def test_halving_the_holm_correction_changes_the_decision():
     """A key-level count whose closed form lies inside its exact interval at 1 − 0.05/m (m = 14
-    intervals: every distance and angle, per hash and per key) but outside the one at
-    1 − 0.05/(m/2): the check holds. With half the correction (a family level of 0.90 gives
-    each interval 1 − 0.10/m = 1 − 0.05/(m/2)) the same counts refute it. The intervals here
-    are scipy's exact ones, not the check's."""
+    closed forms: every distance and angle, per hash and per key) but outside the one at
+    1 − 0.05/(m/2): Holm's first step (m·p ≤ α) does not reject it, the check holds. With half
+    the correction (a family level of 0.90: α = 0.10) the same counts refute it. The intervals
+    here are scipy's exact ones, not the check's."""
     from dataclasses import replace
 
     from scipy.stats import binomtest

@@ -1,8 +1,11 @@
 """Lemma 4.2: the exact measurements against the enumeration of every bucket, and every
 decision threshold of the two checks moved across by a planted hasher (a real EuclideanLSH
-built with another width than the check asks for): the raw verdict of ``decide`` flips."""
+built with another width than the check asks for): the raw verdict of ``decide`` flips. Each
+part's SVI plant is refuted by its own part; the table-size plants count more buckets than the
+real hasher; the tiny preset decides nothing (underpowered)."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,19 +13,20 @@ import pytest
 from lipschitz import UniformSubspace
 from proofs_checks._framework import Verdict
 from proofs_checks.lemma42_diameter import (
-    DiameterParams, Lemma42DiameterCheck, PowerWidthHasher, difference_body_vertices,
-    max_bucket_diameter,
+    SLOPE_SVI, VALIDATION_SVI, DiameterParams, Lemma42DiameterCheck, PowerWidthHasher,
+    difference_body_vertices, max_bucket_diameter,
 )
 from proofs_checks.lemma42_table_size import (
-    Lemma42TableSizeCheck, TableSizeParams, _lattice_counts, _lattice_counts_reference,
-    count_buckets,
+    EXPONENT_SVI, GROUPS, Lemma42TableSizeCheck, TableSizeParams, _lattice_counts,
+    _lattice_counts_reference, count_buckets,
 )
 from proofs_checks.lsh_cells import difference_body_radius, hasher_cells
 from routing.euclidean_lsh import EuclideanLSH
 
 # k = 1 only: the same rules as the quick preset at a fraction of its cost
-SMALL_D = DiameterParams(ks=(1,), val_ks=(1,), n_boot=300, C_sweep=(2, 16), n_cmax=40)
-# calibration k = 1, held-out k = 2
+SMALL_D = DiameterParams(ks=(1,), val_ks=(1,), n_draws=200, n_boot=300, C_sweep=(2, 16),
+                         n_cmax=40)
+# calibration k = 1, held-out k = 2, held-out d = 8 and 32
 SMALL_T = TableSizeParams(calib_ks=(1,), holdout_ks=(2,), n_boot=300)
 
 
@@ -118,20 +122,21 @@ def test_diameter_holds_for_euclidean_lsh():
     est = r.details["scaling"]["per_k"]["1"]["estimate"]
     assert 0.75 <= est["ci_low"] <= 1.0 <= est["ci_high"] < 1.25  # slope 1, not just ≥ 0.75
     cal = r.details["calibration"]
-    assert 0.2 < cal["c_cal"] < 2.0 and cal["n_draws_pooled"] == 2 * SMALL_D.n_draws
+    assert 0.2 < cal["c_cal"] < 2.0 and cal["n_draws_pooled"] == 2 * SMALL_D.n_calib_draws
     # more hashes per dimension, smaller buckets
     curves = r.details["c_max_curves"]["per_k"]["1"]
     assert curves["16"] > 2 * curves["2"]
 
 
-@pytest.mark.parametrize("power, expected", [(0.9, Verdict.HOLDS), (0.6, Verdict.REFUTED)])
+@pytest.mark.parametrize("power, expected", [(1.0, Verdict.HOLDS), (0.8, Verdict.REFUTED)])
 def test_slope_threshold_flips_with_the_exponent_of_the_diameter(power, expected):
-    # D ∝ ε^power; the rule's line is 1 − δ = 0.75: 0.15 either side
+    # D ∝ ε^power; the rule's line is 1 − δ = 0.9 (half the SVI 0.2): 0.1 either side
+    assert SMALL_D.slope_margin == SLOPE_SVI / 2
     factory = PowerWidthHasher(power, max(SMALL_D.epsilons))
-    r = Lemma42DiameterCheck(SMALL_D, hasher_factory=factory).decide(1)
+    r = Lemma42DiameterCheck(SMALL_D, hasher_factory=factory, parts=("slope",)).decide(1)
     est = r.details["scaling"]["per_k"]["1"]["estimate"]
-    assert r.details["parts"]["slope k=1"] == expected
-    assert est["exponent"] == pytest.approx(power, abs=0.1)
+    assert r.details["parts"]["slope k=1"]["verdict"] == expected
+    assert est["exponent"] == pytest.approx(power, abs=0.06)
 
 
 @pytest.mark.parametrize("factor, expected", [(1.0, Verdict.HOLDS), (4.0, Verdict.REFUTED)])
@@ -142,19 +147,47 @@ def test_validation_threshold_flips_with_the_bucket_size_at_held_out_widths(fact
     factory = PowerWidthHasher(1.0, 1.0, eps_below=min(SMALL_D.epsilons), factor=factor)
     r = Lemma42DiameterCheck(SMALL_D, hasher_factory=factory).decide(2)
     parts = r.details["parts"]
-    assert parts["validation k=1, eps=0.0078125"] == expected
-    assert parts["slope k=1"] == Verdict.HOLDS
+    assert parts["validation k=1, eps=0.0078125"]["verdict"] == expected
+    assert parts["slope k=1"]["verdict"] == Verdict.HOLDS
     assert r.verdict == expected
 
 
-def test_diameter_planted_violation_is_refuted_by_each_rule():
-    (planted,) = Lemma42DiameterCheck(SMALL_D).planted_violations()
-    check = planted.build()
-    assert isinstance(check.hasher_factory, PowerWidthHasher)
-    for seed in (3, 4):
-        r = check.decide(seed)
-        assert r.verdict == Verdict.REFUTED
-        assert set(r.details["parts"].values()) == {Verdict.REFUTED}  # slope and validation
+def test_diameter_svis_and_plants_per_part():
+    # both k, as at quick (the validation plant's calibration pools k = 1 and 2), fewer draws
+    check = Lemma42DiameterCheck(DiameterParams(n_draws=(120, 50), n_boot=200, C_sweep=(2,),
+                                                n_cmax=5))
+    svis = {v.part: v for v in check.smallest_violations()}
+    assert svis["slope"].size == SLOPE_SVI == 0.2 and svis["validation"].size == VALIDATION_SVI
+    assert all(v.reason and v.units for v in svis.values())
+    planted = check.planted_violations()
+    for part, svi in svis.items():
+        mine = [p for p in planted if p.part == part]
+        assert len({p.size for p in mine}) >= 3  # a power curve around the SVI
+        (gate,) = [p for p in mine if p.size == svi.size]
+        assert gate.runs is None  # n_power runs at the SVI
+        assert min(p.size for p in mine) < svi.size < max(p.size for p in mine)
+        built = gate.build()
+        assert built.parts == (part,) and isinstance(built.hasher_factory, PowerWidthHasher)
+        for seed in (3, 4):  # refuted by its own part
+            assert built.part_verdict(built.decide(seed), part) == Verdict.REFUTED
+
+
+def test_a_run_of_one_part_gives_the_full_runs_verdict_of_that_part():
+    factory = PowerWidthHasher(0.9, max(SMALL_D.epsilons))
+    full = Lemma42DiameterCheck(SMALL_D, hasher_factory=factory).decide(5)
+    for part in ("slope", "validation"):
+        alone = Lemma42DiameterCheck(SMALL_D, hasher_factory=factory, parts=(part,)).decide(5)
+        mine = {k: v for k, v in full.details["parts"].items() if k.startswith(part)}
+        assert alone.details["parts"] == mine
+    with pytest.raises(ValueError, match="parts"):
+        Lemma42DiameterCheck(SMALL_D, parts=("nope",))
+
+
+def test_diameter_tiny_preset_decides_nothing_on_its_plants():
+    r = Lemma42DiameterCheck.preset("tiny").run(0)
+    assert r.verdict == Verdict.UNDERPOWERED and r.smoke
+    assert set(r.mdv) == {"slope", "validation"}
+    assert all(pp["underpowered"] for pp in r.mdv.values())
 
 
 def test_diameter_same_seed_same_numbers():
@@ -171,6 +204,8 @@ def test_diameter_same_seed_same_numbers():
     ({"calib_epsilons": (0.3,)}, "calib_epsilons"),
     ({"epsilons": (0.5, 0.5)}, "epsilons"),
     ({"n_draws": 1}, "n_draws"),
+    ({"n_draws": (50,)}, "n_draws"),
+    ({"n_calib_draws": 1}, "n_calib_draws"),
     ({"ks": (0,)}, "ks"),
     ({"calib_quantile": 0.8}, "calib_quantile"),
     ({"slope_margin": -0.1}, "slope_margin"),
@@ -190,6 +225,8 @@ def test_power_width_hasher_is_validated():
     h = PowerWidthHasher(2.0, 0.5, eps_below=1.0, ks=(2,), C=4)
     assert h.width(8, 0.25) == pytest.approx(0.125) and h.width(4, 0.25) == 0.25
     assert h.width(8, 1.0) == 1.0
+    h = PowerWidthHasher(1.5, 0.5, dims=(8,))
+    assert h.width(4, 0.125, 8) == pytest.approx(0.0625) and h.width(4, 0.125, 16) == 0.125
 
 
 # -- Lemma 4.2(2) ----------------------------------------------------------------------------
@@ -201,6 +238,9 @@ def test_table_size_holds_for_euclidean_lsh():
     assert 0.7 < cal["gamma_s"] < 1.3  # N ≈ A·x^k: exponent 1 per unit k
     for s in r.details["validation"]["scaling"].values():
         assert s["estimate"]["ci_low"] < 1.0 < s["estimate"]["ci_high"] + 0.1
+    assert set(r.details["parts"]) == {"held-out ε k=1", "held-out k k=2",
+                                       "held-out d k=1, d=8", "held-out d k=1, d=32"}
+    assert "O(k) tested as" in r.measured_text and r.details["o_k"]
 
 
 def _tightest(result):
@@ -211,53 +251,92 @@ def _tightest(result):
 
 
 @pytest.mark.parametrize("side", ["below", "above"])
-def test_bound_threshold_flips_with_the_count_at_held_out_widths(side):
+def test_the_bound_itself_is_shown_and_never_decides(side):
     # buckets f times narrower at the held-out widths of k = 1 only: N grows f-fold, its
     # exponent in x does not; f a third of the measured slack at the tightest width, or three
-    # times it
-    key, slack = _tightest(Lemma42TableSizeCheck(SMALL_T).decide(1))
+    # times it: the shown bound's rule flips, the verdict does not
+    p = replace(SMALL_T, holdout_dims=())
+    key, slack = _tightest(Lemma42TableSizeCheck(p).decide(1))
+    assert slack > 10  # the calibrated bound is loose at the held-out widths
     f = slack / 3 if side == "below" else 3 * slack
-    factory = PowerWidthHasher(1.0, 1.0, eps_below=min(SMALL_T.calib_epsilons), factor=1 / f,
-                               ks=(1,), C=SMALL_T.C)
-    r = Lemma42TableSizeCheck(SMALL_T, hasher_factory=factory).decide(1)
-    parts = r.details["parts"]
-    assert parts["scaling k=1 (held-out ε)"] == Verdict.HOLDS
-    if side == "below":
-        assert r.verdict == Verdict.HOLDS
-    else:
-        assert parts[f"bound {key}"] == Verdict.REFUTED and r.verdict == Verdict.REFUTED
+    factory = PowerWidthHasher(1.0, 1.0, eps_below=min(p.calib_epsilons), factor=1 / f,
+                               ks=(1,), C=p.C)
+    r = Lemma42TableSizeCheck(p, hasher_factory=factory).decide(1)
+    bound = r.details["validation"]["bound"][key]
+    assert bound["verdict"] == "shown"
+    assert bound["rule_would_say"] == ("holds" if side == "below" else "refuted")
+    assert r.details["parts"]["held-out ε k=1"]["verdict"] == Verdict.HOLDS
+    assert r.verdict == Verdict.HOLDS
 
 
-@pytest.mark.parametrize("power, expected", [(1.2, Verdict.HOLDS), (1.85, Verdict.REFUTED)])
-def test_scaling_threshold_flips_at_held_out_widths(power, expected):
-    # N^(1/k) ∝ x^power across the held-out widths; the line is γ_s + δ ≈ 1.5
-    factory = PowerWidthHasher(power, min(SMALL_T.val_epsilons),
-                               eps_below=min(SMALL_T.calib_epsilons), ks=(1,), C=SMALL_T.C)
-    r = Lemma42TableSizeCheck(SMALL_T, hasher_factory=factory).decide(2)
-    s = r.details["validation"]["scaling"]["k=1 (held-out ε)"]
-    assert s["verdict"] == expected
-    assert s["estimate"]["exponent"] == pytest.approx(power, abs=0.2)
-    assert r.details["parts"]["scaling k=2 (held-out k)"] == Verdict.HOLDS
+def _excess(group, s, p=SMALL_T):
+    """The SVI plants' hasher (exponent excess s) of ``group``, as ``planted_violations``."""
+    below, top = min(p.calib_epsilons), max(p.val_epsilons)
+    kw = {"held-out ε": dict(eps_ref=top, eps_below=below, ks=(1,)),
+          "held-out k": dict(eps_ref=max(p.holdout_epsilons), ks=(2,)),
+          "held-out d": dict(eps_ref=top, eps_below=below, ks=(1,), dims=(8, 32))}[group]
+    return PowerWidthHasher(1.0 + s, C=p.C, **kw)
 
 
-@pytest.mark.parametrize("power, expected", [(1.2, Verdict.HOLDS), (1.85, Verdict.REFUTED)])
-def test_scaling_threshold_flips_at_the_held_out_k(power, expected):
-    factory = PowerWidthHasher(power, min(SMALL_T.holdout_epsilons), ks=(2,), C=SMALL_T.C)
-    r = Lemma42TableSizeCheck(SMALL_T, hasher_factory=factory).decide(3)
-    assert r.details["parts"]["scaling k=2 (held-out k)"] == expected
-    assert r.details["parts"]["scaling k=1 (held-out ε)"] == Verdict.HOLDS
+@pytest.mark.parametrize("group, key", [("held-out ε", "held-out ε k=1"),
+                                        ("held-out k", "held-out k k=2"),
+                                        ("held-out d", "held-out d k=1, d=32")])
+@pytest.mark.parametrize("excess, expected", [(0.0, Verdict.HOLDS), (0.5, Verdict.REFUTED)])
+def test_exponent_threshold_flips_at_each_held_out_group(group, key, excess, expected):
+    # N^(1/k) ∝ x^(1 + excess) on the group's settings; the line is γ_s + δ ≈ 1.25 (δ half
+    # the SVI 0.5)
+    assert SMALL_T.margin == EXPONENT_SVI / 2
+    r = Lemma42TableSizeCheck(SMALL_T, hasher_factory=_excess(group, excess),
+                              parts=(group,)).decide(2)
+    assert r.details["parts"][key]["verdict"] == expected
+    est = r.details["parts"][key]
+    assert est["exponent"] == pytest.approx(1.0 + excess, abs=0.2)
 
 
-def test_table_size_planted_violations_are_refuted():
-    planted = Lemma42TableSizeCheck(SMALL_T).planted_violations()
-    assert [p.name for p in planted] == ["exponent_(gamma+1)k_at_heldout_eps",
-                                         "exponent_(gamma+1)k_at_heldout_k"]
-    part = {0: "scaling k=1 (held-out ε)", 1: "scaling k=2 (held-out k)"}
-    for i, p in enumerate(planted):
+def test_table_size_svi_plants_are_refuted_by_their_own_group():
+    check = Lemma42TableSizeCheck(SMALL_T)
+    svis = {v.part: v for v in check.smallest_violations()}
+    assert set(svis) == set(GROUPS) and all(v.size == EXPONENT_SVI for v in svis.values())
+    planted = check.planted_violations()
+    for group in GROUPS:
+        mine = [p for p in planted if p.part == group]
+        assert sorted(p.size for p in mine) == [0.25, 0.5, 1.0]
+        (gate,) = [p for p in mine if p.size == EXPONENT_SVI]
+        assert gate.runs is None
+        built = gate.build()
+        assert built.parts == (group,)
         for seed in (4, 5):
-            r = p.build().decide(seed)
-            assert r.verdict == Verdict.REFUTED
-            assert r.details["parts"][part[i]] == Verdict.REFUTED
+            assert built.part_verdict(built.decide(seed), group) == Verdict.REFUTED
+
+
+def _q90_counts(factory, k, epsilons, dim=None):
+    check = Lemma42TableSizeCheck(SMALL_T, hasher_factory=factory)
+    return np.array([np.quantile(check.counts(k, e, 12, 3, 3, dim=dim)[1], 0.9)
+                     for e in epsilons])
+
+
+def test_the_table_size_plants_count_more_buckets_than_the_real_hasher():
+    # the lemma bounds the count from above: a plant must count *more* buckets than the real
+    # hasher, not only grow faster. The former plant (width ε²/ε_ref with ε_ref the smallest
+    # held-out width: never narrower than ε) counted fewer at every held-out width.
+    val = sorted(SMALL_T.val_epsilons, reverse=True)
+    real = _q90_counts(None, 1, val)
+    plant = _q90_counts(_excess("held-out ε", EXPONENT_SVI), 1, val)
+    assert plant[0] == real[0] and np.all(plant[1:] > 1.2 * real[1:])
+    former = PowerWidthHasher(2.0, min(val), min(SMALL_T.calib_epsilons), ks=(1,), C=SMALL_T.C)
+    assert np.all(_q90_counts(former, 1, val)[:-1] < real[:-1])
+    hold = sorted(SMALL_T.holdout_epsilons, reverse=True)
+    assert np.all(_q90_counts(_excess("held-out k", EXPONENT_SVI), 2, hold)[1:]
+                  > _q90_counts(None, 2, hold)[1:])
+    assert np.all(_q90_counts(_excess("held-out d", EXPONENT_SVI), 1, val, 32)[1:]
+                  > _q90_counts(None, 1, val, 32)[1:])
+
+
+def test_table_size_tiny_preset_decides_nothing():
+    r = Lemma42TableSizeCheck.preset("tiny").run(0)
+    assert r.verdict == Verdict.UNDERPOWERED and r.smoke
+    assert "held-out d" not in r.mdv  # tiny has no held-out d
+    assert all(pp["underpowered"] for pp in r.mdv.values())
 
 
 def test_table_size_same_seed_same_numbers():
@@ -277,6 +356,7 @@ def test_table_size_same_seed_same_numbers():
     ({"margin": -1.0}, "margin"),
     ({"calib_ks": ()}, "calib_ks"),
     ({"max_grid": 0}, "max_grid"),
+    ({"holdout_dims": (16,)}, "holdout_dims"),
 ])
 def test_table_size_parameters_are_validated(kwargs, name):
     with pytest.raises(ValueError, match=name):

@@ -1,6 +1,7 @@
 """§3: DSM simulates interpolation, k-NN, Switch and Scaling layers and the LSH model —
 exact identities (hypothesis property tests on random instances), their planted
-non-identities, and both decision thresholds of the registered check (tolerance, sparsity)."""
+non-identities (each departing on a fraction q of the instances, q = 0.25 at the SVI), and both
+decision thresholds of the registered check (tolerance, sparsity)."""
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from lipschitz import RandomPolynomial
 from proofs_checks._framework import Verdict
 from proofs_checks.simulations import (
-    TOLERANCE, OffByOneKeys, RunnerUpController, ShuffledBlockMap, SimulationsCheck,
+    FAILURE_SVI, SIMULATIONS, TOLERANCE, OffByOneKeys, RunnerUpController, ShuffledBlockMap, SimulationsCheck,
     SimulationsParams, WrongKTopK, WrongPointMemory, argmax_controller, dsm_output,
     simulate_interpolation, simulate_knn, simulate_lsh, simulate_scaling, simulate_switch,
 )
@@ -83,26 +84,53 @@ def test_planted_objects_break_their_identity():
     assert o.max_abs_difference > 1e-6 and o.max_active == 2
     with pytest.raises(ValueError, match="offset"):
         WrongKTopK(0)
+    with pytest.raises(ValueError, match="fraction"):
+        WrongPointMemory(0.0)
 
 
 # ------------------------------------------------------------------ the registered check
-def test_simulations_check_is_an_exact_identity_with_full_power():
-    r = SimulationsCheck(SMALL).run(0)
+def test_simulations_check_is_an_exact_identity_with_power_at_every_svi():
+    r = SimulationsCheck(SimulationsParams()).run(0)  # the quick parameters
     assert r.raw_verdict == Verdict.HOLDS and r.verdict == Verdict.EXACT_IDENTITY
     assert r.measured <= TOLERANCE and r.power_lower >= 0.8
-    assert {d["planted"] for d in r.power_details} == {
-        "interpolation_wrong_point", "knn_k_plus_1", "knn_k_minus_1", "switch_shuffled_blocks",
-        "scaling_runner_up", "lsh_keys_off_by_one"}
+    assert set(r.mdv) == set(SIMULATIONS)
+    for part, pp in r.mdv.items():
+        assert pp["mdv"] == FAILURE_SVI and not pp["underpowered"], part
+        assert [c[0] for c in pp["curve"]] == [0.1, 0.25, 1.0]
     assert r.details["calibration"].startswith("none") and "rule" in r.preregistered
 
 
-@pytest.mark.parametrize("planted", SimulationsCheck(SMALL).planted_violations(),
-                         ids=lambda p: p.name)
-def test_every_planted_non_identity_is_refuted(planted):
+def test_simulations_tiny_preset_decides_nothing():
+    r = SimulationsCheck.preset("tiny").run(0)
+    assert r.verdict == Verdict.UNDERPOWERED and r.smoke
+
+
+@pytest.mark.parametrize("planted", [p for p in SimulationsCheck(SMALL).planted_violations()
+                                     if p.size in (None, 1.0)], ids=lambda p: p.name)
+def test_every_always_departing_object_is_refuted(planted):
     for seed in (0, 1, 2):
-        r = planted.build().decide(seed)
+        built = planted.build()
+        r = built.decide(seed)
         assert r.verdict == Verdict.REFUTED, (planted.name, seed)
         assert "diagnosis" in r.details
+        assert set(r.details["parts"]) == set(built.only)
+
+
+@pytest.mark.parametrize("name, objects", [
+    ("interpolation", {"memory": WrongPointMemory(0.25)}),
+    ("knn", {"topk": WrongKTopK(+1, 0.25)}),
+    ("scaling", {"controller": RunnerUpController(0.25)}),
+])
+def test_a_plant_at_the_svi_departs_on_a_quarter_of_the_instances(name, objects):
+    p = SimulationsParams(n_instances=400)
+    r = SimulationsCheck(p, {name: objects}, only=(name,)).decide(3)
+    part = r.details["parts"][name]
+    # 400 instances: a binomial 0.25 lies in [0.19, 0.31] with probability > 0.99
+    assert 0.19 < part["n_failed"] / 400 < 0.31 and part["verdict"] == "refuted"
+    low = SimulationsCheck(p, {name: {k: type(v)(*(
+        (v.offset,) if isinstance(v, WrongKTopK) else ()), fraction=0.05)
+        for k, v in objects.items()}}, only=(name,)).decide(3)
+    assert low.details["parts"][name]["n_failed"] / 400 < 0.1  # the fraction moves it
 
 
 class _ShiftedLabel:
@@ -153,6 +181,8 @@ def test_determinism_and_validation():
         SimulationsCheck(SimulationsParams(max_dim=1)).decide(0)
     with pytest.raises(ValueError, match="objects"):
         SimulationsCheck(SMALL, {"nope": {}})
+    with pytest.raises(ValueError, match="only"):
+        SimulationsCheck(SMALL, only=("nope",))
 
 
 def test_dsm_output_shapes():
