@@ -468,10 +468,16 @@ class NStarCheck(Check):
         p = self.params
         return p.lipschitz * math.sqrt(p.dim) / epsilon
 
+    def make_target(self, frame, seed: int):
+        """The target on the inputs whose tangent directions span ``frame`` (dim, j): here a
+        ``RidgeTarget`` along a random unit vector of span(frame); subclasses may draw other
+        L-Lipschitz families."""
+        return RidgeTarget.in_span(frame, self.params.lipschitz, seed)
+
     def _problem(self, k: int, seed: int):
         p = self.params
         inputs, frame = self.make_inputs(k, child_seeds(seed, 1, 1, k)[0])
-        target = RidgeTarget.in_span(frame, p.lipschitz, child_seeds(seed, 1, 2, k)[0])
+        target = self.make_target(frame, child_seeds(seed, 1, 2, k)[0])
         X_test = inputs.sample(p.n_test, seed=child_seeds(seed, 1, 3, k)[0])
         return inputs, target, X_test, target(X_test)
 

@@ -1,6 +1,7 @@
 """Theorem 4.1 (single-table LSH learner, n*(ε, k) scaling): the machinery against
-independent computations, every decision threshold crossed by a planted object, the planted
-violations of the quick preset refuted, determinism and parameter errors."""
+independent computations, the two target families, every decision threshold crossed by a
+planted object, each decisive part refuted on its plant at the SVI, what quick decides,
+determinism and parameter errors."""
 
 import math
 from dataclasses import replace
@@ -20,14 +21,15 @@ from proofs_checks._nstar import (
 )
 from proofs_checks._scaling import ExponentEstimate
 from proofs_checks.theorem41_learner import (
-    FixedWidth, LearnerParams, ShrinkingWidth, Theorem41LearnerCheck, ThinnedSamples,
+    FLOORS_SVI, SAMPLES_SVI, TABLE_SVI, CoarseShare, FixedWidth, LearnerParams, ShrinkingWidth,
+    TangentMLP, Theorem41LearnerCheck, ThinnedSamples, make_target,
 )
 from routing.euclidean_lsh import EuclideanLSH
 from routing.lsh_table import LSHTable
 
 # small settings: k = 1 over r ∈ [5.7, 45], 24 draws — about half a second per decision
 SMALL = LearnerParams(epsilons=((1, (0.5, 0.25, 0.125, 0.0625)),), probes=(), n_draws=24,
-                      n_calibration=6, n_test=300, n_boot=300)
+                      n_calibration=6, n_test=300, n_boot=300, targets=("ridge",))
 
 
 # the flips of the exponent rule need tighter intervals: 40 draws (about a second each)
@@ -35,8 +37,12 @@ MEDIUM = replace(SMALL, n_draws=40)
 REF = Theorem41LearnerCheck(SMALL).reference_epsilons()
 
 
-def part(result, name, k=1):
-    return result.details["per_k"][str(k)][name]
+def part(result, name, k=1, case="ridge,d=8"):
+    return result.details["parts"][f"{name} {case},k={k}"]
+
+
+def per_k(result, k=1, case="ridge,d=8"):
+    return result.details["cases"][case]["per_k"][str(k)]
 
 
 # ------------------------------------------------------------------ machinery
@@ -219,7 +225,7 @@ def test_real_learner_holds_at_small_settings():
     r = Theorem41LearnerCheck(SMALL).decide(0)
     assert r.verdict == Verdict.HOLDS
     assert part(r, "samples")["estimate"]["ci_high"] <= 1.5
-    rows = r.details["per_k"]["1"]["settings"]
+    rows = per_k(r)["settings"]
     assert all(row["constant"] > 10 for row in rows)  # the single table's constant ≫ 1
     assert "far above 1" in r.measured_text
 
@@ -270,10 +276,9 @@ def test_calibration_beyond_its_cap_is_out_of_reach():
     params = replace(SMALL, calibration_cap=20_000)
     full = Theorem41LearnerCheck(params).decide(0)
     starved = Theorem41LearnerCheck(params, keep_rule=lambda k, e: 0.005).decide(0)
-    assert full.details["per_k"]["1"]["calibration"]["n_star"] < 20_000
+    assert per_k(full)["calibration"]["n_star"] < 20_000
     assert starved.verdict == Verdict.OUT_OF_REACH
-    assert "would need" in starved.details["per_k"]["1"]["reason"] or \
-        "needed" in starved.details["per_k"]["1"]["reason"]
+    assert "would need" in per_k(starved)["reason"] or "needed" in per_k(starved)["reason"]
 
 
 def test_fixed_width_is_refuted_by_its_floor():
@@ -284,20 +289,79 @@ def test_fixed_width_is_refuted_by_its_floor():
 
 # ------------------------------------------------------------------ the quick preset
 
-def test_quick_planted_violations_are_refuted():
-    check = Theorem41LearnerCheck(replace(LearnerParams(), probes=()))
+def test_svis_and_plants_per_part():
+    check = Theorem41LearnerCheck(LearnerParams())
+    svis = {v.part: v.size for v in check.smallest_violations()}
+    assert svis == {"samples": SAMPLES_SVI, "table_size": TABLE_SVI, "floors": FLOORS_SVI}
     planted = check.planted_violations()
-    assert {p.name for p in planted} == {"width_eps^((k+1)/k)", "width_fixed",
-                                         "samples_thinned_eps"}
-    for p in planted:
-        assert p.build().decide(11).verdict == Verdict.REFUTED, p.name
+    for name, svi in svis.items():
+        mine = [p for p in planted if p.part == name]
+        sizes = sorted(p.size for p in mine)
+        assert len(sizes) >= 3 and sizes[0] < svi < sizes[-1]  # a curve around the SVI
+        (gate,) = [p for p in mine if p.size == svi]
+        assert gate.runs is None  # n_power runs at the SVI; curve points 2 runs
+        assert all(p.runs == 2 for p in mine if p is not gate)
+
+
+@pytest.mark.parametrize("name", ["samples", "table_size", "floors"])
+def test_each_decisive_part_is_refuted_on_its_svi_plant(name):
+    # the quick grid and draws on the ridge family alone (about 2 s a planted decision)
+    check = Theorem41LearnerCheck(replace(LearnerParams(), probes=(), targets=("ridge",)))
+    (gate,) = [p for p in check.planted_violations()
+               if p.part == name and p.runs is None]
+    built = gate.build()
+    for seed in (3, 4):
+        assert built.part_verdict(built.decide(seed), name) == Verdict.REFUTED, (name, seed)
+
+
+def test_tiny_run_is_underpowered_and_says_what_quick_decides():
+    r = Theorem41LearnerCheck.preset("tiny").run(0)
+    assert r.verdict == Verdict.UNDERPOWERED
+    assert {v["part"] for v in r.svi} == {"samples", "table_size", "floors"}
+    assert set(r.mdv) == {"samples", "table_size", "floors"}
+    assert {case for case in r.details["cases"]} == {"ridge,d=8", "mlp,d=8"}
+    assert "k = 2 only probed" in r.details["what_quick_decides"]
+    assert "quick:" in r.measured_text and "one-sided" in r.details["one_sided"]
+
+
+def test_both_target_families_are_decided_and_the_mlp_is_lipschitz_and_nonlinear():
+    r = Theorem41LearnerCheck(replace(SMALL, targets=("ridge", "mlp"))).decide(0)
+    assert {"samples ridge,d=8,k=1", "samples mlp,d=8,k=1"} <= set(r.details["parts"])
+    assert part(r, "samples", case="mlp,d=8")["verdict"] == Verdict.HOLDS.value
+    slack = r.details["target_lipschitz_slack"]
+    assert slack["ridge,d=8,k=1"] == pytest.approx(1.0, abs=1e-6)
+    assert 1.0 - 1e-6 <= slack["mlp,d=8,k=1"] < 2.0  # a certificate close to its slope
+    subspace = UniformSubspace(8, 2, seed=1)
+    for seed in range(5):
+        f = make_target("mlp", subspace.basis, 1.0, seed)
+        X = subspace.sample(500, seed=seed)
+        i, j = np.triu_indices(100, 1)
+        quotient = np.abs(f(X[i]) - f(X[j])) / np.linalg.norm(X[i] - X[j], axis=1)
+        assert quotient.max() <= 1.0 + 1e-9  # L-Lipschitz in the ambient distance
+    # non-linear: along a segment of Γ the values leave every straight line by > 1e-3
+    f = make_target("mlp", subspace.basis, 1.0, 3)
+    t = np.linspace(-0.5, 0.5, 201)
+    y = f(np.outer(t, subspace.basis[:, 0]))
+    residual = y - np.polyval(np.polyfit(t, y, 1), t)
+    assert np.abs(residual).max() > 1e-3
+    with pytest.raises(ValueError, match="target family"):
+        make_target("cubic", subspace.basis, 1.0, 0)
+    with pytest.raises(ValueError, match="orthonormal"):
+        TangentMLP(2 * subspace.basis, 1.0, 0)
+
+
+def test_coarse_share_hasher():
+    widths = [CoarseShare(0.5)(8, 4, 0.1, s).width for s in range(200)]
+    coarse = np.mean(np.isclose(widths, 4.0))
+    assert 0.4 < coarse < 0.6 and set(np.round(widths, 6)) == {0.1, 4.0}
+    assert all(w == 0.1 for w in (CoarseShare(0.0)(8, 4, 0.1, s).width for s in range(20)))
 
 
 def test_determinism_and_probes():
     params = replace(SMALL, probes=((2, 0.7071),))
     a, b = Theorem41LearnerCheck(params).decide(5), Theorem41LearnerCheck(params).decide(5)
     assert a.to_dict() == b.to_dict()
-    probe = a.details["probes"]["2"]["calibration"]
+    probe = a.details["cases"]["ridge,d=8"]["probes"]["2"]["calibration"]
     assert probe["constant"] > 10 and "probe, not decided" in a.measured_text
 
 
@@ -314,6 +378,10 @@ def test_parameter_errors():
         Theorem41LearnerCheck(replace(SMALL, cap_factor=0.5)).decide(0)
     with pytest.raises(ValueError, match="params"):
         Theorem41LearnerCheck(params=object())
+    with pytest.raises(ValueError, match="targets"):
+        Theorem41LearnerCheck(replace(SMALL, targets=("ridge", "ridge"))).decide(0)
+    with pytest.raises(ValueError, match="targets"):
+        Theorem41LearnerCheck(replace(SMALL, targets=())).decide(0)
     with pytest.raises(ValueError, match="direction"):
         RidgeTarget(np.zeros(3))
 

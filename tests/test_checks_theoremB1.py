@@ -1,5 +1,6 @@
-"""Theorem B.1 (the Theorem 4.1 learner on a curved k-manifold): inputs and target, the
-intrinsic-dimension planted violation refuted across the table-size threshold, the real
+"""Theorem B.1 (the Theorem 4.1 learner on a curved k-manifold): inputs and target, the cases
+(two target families, two ambient d), the intrinsic-dimension planted violation refuted across
+the table-size threshold at both d, each decisive part refuted on its SVI plant, the real
 learner not refuted, determinism and parameter errors."""
 
 from dataclasses import replace
@@ -9,15 +10,19 @@ import pytest
 
 from lipschitz import CurvedManifold
 from proofs_checks._framework import Verdict
+from proofs_checks.theorem41_learner import FLOORS_SVI, SAMPLES_SVI, TABLE_SVI
 from proofs_checks.theorem_b1_manifold import (
     HigherDimensionalInputs, ManifoldParams, TheoremB1ManifoldCheck,
 )
 
-SMALL = ManifoldParams(probes=(), n_draws=40, n_calibration=6, n_test=300, n_boot=300)
+SMALL = ManifoldParams(probes=(), n_draws=40, n_calibration=6, n_test=300, n_boot=300,
+                       targets=("ridge",), other_dims=())
+# r over a factor 8 (the quick grid spans 2.8): the sample exponent's interval is narrow enough
+WIDE = replace(SMALL, epsilons=((1, (0.5, 0.25, 0.125, 0.0625)),))
 
 
-def part(result, name, k=1):
-    return result.details["per_k"][str(k)][name]
+def part(result, name, k=1, case="ridge,d=8"):
+    return result.details["parts"][f"{name} {case},k={k}"]
 
 
 def test_inputs_are_the_curved_manifold_and_the_target_is_in_its_tangent_span():
@@ -43,11 +48,64 @@ def test_intrinsic_dimension_crosses_the_table_threshold():
     assert "far above 1" in real.measured_text  # the constant is reported plainly
 
 
-def test_quick_planted_violation_is_refuted():
-    check = TheoremB1ManifoldCheck(replace(ManifoldParams(), probes=()))
-    (planted,) = check.planted_violations()
-    assert planted.name == "intrinsic_dim_k+1"
-    assert planted.build().decide(3).verdict == Verdict.REFUTED
+def test_the_exponent_is_k_at_two_ambient_d():
+    params = replace(SMALL, other_dims=(16,), stop_at_refutation=False)
+    real = TheoremB1ManifoldCheck(params).decide(0)
+    planted = TheoremB1ManifoldCheck(params, input_factory=HigherDimensionalInputs(1)).decide(0)
+    assert set(real.details["cases"]) == {"ridge,d=8", "ridge,d=16"}
+    for case in ("ridge,d=8", "ridge,d=16"):
+        t_real, t_planted = part(real, "table_size", case=case), part(planted, "table_size",
+                                                                      case=case)
+        assert t_real["verdict"] == Verdict.HOLDS.value
+        assert t_real["estimate"]["ci_high"] <= 1.5
+        assert t_planted["verdict"] == Verdict.REFUTED.value
+        assert t_planted["estimate"]["ci_low"] > 1.5
+
+
+def test_default_cases_and_svis():
+    check = TheoremB1ManifoldCheck(ManifoldParams())
+    assert check.cases() == [("ridge", 8), ("mlp", 8), ("ridge", 16)]
+    assert {v.part: v.size for v in check.smallest_violations()} == {
+        "samples": SAMPLES_SVI, "table_size": TABLE_SVI, "floors": FLOORS_SVI}
+    planted = check.planted_violations()
+    for name, svi in {"samples": SAMPLES_SVI, "table_size": TABLE_SVI,
+                      "floors": FLOORS_SVI}.items():
+        sizes = sorted(p.size for p in planted if p.part == name)
+        assert len(set(sizes)) >= 3 and sizes[0] < svi < sizes[-1]
+    (intrinsic,) = [p for p in planted if p.name == "intrinsic_dim_k+1"]
+    assert intrinsic.part == "table_size" and intrinsic.size == 1.0
+    built = [p for p in planted if p.part == "samples"][0].build()
+    assert built.input_factory is check.input_factory  # plants keep the manifold inputs
+
+
+@pytest.mark.parametrize("name", ["table_size", "floors"])
+def test_each_decisive_part_is_refuted_on_its_svi_plant(name):
+    check = TheoremB1ManifoldCheck(WIDE)
+    (gate,) = [p for p in check.planted_violations() if p.part == name and p.runs is None]
+    built = gate.build()
+    for seed in (1, 2):
+        assert built.part_verdict(built.decide(seed), name) == Verdict.REFUTED, (name, seed)
+
+
+def test_the_sample_part_at_its_svi_is_refuted_only_most_of_the_time():
+    """The samples plant at the SVI (n* ∝ r^(k+1) log r) on the manifold: a single decision
+    refutes it in about 2/3 of the seeds even with r over a factor 8 and 80 draws (4 of seeds
+    1–6); at quick (r over 2.8) 12 of 14 planted runs — the check prints *underpowered* for
+    this part there, with the runs it would need."""
+    check = TheoremB1ManifoldCheck(replace(WIDE, n_draws=80))
+    (gate,) = [p for p in check.planted_violations()
+               if p.part == "samples" and p.runs is None]
+    built = gate.build()
+    verdicts = [built.part_verdict(built.decide(seed), "samples") for seed in range(1, 7)]
+    assert verdicts.count(Verdict.REFUTED) >= 3
+    assert Verdict.HOLDS not in verdicts
+
+
+def test_tiny_run_is_underpowered():
+    r = TheoremB1ManifoldCheck.preset("tiny").run(0)
+    assert r.verdict == Verdict.UNDERPOWERED
+    assert set(r.details["cases"]) == {"ridge,d=8", "mlp,d=8", "ridge,d=16"}
+    assert "d = 16" in r.details["what_quick_decides"]
 
 
 def test_determinism():
@@ -68,3 +126,9 @@ def test_parameter_errors():
         TheoremB1ManifoldCheck(replace(SMALL, epsilons=((5, (0.5, 0.25)),))).decide(0)
     with pytest.raises(ValueError, match="strictly decreasing"):
         TheoremB1ManifoldCheck(replace(SMALL, epsilons=((1, (0.25, 0.5)),))).decide(0)
+    with pytest.raises(ValueError, match="other_dims"):
+        TheoremB1ManifoldCheck(replace(SMALL, other_dims=(8,))).decide(0)
+    with pytest.raises(ValueError, match="k"):  # 2k ≤ d fails at d = 1
+        TheoremB1ManifoldCheck(replace(SMALL, other_dims=(1,))).decide(0)
+    with pytest.raises(ValueError, match="targets"):
+        TheoremB1ManifoldCheck(replace(SMALL, targets=("spline",))).decide(0)
