@@ -308,7 +308,7 @@ def test_own_check_module_from_the_command_line(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)  # runs without --out write into runs/<preset>/checks
 
-    example = pathlib.Path(__file__).parent.parent / "examples" / "own_check.py"
+    example = pathlib.Path(__file__).parents[2] / "examples" / "own_check.py"
     runner = CliRunner()
     res = runner.invoke(check_command, ["--module", str(example), "--json",
                                        str(tmp_path / "r.json")])
