@@ -516,8 +516,8 @@ class LSHTable:
             int64 array, ascending; empty if no training point fell in that bucket.
 
         Raises:
-            NotFittedError: before ``fit``; ValueError: for a non-integer key or a table
-            outside 0..n_tables-1.
+            NotFittedError: before ``fit``.
+            ValueError: a non-integer key, or a table outside 0..n_tables-1.
         """
         self._check_fitted()
         table = check_int(table, "table", 0, self.n_tables_ - 1)
