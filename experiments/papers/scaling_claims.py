@@ -15,7 +15,8 @@ from experiments.analysis.claims import (Claim, compare_unchecked, model_key_fie
                                         mean_mse, paired_difference, seed_log_errors)
 from experiments.analysis.claims import SESOI, Rule, adjust_family, equivalence_stats
 from experiments.papers.baykal_tables import _table1_claims, _table2_claims
-from experiments.papers.presets import EQUAL_UNITS_DENSE_LABEL
+from experiments.papers.presets import (EQUAL_UNITS_DENSE_LABEL, EXPERIMENTS, PRESETS,
+                                        experiment_configs)
 from experiments.analysis.scaling import error_column
 from routing.validation import check_choice, check_real
 
@@ -65,7 +66,8 @@ CLAIM_EXPERIMENTS = ("fig2", "fig3", "fig4", "table1", "table2", "subspace", "ro
 
 def sizes_text(name: str, configs) -> str:
     """This run's sizes (preset, n_train, n_eval, seeds, the swept model sizes) and the
-    paper's (``PAPER_SIZES``; none for an experiment of the user's own).
+    paper's (``PAPER_SIZES``; none for an experiment of the user's own; when a config file
+    changed the target, that the paper's settings are for another function, instead of them).
 
     Raises:
         TypeError: ``name`` is not a string.
@@ -87,6 +89,13 @@ def sizes_text(name: str, configs) -> str:
     ours = (f"this run (preset {c.preset}): n_train {c.n_train:,}, n_eval {c.n_eval:,}, "
             f"{len(c.seeds)} seeds" + (f"; {', '.join(spans)}" if spans else ""))
     paper = PAPER_SIZES.get(name)
+    if paper and name in EXPERIMENTS and c.preset in PRESETS:
+        # a config file's own target: the paper's settings describe another function
+        theirs = sorted({config.target.label() for config in experiment_configs(name, c.preset)})
+        mine = sorted({config.target.label() for config in configs})
+        if not set(mine) <= set(theirs):
+            paper = (f"this run's target ({', '.join(mine)}) is not the paper's "
+                     f"({', '.join(theirs)}): the paper's sizes are for another function")
     return ours + (f" — {paper}" if paper else "")
 
 

@@ -3,6 +3,9 @@ and Table 2 rules in the paper's words (each threshold moved across its edge, an
 own tables read as the paper reads them), the DSM-width anomaly explained, the verdict per
 regime, and claims.csv files of the old four columns still read."""
 
+import math
+import pathlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -199,3 +202,108 @@ def test_a_comparison_is_decided_paired_across_seeds():
     assert comparison_verdict(stats_(-0.2, np.nan, sd=np.nan, n=1), sesoi) == NO_NOISE
     with pytest.raises(ValueError, match="sesoi"):
         comparison_verdict(stats_(-0.2, 0.01), 0.0)
+
+
+# -- bad input: unknown labels, missing values, counts and sizes -----------------------------
+_GOLDEN = pathlib.Path(__file__).parents[2] / "data" / "tiny_sweep_all_kinds.csv"
+
+
+def _golden():
+    return pd.read_csv(_GOLDEN, dtype={"settings": str})
+
+
+def test_compare_refuses_an_unknown_label_instead_of_a_nan_effect():
+    from experiments.analysis.claims import compare
+    frame = _golden()
+    with pytest.raises(ValueError, match="worse_label 'dense_MLP' has no rows"):
+        compare("e", "t", frame, "dsm", "dense_MLP", "activated_units")
+    with pytest.raises(TypeError, match="better_label must be a model label"):
+        compare("e", "t", frame, 3, "dense", "activated_units")
+    # known labels give a measured, finite effect, or "not tested" where they share no x
+    assert math.isfinite(compare("e", "t", frame, "comet", "dense", "width").effect)
+    assert compare("e", "t", frame, "dsm", "dense", "width").verdict == "not tested"
+
+
+def test_lsh_description_refuses_a_label_without_rows_instead_of_an_empty_text():
+    from experiments.analysis.claims import lsh_description
+    assert lsh_description(_golden(), "lsh").startswith("LSH model lsh")
+    with pytest.raises(ValueError, match="label 'LSH' has no rows"):
+        lsh_description(_golden(), "LSH")
+
+
+def test_table_rules_refuse_infinite_errors():
+    assert table1_rule({"DSM": 0.5}, 1.0) == ("supported", "DSM")
+    with pytest.raises(ValueError, match="dsm_at_smallest"):
+        table1_rule({"DSM": float("inf")}, 1.0)  # was "not supported": an inf is no error
+    assert table2_rule([(64.0, 1.4, 1.0)]) == ("supported", [64.0])
+    with pytest.raises(ValueError, match="pairs"):
+        table2_rule([(64.0, float("nan"), 1.0)])  # was "not supported"
+    with pytest.raises(ValueError, match="values"):
+        from experiments.analysis.claims import t_interval
+        t_interval([1.0, float("nan"), 2.0])  # was dropped silently
+
+
+def test_matched_below_names_a_bad_x():
+    from experiments.papers.scaling_claims import matched_below
+    with pytest.raises((ValueError, TypeError), match="x must be a real number"):
+        matched_below([1.0, 2.0])(None)
+
+
+def test_claims_counts_and_sizes_are_checked():
+    from experiments.analysis.claims import compare, comparison_diagnosis, comparison_verdict
+    from experiments.papers.scaling_claims import matched_below
+    frame = _golden()
+    with pytest.raises(ValueError, match="n_train must be an integer >= 1, got 2.5"):
+        compare("e", "t", frame, "comet", "dense", "width", n_train=2.5)  # was accepted
+    stats = paired_difference(seed_log_errors(frame, "dsm", "activated_units"),
+                              seed_log_errors(frame, "dense", "activated_units"), [(4, 16)])
+    with pytest.raises(ValueError, match="n_train must be an integer"):
+        comparison_diagnosis(frame, "dsm", "dense", "activated_units", stats, "exact", 2.5)
+    assert comparison_verdict(stats, 0.1) == "underpowered"  # 2 seeds: MDE 0.49 > 0.1
+    with pytest.raises(ValueError, match="sesoi must be a finite number"):
+        comparison_verdict(stats, "0.1")
+    with pytest.raises(ValueError, match="p_adjusted must be a number in"):
+        comparison_verdict(stats, 0.1, p_adjusted=float("nan"))
+    assert matched_below([1.0, 250.0])(2.0) == 1.0
+    with pytest.raises(ValueError, match=r"sizes\[0\] must be a real number"):
+        matched_below(["1.0", 250.0])  # was parsed as 1.0
+
+
+def test_claims_never_turn_a_missing_value_into_a_verdict_or_text():
+    from experiments.analysis.claims import lsh_description, t_interval
+    from experiments.papers.scaling_claims import sizes_text
+    nan = float("nan")
+    assert table1_rule({"DSM": nan, "DSM 2": 0.5}, 1.0) == ("supported", "DSM 2")
+    assert table1_rule({"DSM": 2.0, "DSM 2": nan}, 1.0) == ("not supported", "")
+    assert table1_rule({"DSM": nan, "DSM 2": nan}, 1.0) == ("not tested", "")  # was "not supported"
+    frame = _golden()
+    with pytest.raises(ValueError, match="label 'random_hash' has no rows with a finite"):
+        lsh_description(frame, "random_hash")  # was "min() arg is an empty sequence"
+    frame.loc[frame.model_label == "lsh", "eval_nmse"] = nan
+    # without eval_nmse on every row it reads eval_mse, and says so (it said "nMSE")
+    assert " best MSE 0.00238 at 16 buckets" in lsh_description(frame, "lsh")
+    frame.loc[frame.model_label == "lsh", "eval_mse"] = nan
+    with pytest.raises(ValueError, match="label 'lsh' has no rows with a finite"):
+        lsh_description(frame, "lsh")  # was "best nMSE nan"
+    with pytest.raises(TypeError, match="name must be an experiment name"):
+        sizes_text(None, [])  # was ""
+    assert t_interval(np.array([1.0, 2.0, 3.0]))[0] == 2.0
+    with pytest.raises(ValueError, match=r"values must be a 1-D array"):
+        t_interval(np.array([[1.0], [2.0], [3.0]]))  # a column was flattened
+
+
+def test_sizes_text_says_when_a_config_changed_the_target():
+    """A config file's own target: the claim's budget note says the paper's sizes are for
+    another function instead of repeating them as if they applied."""
+    import dataclasses
+
+    from experiments.papers.presets import experiment_configs
+    from experiments.papers.scaling_claims import PAPER_SIZES, sizes_text
+
+    configs = experiment_configs("fig2", "quick")
+    assert sizes_text("fig2", configs).endswith(PAPER_SIZES["fig2"])
+    changed = [dataclasses.replace(c, target=dataclasses.replace(c.target, degree=3))
+               for c in configs]
+    text = sizes_text("fig2", changed)
+    assert "is not the paper's" in text and PAPER_SIZES["fig2"] not in text
+    assert "deg=3" in text and "deg=4" in text
