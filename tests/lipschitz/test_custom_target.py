@@ -133,3 +133,13 @@ def test_target_from_config_rebuilds_a_custom_target():
     assert isinstance(g, CustomTarget) and np.array_equal(g(X), f(X))
     with pytest.raises(ValueError, match="'CustomTarget'"):
         target_from_config({"family": "Custom"})
+
+
+def test_custom_target_with_few_probe_points_is_accepted():
+    """n_probe = 2 on one input: 4 probe points (2 + the 2 corners). The probe asked for 4
+    neighbours and failed with "n_neighbors must be an integer in [1, 3]", a parameter the
+    user never gave."""
+    f = CustomTarget(lambda X: 0.5 * X.sum(1), 1, 1.0, n_probe=2)
+    assert f.probe.value == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="lipschitz_bound"):  # the probe still decides
+        CustomTarget(lambda X: 3.0 * X.sum(1), 1, 1.0, n_probe=2)

@@ -89,3 +89,25 @@ def test_bad_arguments_raise(kwargs, match):
 def test_dimension_mismatch_raises():
     with pytest.raises(ValueError, match="n_inputs"):
         make_dataset(RandomPolynomial(3, 2), UniformCube(4), 10)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_samples": 2.7}, "n_samples"), ({"n_samples": -3}, "n_samples"),
+    ({"noise_std": float("nan")}, "noise_std"), ({"dim": 5}, "distribution.dim"),
+])
+def test_dataset_config_checks_what_make_dataset_checks(kwargs, match):
+    args = {"n_samples": 3, "noise_std": 0.0, "dim": 4} | kwargs
+    with pytest.raises(ValueError, match=match):
+        dataset_config(RandomPolynomial(4, 2), UniformCube(args["dim"]), args["n_samples"],
+                       noise_std=args["noise_std"])
+    assert dataset_config(RandomPolynomial(4, 2), UniformCube(4), 3)["n_samples"] == 3
+
+
+def test_save_dataset_refuses_what_load_dataset_cannot_read(tmp_path):
+    with pytest.raises(ValueError, match="X must be a real-valued array"):
+        save_dataset(tmp_path / "x.npz", np.array([[1, "a"]], dtype=object), np.array([1.0]), {})
+    assert not (tmp_path / "x.npz").exists()
+    with pytest.raises(ValueError, match="config must be JSON"):
+        save_dataset(tmp_path / "x.npz", np.ones((1, 2)), np.array([1.0]), {"a": object()})
+    save_dataset(tmp_path / "x.npz", np.ones((1, 2)), np.array([1.0]), {"a": 1})
+    assert load_dataset(tmp_path / "x.npz")[2] == {"a": 1}

@@ -214,3 +214,28 @@ def test_bad_input_raises_never_nan(f):
     with pytest.raises(ValueError, match="finite"):
         f.torch(torch.full((1, 3), float("nan")))
     assert f(np.zeros((0, 3))).shape == (0,)
+
+
+def test_monomial_features_checks_its_input():
+    p = RandomPolynomial(4, 2)
+    X = np.random.default_rng(0).uniform(-1, 1, (3, 4))
+    np.testing.assert_allclose(p.monomial_features(X) @ p.coefficients, p(X), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"shape \(N, 4\)"):
+        p.monomial_features(np.ones((3, 5)))
+    with pytest.raises(ValueError, match=r"shape \(N, 4\)"):
+        p.monomial_features(np.ones(4))
+
+
+def test_targets_refuse_points_outside_their_domain():
+    f = RandomPolynomial(2, 4)
+    with pytest.raises(ValueError, match=r"domain \[-1, 1\]\^n.*1e\+100"):
+        f(np.array([[1e100, 0.5]]))
+    with pytest.raises(ValueError, match=r"domain"):
+        f.torch(torch.tensor([[1.5, 0.5]]))
+    assert np.isfinite(f(np.array([[1.0, -1.0]]))).all()  # the boundary is inside
+
+
+def test_estimate_lipschitz_on_huge_points_names_the_domain():
+    X = np.array([[1e308, 1e308], [-1e308, 1e308], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="domain"):
+        estimate_lipschitz(RandomMLP(2, (4,)), X, 1)

@@ -15,6 +15,8 @@ from routing.collision import (
     pairs_at_angles,
     pairs_at_distances,
 )
+from routing.collision import collision_probability_cross_polytope
+from routing.cross_polytope_lsh import CrossPolytopeLSH
 from routing.euclidean_lsh import EuclideanLSH
 from routing.hyperplane_lsh import HyperplaneLSH
 
@@ -171,3 +173,85 @@ def test_bad_input_raises_value_error_naming_the_parameter():
         pairs_at_distances(X, -1.0)
     with pytest.raises(ValueError, match="non-zero rows"):
         pairs_at_angles(X, 1.0)
+
+
+# -- extreme input: no hang, no overflow -----------------------------------------------------
+def test_pairs_at_distances_with_no_columns_raises_instead_of_hanging():
+    with pytest.raises(ValueError, match="at least 1 column"):
+        pairs_at_distances(np.zeros((3, 0)), 0.5)
+
+
+def test_collision_probability_euclidean_at_extreme_ratio():
+    assert collision_probability_euclidean(1e308, 1e-308) == 0.0
+    assert collision_probability_euclidean(1e-308, 1e308) == 1.0
+    small = collision_probability_euclidean(1e6, 1e-3)  # series and closed form agree
+    assert small == pytest.approx(math.sqrt(2 / math.pi) * 1e-9 / 2, rel=1e-9)
+
+
+def test_pairs_at_angles_does_not_overflow_on_large_finite_rows():
+    X = np.full((2, 3), 1e300)
+    X2_ = pairs_at_angles(X, 1.0)
+    cos = np.einsum("nd,nd->n", X / 1e300, X2_ / 1e300) / 3.0
+    np.testing.assert_allclose(cos, math.cos(1.0), rtol=1e-12)
+    with pytest.raises(ValueError, match="X is too large"):
+        pairs_at_angles(np.full((2, 3), 1.7e308), 1.0)
+
+
+# -- cross-polytope collisions ---------------------------------------------------------------
+def _gaussian_monte_carlo(theta: float, dim: int, n: int, seed: int) -> int:
+    rng = np.random.default_rng(seed)
+    u = rng.standard_normal((n, dim))
+    v = math.cos(theta) * u + math.sin(theta) * rng.standard_normal((n, dim))
+    iu, iv = np.abs(u).argmax(1), np.abs(v).argmax(1)
+    rows = np.arange(n)
+    return int(((iu == iv) & (np.sign(u[rows, iu]) == np.sign(v[rows, iv]))).sum())
+
+
+@pytest.mark.parametrize("theta, dim", [(0.3, 2), (1.0, 4), (1.0, 16), (2.0, 16)])
+def test_cross_polytope_probability_matches_gaussian_monte_carlo(theta, dim):
+    n = 40_000
+    hits = _gaussian_monte_carlo(theta, dim, n, seed=dim)
+    low, high = clopper_pearson(hits, n, 0.999)
+    assert low <= collision_probability_cross_polytope(theta, dim) <= high
+
+
+def test_cross_polytope_probability_edge_cases():
+    assert collision_probability_cross_polytope(0.0, 8) == 1.0
+    assert collision_probability_cross_polytope(math.pi, 8) == 0.0
+    # d = 1: the sign hash, 1 − θ/π
+    assert collision_probability_cross_polytope(1.0, 1) == pytest.approx(1 - 1 / math.pi)
+    p = collision_probability_cross_polytope(np.array([0.5, 1.0]), 16, n_hashes=2)
+    np.testing.assert_allclose(p, collision_probability_cross_polytope(np.array([0.5, 1.0]), 16) ** 2)
+    with pytest.raises(ValueError, match="theta"):
+        collision_probability_cross_polytope(4.0, 8)
+    with pytest.raises(ValueError, match="dim"):
+        collision_probability_cross_polytope(1.0, 0)
+
+
+def test_cross_polytope_probability_matches_cross_polytope_lsh():
+    """The pseudo-random rotation of CrossPolytopeLSH at d = 64: the collision count of each
+    pair over 3000 tables falls in the 99.9 % Clopper–Pearson interval around the formula."""
+    hasher = CrossPolytopeLSH(64, 1, n_tables=3000, seed=3)
+    X = np.random.default_rng(0).standard_normal((3, 64))
+    for theta in (0.5, 1.0):
+        same = (hasher.hash(X) == hasher.hash(pairs_at_angles(X, theta, seed=1)))[:, :, 0]
+        low, high = clopper_pearson(same.sum(1), 3000, 0.999)
+        p = collision_probability_cross_polytope(theta, hasher.padded_dim)
+        assert np.all((low <= p) & (p <= high))
+
+
+def test_cross_polytope_probability_follows_andoni_theorem_1():
+    """Andoni et al. 2015, Theorem 1: ln(1/p) = τ²/(4 − τ²)·ln d + O(ln ln d), τ = 2 sin(θ/2),
+    i.e. ln(1/p)/ln d → tan²(θ/2). The gap shrinks as d grows, and stays O(ln ln d); the
+    brief's (1/4)·tan² would be refuted by a factor of 4."""
+    theta = math.pi / 3
+    exponent = math.tan(theta / 2) ** 2
+    assert exponent == pytest.approx(1.0 / 3.0)  # τ = 1: τ²/(4 − τ²) = 1/3
+    gaps = []
+    for log2_d in (10, 20, 40):
+        d = 2**log2_d
+        ratio = math.log(1 / collision_probability_cross_polytope(theta, d)) / math.log(d)
+        gaps.append(ratio - exponent)
+        assert 0 < (ratio - exponent) * math.log(d) / math.log(math.log(d)) < 2.0
+    assert gaps[0] > gaps[1] > gaps[2] > 0
+    assert abs(gaps[2]) < 0.06 and abs(ratio - exponent / 4) > 0.25

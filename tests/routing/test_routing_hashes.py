@@ -512,3 +512,20 @@ def test_float32_agrees_with_float64_away_from_boundaries(name):
     a, b = h32.hash(X), h64.hash(X.astype(np.float64))
     assert a.shape == b.shape
     assert (a != b).mean() < 1e-3  # only points within float32 rounding of a boundary
+
+
+# --- flags ----------------------------------------------------------------------------------
+_X2 = np.random.default_rng(0).uniform(-1, 1, (40, 2))
+
+
+def test_string_add_flag_is_refused_not_read_by_truthiness():
+    with pytest.raises(ValueError, match="must be True or False, got 'False'"):
+        EuclideanLSH(2, 2, 1.0).bucket_ids(_X2, add="False")
+    EuclideanLSH(2, 2, 1.0).bucket_ids(_X2, add=np.bool_(False))  # numpy bools are bools
+
+
+def test_bucket_ids_add_false_leaves_the_codebook_unchanged():
+    hasher = EuclideanLSH(2, 2, 0.1)
+    with pytest.raises(ValueError, match="add"):
+        hasher.bucket_ids(_X2, add="False")
+    assert hasher.n_buckets_seen() == 0

@@ -261,3 +261,25 @@ def test_bad_input_raises_value_error_naming_the_parameter():
     model.degree = 1
     with pytest.raises(ValueError, match="must not change"):
         model.partial_fit(X, y)
+
+
+# -- flags and overflow ----------------------------------------------------------------------
+_X2 = np.random.default_rng(0).uniform(-1, 1, (40, 2))
+
+
+def test_string_return_empty_flag_is_refused_not_read_by_truthiness():
+    table = LSHTable(EuclideanLSH(2, 1, 1.0)).fit(_X2, _X2[:, 0])
+    with pytest.raises(ValueError, match="must be True or False, got 'False'"):
+        table.predict(_X2, return_empty="False")
+    table.predict(_X2, return_empty=np.bool_(False))  # numpy bools are bools
+
+
+def test_lsh_table_refuses_data_whose_sums_overflow():
+    with pytest.raises(ValueError, match="y is too large"):
+        LSHTable(EuclideanLSH(2, 1, 1.0)).fit(_X2, np.full(40, 1e308))
+    with pytest.raises(ValueError, match="X is too large for degree=2"):
+        LSHTable(EuclideanLSH(2, 1, 1e200), 2).fit(_X2 * 1e160, _X2[:, 0])
+    with pytest.raises(ValueError, match="X is too large for degree=1"):
+        LSHTable(EuclideanLSH(2, 1, 1e200), 1).fit(_X2 * 1e155, _X2[:, 0])
+    table = LSHTable(EuclideanLSH(2, 1, 1e200), 1).fit(_X2 * 1e100, _X2[:, 0])  # just below
+    assert np.isfinite(table.predict(_X2 * 1e100)).all()

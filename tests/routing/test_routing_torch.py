@@ -201,3 +201,10 @@ def test_twins_on_cuda_agree_with_numba(dtype):
     scores = torch.randint(0, 3, (300, 8)).double()
     np.testing.assert_array_equal(torch_topk_mask(scores.cuda(), 3).cpu().numpy(),
                                   topk_mask(scores.numpy(), 3))
+
+
+def test_torch_euclidean_twin_refuses_mismatched_parameters():
+    with pytest.raises(ValueError, match=r"offsets must have shape \(2, 3\)"):
+        TorchEuclideanLSH(torch.randn(2, 3, 4), torch.rand(3, 2), 1.0)
+    codes = TorchEuclideanLSH(torch.randn(2, 3, 4), torch.rand(2, 3), 1.0)(torch.randn(5, 4))
+    assert codes.shape == (5, 2, 3)

@@ -22,6 +22,7 @@ from routing.sdm import (
     snr_optimal_radius,
     space_fraction,
 )
+from routing.sdm import cap_fraction, cap_intersection_fraction
 from routing.sdm._intersection import _reference_one
 
 WEIGHTINGS = [("binary", None), ("linear", None), ("exponential", 0.0), ("exponential", 0.37)]
@@ -289,3 +290,23 @@ BAD = [
 def test_bad_input_raises_value_error_naming_the_parameter(call, name):
     with pytest.raises(ValueError, match=rf"\b{name}\b"):
         call()
+
+
+# -- flags and speed ---------------------------------------------------------------------------
+@pytest.mark.parametrize("call", [
+    lambda flag: circle_intersection(16, 3, 2, log=flag),
+    lambda flag: cap_fraction(8, 0.5, log=flag),
+    lambda flag: cap_intersection_fraction(8, 0.5, 0.9, log=flag),
+    lambda flag: space_fraction(16, 3, log=flag),
+], ids=["circle_intersection", "cap_fraction", "cap_intersection", "space_fraction"])
+def test_string_log_flags_are_refused_not_read_by_truthiness(call):
+    with pytest.raises(ValueError, match="must be True or False, got 'False'"):
+        call("False")
+    call(np.bool_(False))  # numpy bools are bools
+
+
+@pytest.mark.timeout(30)  # a hang guard, not a speed claim: it once took minutes (quadratic
+def test_snr_optimal_radius_at_a_million_bits():  # big-integer sums); make bench times it
+    d = snr_optimal_radius(10**6, 1000, 100)
+    p_star = (2.0 * 100 * 1000) ** (-1 / 3)
+    assert space_fraction(10**6, d) >= p_star > space_fraction(10**6, d - 1)

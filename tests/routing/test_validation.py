@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from routing.validation import check_bool, check_choice, check_tensor
+from routing.validation import check_seed
 
 
 def test_check_tensor_converts_and_places():
@@ -70,3 +71,31 @@ def test_check_choice_and_check_bool():
     assert check_bool(False, "bias") is False
     with pytest.raises(ValueError, match="bias must be True or False, got 1"):
         check_bool(1, "bias")
+
+
+def test_check_bool_accepts_numpy_bool_only():
+    assert check_bool(np.bool_(True), "flag") is True
+    for bad in ("True", 1, 0, None):
+        with pytest.raises(ValueError, match="flag"):
+            check_bool(bad, "flag")
+
+
+def test_tensor_requiring_grad_is_accepted_by_numpy_functions():
+    """A torch tensor that requires a gradient is detached before NumPy reads it."""
+    from routing.euclidean_lsh import EuclideanLSH
+    from routing.lsh_table import LSHTable
+    from routing.sdm import circle_intersection
+
+    points = np.random.default_rng(0).uniform(-1, 1, (40, 2))
+    X = torch.tensor(points, requires_grad=True)
+    table = LSHTable(EuclideanLSH(2, 1, 0.5)).fit(X, points.sum(1))
+    np.testing.assert_array_equal(table.predict(X), table.predict(points))
+    assert circle_intersection(16, 3, torch.tensor([1, 2])).shape == (2,)
+
+
+def test_seed_beyond_int64_is_refused_at_the_config():
+    from routing.layers import SDMLPConfig
+
+    with pytest.raises(ValueError, match="seed"):
+        SDMLPConfig(d_in=2, n_neurons=8, k_target=2, seed=2**64)
+    assert check_seed(2**63 - 1) == 2**63 - 1

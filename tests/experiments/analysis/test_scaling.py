@@ -481,3 +481,12 @@ def test_power_law_interval_covers_95_percent_not_90():
     covered = _power_law_coverage(400)
     assert binomtest(covered, 400, 0.90, alternative="greater").pvalue < 0.01, covered
     assert binomtest(covered, 400, 0.95).pvalue > 0.01, covered
+
+
+def test_fit_power_law_names_a_missing_x_column():
+    import pathlib
+
+    golden = pathlib.Path(__file__).parents[2] / "data" / "tiny_sweep_all_kinds.csv"
+    frame = pd.read_csv(golden, dtype={"settings": str})
+    with pytest.raises((ValueError, TypeError), match="x must name a column"):
+        fit_power_law(frame, "nope")

@@ -376,3 +376,57 @@ def test_a_kind_without_a_size_rule_and_a_wrong_record():
         run_continual_model("SDMLP", (X, y, X, y), s, seed=0, matched=quick)
     with pytest.raises(ValueError, match="matched must be ContinualModel.match's record"):
         run_continual_model("SDMLP", (X, y, X, y), s, seed=0, matched={"size": {}})
+
+
+# -- bad input: NaN-producing matrices, flags, parameters named ------------------------------
+def test_forgetting_refuses_a_matrix_it_would_turn_into_nan():
+    """(The joint oracle's forgetting is 0, not nan: test_every_model_runs_matched_and_deterministically.)"""
+    # the oracle's matrix: only its last row is measured; forgetting returned nan for it
+    R = np.full((3, 3), np.nan)
+    R[-1] = [0.9, 0.8, 0.7]
+    with pytest.raises(ValueError, match="R must be finite"):
+        forgetting(R)  # a public metric never reads a nan silently
+    with pytest.raises(ValueError, match="R must have shape"):
+        forgetting(np.ones(3))  # was IndexError
+    with pytest.raises(ValueError, match="R must be a square"):
+        forgetting(np.ones((2, 3)))
+
+
+def test_predict_names_a_bad_batch_size():
+    from experiments.kinds.image_models import predict
+    with pytest.raises((ValueError, TypeError), match="batch_size must be an integer"):
+        predict(TopKMLP(3, 4, 2, 2), torch.zeros(2, 3), 2.5)
+
+
+def test_unit_activity_names_the_bad_input_shape():
+    with pytest.raises((ValueError, TypeError), match=r"X: x must have shape \(B, 3\)"):
+        unit_activity(TopKMLP(3, 4, 2, 2), torch.zeros(2, 4))
+
+
+def test_four_layer_mlp_refuses_a_string_flag_not_read_by_truthiness():
+    with pytest.raises(ValueError, match="must be True or False, got 'False'"):
+        four_layer_mlp(3, 4, 0.5, smaller="False")
+
+
+def test_empty_activity_is_no_unit_active():
+    active = unit_activity(TopKMLP(3, 4, 2, 2), torch.zeros(0, 3))
+    assert active.shape == (4,) and not active.any()  # was: RuntimeError from torch.stack
+
+
+def test_ewc_refuses_what_would_make_its_penalty_nan():
+    ewc = EWC(TopKMLP(3, 4, 2, 2), 1.0, 3)
+    y = torch.zeros(4, dtype=torch.int64)
+    ewc.consolidate(torch.ones(4, 3), y, 0)
+    assert math.isfinite(float(ewc.penalty().detach()))
+    with pytest.raises(ValueError, match="Fisher information of these examples overflows"):
+        ewc.consolidate(torch.ones(4, 3) * 1e30, y, 0)  # was a NaN penalty
+    with pytest.raises(ValueError, match="same positive number of rows"):
+        ewc.consolidate(torch.ones(0, 3), y[:0], 0)  # was 0/0: a NaN penalty
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        ewc.consolidate(torch.ones(4, 3), y, 2.5)  # was torch's RuntimeError
+    one = EWC(TopKMLP(3, 4, 2, 2), 1.0, 1)  # one sampled example: row 0 with seed 0
+    X = torch.ones(4, 3)
+    X[1:] = float("nan")
+    with pytest.raises(ValueError, match="X must be finite; it has 9 NaN"):
+        one.consolidate(X, y, 0)  # was accepted: the NaN rows were never sampled
+    assert math.isfinite(float(ewc.penalty().detach()))  # a refused task changed nothing

@@ -482,3 +482,38 @@ def test_clear_grads_is_zero_grad_set_to_none():
         ours = train(clear_grads, make)
         torchs = train(lambda o: o.zero_grad(set_to_none=True), make)
         assert all(torch.equal(a, b) for a, b in zip(ours, torchs))
+
+
+# -- NaN, divergence and bad parameters -----------------------------------------------------
+_X2 = np.random.default_rng(0).uniform(-1, 1, (40, 2))
+
+
+class _NaNModel(Dense):
+    def forward(self, X):
+        return super().forward(X) * float("nan")
+
+
+def test_evaluate_never_hides_nan_predictions():
+    model = _NaNModel(2, 4, seed=0)
+    fit_model(Dense(2, 4, seed=0), _X2, _X2.sum(1))
+    with pytest.raises(ValueError, match="model gives 40 NaN"):
+        evaluate(model, _X2, _X2.sum(1))
+
+
+def test_diverged_sgd_fit_raises_naming_lr():
+    import math
+
+    model = Dense(2, 8, seed=0)
+    with pytest.raises(ValueError, match="lr=1e\\+30"):
+        fit_model(model, _X2, _X2.sum(1), fit="sgd", sgd=SGDConfig(lr=1e30, steps=20))
+    # the same fit at a sane lr is finite: the threshold is the divergence, not SGD itself
+    report = fit_model(Dense(2, 8, seed=0), _X2, _X2.sum(1), fit="sgd", sgd=SGDConfig(steps=20))
+    assert math.isfinite(report.train_mse)
+
+
+def test_adam_optimizer_names_the_bad_beta():
+    import math
+
+    from experiments.kinds.fitting import adam_optimizer
+    with pytest.raises((ValueError, TypeError), match=r"betas\[1\] must be"):
+        adam_optimizer([torch.nn.Parameter(torch.zeros(2))], 1e-3, (0.9, math.inf))

@@ -194,3 +194,18 @@ def test_default_sdmlp_steps_are_plain_sgd_then_projection(kw, batch_size):
         opt.step()
         with_momentum.after_step()
     assert not torch.allclose(with_momentum.decoder, layer.decoder, rtol=1e-6, atol=1e-9)
+
+
+def test_train_router_divergence_blames_lr_not_x():
+    import numpy as np
+
+    from experiments.kinds.router_training import evaluate_router
+    from routing.layers import SigmaMoE, SigmaMoEConfig
+
+    X2 = np.random.default_rng(0).uniform(-1, 1, (40, 2))
+    layer = SigmaMoE(SigmaMoEConfig(d_in=2, n_experts=4, expert_size=4, k=2, seed=0))
+    with pytest.raises(ValueError, match="lr=1e\\+30"):
+        train_router(RouterRegressor(layer), X2, X2.sum(1), RouterTraining(steps=20, lr=1e30))
+    model = RouterRegressor(SigmaMoE(SigmaMoEConfig(d_in=2, n_experts=4, expert_size=4, k=2)))
+    train_router(model, X2, X2.sum(1), RouterTraining(steps=5))
+    assert math.isfinite(evaluate_router(model, X2, X2.sum(1))["linf"])

@@ -283,3 +283,30 @@ def test_dead_neuron_diagnosis_is_read_from_the_rows():
 
     with pytest.raises(ValueError, match="df"):
         _utilisation_claims(pd.DataFrame(), UtilisationConfig())
+
+
+# -- silent activations and unchecked configs ------------------------------------------------
+def test_pair_similarities_cosine_of_silent_activations_is_defined():
+    from experiments.papers.comet_studies import _cosine
+    a = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    b = np.array([[0.0, 0.0], [1.0, 2.0], [2.0, 0.0]])
+    np.testing.assert_array_equal(_cosine(a, b), [1.0, 0.0, 1.0])  # both silent, one, same
+    layer = COMET(COMETConfig(d_in=3, widths=(8, 8), d_out=2, p_k=0.25, seed=0))
+    x = torch.full((4, 3), -50.0)  # far below every bias: few or no units active
+    sims = pair_similarities(layer, x, torch.randn(4, 3, generator=torch.Generator().manual_seed(0)))
+    assert np.isfinite(sims["activation_cosine"]).all()
+    with pytest.raises(ValueError, match="x_b must have shape"):
+        pair_similarities(layer, x, x[:3])
+
+
+def test_more_config_flags_and_seeds_are_checked():
+    """String flags read by truthiness and seeds never checked on one path."""
+    from experiments.kinds.continual_harness import class_split
+    from experiments.kinds.fitting import SGDConfig
+    with pytest.raises(ValueError, match="bias must be True or False, got 'False'"):
+        SimilarityConfig(bias="False")  # was accepted: COMET with biases, read as True
+    with pytest.raises(ValueError, match="cache_features must be True or False"):
+        SGDConfig(cache_features="False")
+    assert class_split(2, 2, "naive", 0) == [(0, 1), (2, 3)]
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        class_split(2, 2, "naive", 2.5)  # was ignored: only the "random" order read it

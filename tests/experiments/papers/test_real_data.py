@@ -272,3 +272,17 @@ def test_the_report_names_the_data_of_every_image_experiment(tmp_path):
     assert (claims["regime"] == f"Adam lr {config.lr:g}, {config.epochs} epochs, batch "
                                 f"{config.batch_size} (every model)").all()
 
+
+
+def test_real_data_configs_check_their_fields():
+    import dataclasses
+    import math
+    config = experiment_config("cifar", "tiny", "digits")
+    with pytest.raises(ValueError, match="epochs"):
+        dataclasses.replace(config, epochs="3")
+    with pytest.raises(ValueError, match="lr"):
+        dataclasses.replace(experiment_config("comet_images", "tiny", "digits"), lr=math.inf)
+    with pytest.raises(ValueError, match="seeds"):
+        dataclasses.replace(experiment_config("continual", "tiny", "digits"), seeds=(None,))
+    with pytest.raises(ValueError, match="dataset"):
+        experiment_config("cifar", "tiny", 3)

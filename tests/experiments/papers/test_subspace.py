@@ -226,3 +226,21 @@ def test_fits_and_the_verdict_use_the_window_rows_only(alpha, verdict):
         assert [float(v) for v in slopes.split(", ")] == pytest.approx([alpha] * 3, abs=0.03)
     with pytest.raises(ValueError, match="with_geometry"):
         experiment_fits("subspace", [config], frame.drop(columns=["spread_ratio"]), n_boot=0)
+
+
+# -- parameters named ------------------------------------------------------------------------
+def test_needed_n_train_names_a_bad_k():
+    with pytest.raises((ValueError, TypeError), match="k must be an integer"):
+        needed_n_train([2], 10.0)
+
+
+def test_window_mask_names_a_bad_k():
+    rows = pd.DataFrame({"buckets": [4.0], "spread_ratio": [0.1], "empty_fraction": [0.0],
+                         "empty_share": [0.0]})
+    with pytest.raises((ValueError, TypeError), match="k must be an integer"):
+        window_mask(rows, WINDOW_RULE, None, 100)
+
+
+def test_subspace_widths_names_a_bad_preset():
+    with pytest.raises((ValueError, TypeError), match="preset must be one of"):
+        subspace_widths(3, "nope")

@@ -316,3 +316,34 @@ def test_specs_differing_only_in_n_tables_both_keep_their_rows_through_a_resume(
         assert row["model_key"] == spec.key()
         assert row["eval_mse"] == pytest.approx(alone["eval_mse"].iloc[0], rel=1e-12)
     assert on_disk["eval_mse"].iloc[0] != on_disk["eval_mse"].iloc[1]  # two models, two fits
+
+
+# -- flags read by truthiness ----------------------------------------------------------------
+def test_prepare_out_refuses_a_string_force_flag_not_read_by_truthiness():
+    import pathlib
+
+    from experiments.runner.sweep import prepare_out
+    with pytest.raises(ValueError, match="must be True or False, got 'False'"):
+        prepare_out([], pathlib.Path("/nonexistent/x"), "False")
+
+
+def test_long_profile_flags_and_table_count_are_checked(tmp_path):
+    """String flags of the sweep, the scale command's runner and the image experiments are
+    refused, not read by truthiness; and n_tables=True is refused, not read as 1."""
+    from experiments.papers import real_data
+    from experiments.pipeline.scale import run_experiment
+    from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+
+    config = ExperimentConfig(name="flags", preset="test", target=TargetSpec(n_inputs=2),
+                              models=(ModelSpec("dense", width=4),), seeds=(0,), n_train=20,
+                              n_eval=10)
+    for flag in ("progress", "force"):
+        with pytest.raises(ValueError, match=flag):
+            run_sweep([config], tmp_path / "a", device="cpu", **{flag: "False"})
+        with pytest.raises(ValueError, match=flag):
+            run_experiment("flags", "test", tmp_path / "b", device="cpu", configs=[config],
+                           **{flag: "False"})
+        with pytest.raises(ValueError, match=flag):
+            real_data.run_cifar("tiny", tmp_path / "c", device="cpu", **{flag: "False"})
+    with pytest.raises(ValueError, match="n_tables"):
+        ModelSpec("dense", width=4, n_tables=True)

@@ -527,3 +527,22 @@ def test_fast_topk_equals_the_stable_sort_reference(rows, n, seed, levels):
         ref_values, ref_idx = _topk_lowest_index_sort(scores, k)
         assert torch.equal(idx, ref_idx)
         torch.testing.assert_close(values, ref_values, equal_nan=True)
+
+
+def test_pkm_dense_small_keys_is_the_reference_dense_read():
+    """Csordás et al.'s code (no_knn when n_keys <= knn): y = Σ over all n² slots of
+    relu(u_b[i // n] + u_a[i mod n]) · v_i; the default keeps the top k of n² slots."""
+    n, k = 4, 5
+    x = torch.randn(6, 8, dtype=torch.float64)
+    dense = PKM(PKMConfig(d_in=8, n_keys=n, k=k, dense_small_keys=True)).double()
+    u = torch.einsum("bhd,hnd->bhn", x.reshape(6, 2, 4), dense.keys)
+    expected = torch.zeros(6, 1, dtype=torch.float64)
+    for i in range(n * n):
+        expected += torch.relu(u[:, 1, i // n] + u[:, 0, i % n])[:, None] * dense.values[i]
+    torch.testing.assert_close(dense(x)[0], expected)
+    assert dense.activated_units == n * n
+    sparse = PKM(PKMConfig(d_in=8, n_keys=n, k=k)).double()  # default unchanged: top k
+    assert sparse.activated_units == k
+    assert not torch.allclose(sparse(x)[0], expected)
+    big = PKM(PKMConfig(d_in=8, n_keys=8, k=5, dense_small_keys=True))  # n_keys > k: sparse
+    assert not big.dense and big.activated_units == 5

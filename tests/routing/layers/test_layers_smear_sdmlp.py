@@ -351,3 +351,28 @@ def test_cpu_and_cuda_agree(make):
     y_cpu.sum().backward()
     for (name, p), q in zip(cpu.named_parameters(), gpu.parameters()):
         torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-9, atol=1e-12, msg=name)
+
+
+@pytest.mark.parametrize("k", [0, 65, 2.5, "8"])
+def test_sdmlp_extra_state_names_current_k(k):
+    layer = SDMLP(SDMLPConfig(d_in=2, n_neurons=64, k_target=4))
+    with pytest.raises(ValueError, match="current_k"):
+        layer.set_extra_state({"current_k": k})
+    layer.set_extra_state({"current_k": 8})
+    assert layer.current_k == 8
+
+
+def test_gaba_switch_fully_on_trains_exactly_k_neurons():
+    """Bricken et al. 2023, Eq. 12 with λ = 1 for every neuron: a* = [a − I]_+ with I the
+    (k+1)-th activation. The (k+1)-th neuron outputs exactly 0 and must not learn."""
+    k, n = 3, 16
+    layer = SDMLP(SDMLPConfig(d_in=4, n_neurons=n, k_target=k, gaba_switch=True,
+                              gaba_switch_activations=1)).double()
+    layer.gaba_counts.fill_(10.0)  # every neuron fully inhibited: λ_i = 1
+    x = torch.rand(1, 4, dtype=torch.float64) + 0.1  # positive: every activation > 0
+    y, _ = layer(x)
+    y.sum().backward()
+    learning = int((layer.encoder.grad.abs().sum(dim=1) > 0).sum())
+    assert learning == k  # was k + 1: clamp(min=0) passes gradient at exactly 0
+    h, active = layer.hidden(x)
+    assert int(active.sum()) == k and int((h > 0).sum()) == k
