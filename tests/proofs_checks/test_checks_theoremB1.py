@@ -104,8 +104,10 @@ def test_the_sample_part_at_its_svi_is_refuted_only_most_of_the_time():
 def test_tiny_run_is_underpowered():
     r = TheoremB1ManifoldCheck.preset("tiny").run(0)
     assert r.verdict == Verdict.UNDERPOWERED
-    assert set(r.details["cases"]) == {"ridge,d=8", "mlp,d=8", "ridge,d=16"}
+    assert set(r.details["cases"]) == {"ridge,d=8"}  # tiny: one case, a smoke run
     assert "d = 16" in r.details["what_quick_decides"]
+    quick = TheoremB1ManifoldCheck.preset("quick").params  # quick and paper: every case
+    assert len(quick.targets) == 2 and quick.other_dims == (16,)
 
 
 def test_determinism():
