@@ -240,6 +240,7 @@ def cached_data(config: ExperimentConfig, seed: int):
     Raises:
         ValueError: as ``ExperimentConfig.make_data`` (a bad seed, a data file that changed).
     """
+    seed = check_seed(seed)
     data_key = (config.target, config.n_train, config.n_eval, config.noise_std, seed)
     if data_key in _last_data:
         _last_data.move_to_end(data_key)

@@ -532,10 +532,13 @@ def compare_unchecked(name, text, frame, better_label, worse_label, x, against=N
 
     Raises:
         TypeError: a label that is not a string.
-        ValueError: as ``compare`` for the other arguments.
+        ValueError: ``n_train`` neither None nor an integer >= 1; as ``compare`` for the
+            other arguments.
     """
     check_label(better_label, "better_label")
     check_label(worse_label, "worse_label")
+    if n_train is not None:
+        n_train = check_int(n_train, "n_train", 1)
     better = seed_log_errors(frame, better_label, x)
     worse = seed_log_errors(frame, worse_label, worse_x or x)
     extra = dict(regime=regime, source=source, sizes=sizes)
