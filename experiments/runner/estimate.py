@@ -481,17 +481,6 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
 CONFIRM_ABOVE_SECONDS = 3600.0
 
 
-def _duration_text(seconds: float) -> str:
-    """``seconds`` (≥ 0) as "45 s", "12 min", "3.5 h" or "2.1 days"."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
-
-
 def needs_yes(seconds: float | None) -> bool:
     """Whether a paper-sized run of estimated wall time ``seconds`` must be confirmed with
     ``--yes``: above ``CONFIRM_ABOVE_SECONDS``, or no estimate (None: counted as over an
@@ -512,7 +501,7 @@ def _not_confirmed_text(seconds: float | None) -> str:
     """The message of a run refused for want of ``--yes`` (``check_long_run``): the estimate,
     that nothing was computed, and how to start it."""
     what = ("it has no time estimate (counted as over an hour)" if seconds is None else
-            f"its estimated time, {_duration_text(seconds)}, exceeds an hour")
+            f"its estimated time, {_duration(seconds)}, exceeds an hour")
     return (f"not started: {what}; nothing was computed. Rerun the same command with --yes "
             f"to start it.")
 
