@@ -39,7 +39,7 @@ def spread(name: str, preset: str, n_rows: int) -> list[tuple]:
     """``n_rows`` (config, spec, seed) rows of an experiment, taken from its model kinds in
     turn (each kind's rows in sweep order, spread over its sizes), so that every kind weighs
     alike whatever its share of the sweep."""
-    from experiments.papers.presets import experiment_configs
+    from experiments.papers.catalogue import experiment_configs
 
     by_kind: dict[str, list] = {}
     for c in experiment_configs(name, preset):
@@ -131,7 +131,7 @@ def worker_rows_per_second(rows, workers: int) -> dict:
 
 def sweep_rows(name: str, preset: str) -> list[tuple]:
     """Every (config, spec, seed) row of an experiment, in the order of its sweep."""
-    from experiments.papers.presets import experiment_configs
+    from experiments.papers.catalogue import experiment_configs
 
     return [(c, spec, seed) for c in experiment_configs(name, preset) for seed in c.seeds
             for spec in c.models]

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from experiments.kinds.fitting import adam_optimizer
-from experiments.papers.presets import ROUTER_LABELS
+from experiments.papers.router_study import ROUTER_LABELS
 from experiments.kinds.routers import build_router
 from experiments.runner.specs import ModelSpec
 

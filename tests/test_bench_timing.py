@@ -47,7 +47,7 @@ def test_time_interleaved_rejects_empty_counts(repeats, burst):
 def test_router_bench_names_its_gather_based_routers_among_the_routers():
     from bench_routers import GATHER_BASED
 
-    from experiments.papers.presets import ROUTER_LABELS
+    from experiments.papers.router_study import ROUTER_LABELS
     assert set(GATHER_BASED) == set(ROUTER_LABELS) - {"smear"}  # SMEAR's merge is dense
 
 

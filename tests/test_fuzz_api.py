@@ -82,6 +82,9 @@ from experiments.runner import output_folder as x_output_folder
 from experiments.cli import plot as x_plot_cli
 from experiments.analysis import plots as x_plots
 from experiments.papers import presets as x_presets
+from experiments.papers import catalogue as x_papers_catalogue
+from experiments.papers import router_study as x_papers_router_study
+from experiments.papers import baykal_figures as x_papers_baykal_figures
 from experiments.papers import real_data as x_real_data
 from experiments.papers.real_data import continual as x_real_data_continual
 from experiments.pipeline import report as x_report
@@ -727,7 +730,7 @@ def _first_step(run):
 
 @functools.cache
 def _subspace_config():
-    config = x_presets.subspace("tiny")[0]
+    config = x_subspace.subspace("tiny")[0]
     return dataclasses.replace(config, n_train=200, n_eval=50)
 
 
@@ -819,7 +822,7 @@ EXPERIMENT_CASES: dict[str, Case] = {
     "experiments.analysis.claims.control_claims": Case(lambda label: [c.verdict for c in x_claims.control_claims("e", x_claims.seed_log_errors(_golden(), label, "activated_units"), label, "activated_units", x_claims.SESOI["ln_error"])], {"label": _ANY_LABEL}, names=("table",)),
     "experiments.analysis.claims.control_status": Case(lambda role, verdict: x_claims.control_status(role, verdict), {"role": CHOICE("negative control", "positive control"), "verdict": ARG(st.sampled_from(["supported", "not supported", "inconclusive (no seed noise measured)", "not tested"]))}),
     "experiments.analysis.claims.lsh_description": Case(lambda label: x_claims.lsh_description(_golden(), label), {"label": CHOICE("lsh", "lsh_table", "random_hash")}),
-    "experiments.papers.scaling_claims.matched_below": Case(lambda size, factor, x: x_scaling_claims.matched_below([size, 250.0], factor)(x), {"size": REAL(0, 100, True), "factor": REAL(1, 4), "x": REAL(0, 300, True)}, names=("sizes",)),
+    "experiments.papers.router_study.matched_below": Case(lambda size, factor, x: x_papers_router_study.matched_below([size, 250.0], factor)(x), {"size": REAL(0, 100, True), "factor": REAL(1, 4), "x": REAL(0, 300, True)}, names=("sizes",)),
     "experiments.analysis.claims.mean_mse": Case(lambda label, x: x_claims.mean_mse(_golden(), label, x).to_numpy(float), {"label": _ANY_LABEL, "x": _X}),
     # the golden sweep has 2 seeds: the normality check (≥ 3 seeds) is nan, and the MDE inf
     # where the test cannot reach α, by definition
@@ -829,7 +832,7 @@ EXPERIMENT_CASES: dict[str, Case] = {
     "experiments.analysis.claims.significance_text": Case(lambda what: x_claims.significance_text(_stats(), what), {"what": TEXT}),
     # name is any experiment's name (one of the user's own has no paper sizes); the configs are
     # those of a preset experiment
-    "experiments.papers.scaling_claims.sizes_text": Case(lambda name, experiment, preset: x_scaling_claims.sizes_text(name, x_presets.experiment_configs(experiment, preset)), {"name": Kind(st.sampled_from(["fig2", "table1", "routers", "mine"]), st.sampled_from([None, 3])), "experiment": ARG(st.sampled_from(["fig2", "fig3", "fig4", "table1", "table2", "subspace", "routers"])), "preset": _PRESET}),
+    "experiments.papers.scaling_claims.sizes_text": Case(lambda name, experiment, preset: x_scaling_claims.sizes_text(name, x_papers_catalogue.experiment_configs(experiment, preset)), {"name": Kind(st.sampled_from(["fig2", "table1", "routers", "mine"]), st.sampled_from([None, 3])), "experiment": ARG(st.sampled_from(["fig2", "fig3", "fig4", "table1", "table2", "subspace", "routers"])), "preset": _PRESET}),
     "experiments.analysis.claims.t_interval": Case(lambda values, level: x_claims.t_interval(values, level), {"values": VECTOR(-3, 3, n_min=2), "level": REAL(0, 1, True, True)}),
     "experiments.papers.baykal_tables.table1_rule": Case(lambda dsm, dense: x_baykal_tables.table1_rule({"DSM k=4": dsm, "DSM k=8": 2 * dsm if isinstance(dsm, float) else dsm}, dense), {"dsm": _ERROR_OR_NAN, "dense": _ERROR_OR_NAN}, names=("dsm_at_smallest", "dense_at_largest")),
     "experiments.papers.baykal_tables.table2_rule": Case(lambda best, dense, tolerance: x_baykal_tables.table2_rule([(64.0, best, dense)], tolerance), {"best": REAL(0, 5, True), "dense": REAL(0, 5, True), "tolerance": REAL(1, 3)}, names=("pairs",)),
@@ -969,19 +972,19 @@ EXPERIMENT_CASES |= {
     "experiments.analysis.plots.spaced_ticks": Case(lambda values, min_gap: x_plots.spaced_ticks(values, min_gap), {"values": VECTOR(-4, 1024, 8), "min_gap": Kind(st.floats(0, 1, exclude_min=True, exclude_max=True), st.sampled_from([0.0, 1.0, -0.5, float("nan"), float("inf"), "0.1", True, None]))}),
     "experiments.analysis.plots.with_size": Case(lambda n: x_plots.with_size(_golden().iloc[:n])["size"].to_numpy(float), {"n": H_INT(0, 60)}, names=("frame",)),
     # experiments.papers.presets: the configs of Baykal et al. §5
-    "experiments.papers.presets.experiment_configs": Case(lambda name, preset: len(x_presets.experiment_configs(name, preset)), {"name": _EXPERIMENT, "preset": _PRESET}, names=("experiment",)),
-    "experiments.papers.presets.fig2": Case(lambda preset: len(x_presets.fig2(preset)), {"preset": _PRESET}),
-    "experiments.papers.presets.fig3": Case(lambda preset: len(x_presets.fig3(preset)), {"preset": _PRESET}),
-    "experiments.papers.presets.fig4": Case(lambda preset: len(x_presets.fig4(preset)), {"preset": _PRESET}),
+    "experiments.papers.catalogue.experiment_configs": Case(lambda name, preset: len(x_papers_catalogue.experiment_configs(name, preset)), {"name": _EXPERIMENT, "preset": _PRESET}, names=("experiment",)),
+    "experiments.papers.baykal_figures.fig2": Case(lambda preset: len(x_papers_baykal_figures.fig2(preset)), {"preset": _PRESET}),
+    "experiments.papers.baykal_figures.fig3": Case(lambda preset: len(x_papers_baykal_figures.fig3(preset)), {"preset": _PRESET}),
+    "experiments.papers.baykal_figures.fig4": Case(lambda preset: len(x_papers_baykal_figures.fig4(preset)), {"preset": _PRESET}),
     # nan and inf buckets are valid (documented: never in the regime); "huge" would be inf
     "experiments.analysis.fit_window.in_sample_regime": Case(lambda buckets, k, n_train: x_fit_window.in_sample_regime(buckets, k, n_train), {"buckets": Kind(VECTOR(1, 1000).valid, st.sampled_from(["object", "complex", "str"]), array=True), "k": INT(1, 6), "n_train": INT(1, 10**5)}),
     "experiments.papers.presets.lsh_label": Case(lambda family, n_tables: x_presets.lsh_label(family, n_tables), {"family": CHOICE("sign", "affine", "euclidean"), "n_tables": INT(1, 16)}),
     "experiments.papers.presets.regime_title": Case(lambda fit: x_presets.regime_title(_tiny_config(fit)), {"fit": CHOICE("exact", "sgd")}, names=("config",)),
-    "experiments.papers.presets.routers": Case(lambda preset: len(x_presets.routers(preset)), {"preset": _PRESET}),
-    "experiments.papers.presets.subspace": Case(lambda preset: len(x_presets.subspace(preset)), {"preset": _PRESET}),
-    "experiments.papers.presets.subspace_widths": Case(lambda k, preset: x_presets.subspace_widths(k, preset), {"k": INT(2, 6, True), "preset": _PRESET}),
-    "experiments.papers.presets.table1": Case(lambda preset: len(x_presets.table1(preset)), {"preset": _PRESET}),
-    "experiments.papers.presets.table2": Case(lambda preset: len(x_presets.table2(preset)), {"preset": _PRESET}),
+    "experiments.papers.router_study.routers": Case(lambda preset: len(x_papers_router_study.routers(preset)), {"preset": _PRESET}),
+    "experiments.papers.subspace.subspace": Case(lambda preset: len(x_subspace.subspace(preset)), {"preset": _PRESET}),
+    "experiments.papers.subspace.subspace_widths": Case(lambda k, preset: x_subspace.subspace_widths(k, preset), {"k": INT(2, 6, True), "preset": _PRESET}),
+    "experiments.papers.baykal_tables.table1": Case(lambda preset: len(x_baykal_tables.table1(preset)), {"preset": _PRESET}),
+    "experiments.papers.baykal_tables.table2": Case(lambda preset: len(x_baykal_tables.table2(preset)), {"preset": _PRESET}),
     # experiments.papers.real_data: the image experiments (digits, tiny preset, one seed)
     "experiments.papers.real_data.CifarConfig": Case(lambda epochs, batch_size, lr: dataclasses.replace(x_real_data.experiment_config("cifar", "tiny", "digits"), epochs=epochs, batch_size=batch_size, lr=lr).epochs, {"epochs": INT(1, 9), "batch_size": INT(1, 99), "lr": REAL(0, 1, True)}),
     "experiments.papers.real_data.CometImagesConfig": Case(lambda epochs, optimizer, lr: dataclasses.replace(x_real_data.experiment_config("comet_images", "tiny", "digits"), epochs=epochs, optimizer=optimizer, lr=lr).epochs, {"epochs": INT(1, 9), "optimizer": CHOICE("adam", "sgd"), "lr": REAL(0, 1, True)}),
@@ -1010,7 +1013,7 @@ EXPERIMENT_CASES |= {
     "experiments.pipeline.report.control_lines": Case(lambda n: x_report.control_lines(x_scaling_claims.claims_for("fig2", _golden(), [])[:n]), {"n": H_INT(0, 9)}, names=("claims",)),
     "experiments.analysis.tables.markdown_cell": Case(lambda text: x_tables.markdown_cell(text), {"text": Kind(st.one_of(st.text(max_size=8), st.floats(), st.none(), st.integers()))}),
     "experiments.pipeline.report.mixed_size_labels": Case(lambda x: x_report.mixed_size_labels(x_plots.with_size(_golden()), x), {"x": CHOICE("size", "width")}),
-    "experiments.pipeline.report.subspace_table": Case(lambda k: x_report.subspace_table(_subspace_rows(k), x_presets.subspace("tiny")[0]).to_numpy(float), {"k": H_INT(2, 2)}, names=("rows", "config")),
+    "experiments.pipeline.report.subspace_table": Case(lambda k: x_report.subspace_table(_subspace_rows(k), x_subspace.subspace("tiny")[0]).to_numpy(float), {"k": H_INT(2, 2)}, names=("rows", "config")),
     "experiments.pipeline.report.summary_table": Case(lambda index, columns, value: x_report.summary_table(_golden(), index, columns, value).to_numpy(str).tolist(), {"index": CHOICE("model_label"), "columns": _X, "value": CHOICE(None, "eval_mse", "train_mse")}),
     "experiments.pipeline.report.target_variances": Case(lambda n: x_report.target_variances(_golden().iloc[:n]).to_numpy(float), {"n": H_INT(1, 60)}, names=("frame",)),
     "experiments.pipeline.report.image_data_lines": Case(lambda n, tmp: x_report.image_data_lines(tmp, {"s": ["s/config.json"] * n}), {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("written",)),
@@ -1018,7 +1021,7 @@ EXPERIMENT_CASES |= {
     # experiments.pipeline.reproduce (another engineer's file): argument checks, stopped at step 1
     "experiments.pipeline.reproduce.claims_summary": Case(lambda n: x_reproduce.claims_summary(pd.DataFrame([dataclasses.asdict(c) for c in x_scaling_claims.claims_for("fig2", _golden(), [])][:n])), {"n": H_INT(0, 3)}, names=("table",)),
     "experiments.pipeline.reproduce.check_only": Case(lambda only, preset: x_reproduce.check_only(only, preset), {"only": Kind(st.sampled_from([None, "fig2", "sdm,checks", ("targets", "fig3")]), st.sampled_from(["nope", "", (), 3, ("fig2", 3)])), "preset": _PRESET}),
-    "experiments.pipeline.reproduce.fit_windows": Case(lambda preset: x_reproduce.fit_windows(x_presets.subspace(preset)), {"preset": _PRESET}, names=("configs",)),
+    "experiments.pipeline.reproduce.fit_windows": Case(lambda preset: x_reproduce.fit_windows(x_subspace.subspace(preset)), {"preset": _PRESET}, names=("configs",)),
     "experiments.pipeline.reproduce.run_reproduce": Case(lambda preset, sub, tmp, force, device: _first_step(lambda echo: x_reproduce.run_reproduce(preset, _under(tmp, sub), force, device, echo)), {"preset": CHOICE("tiny"), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL, "device": CHOICE("cpu", "auto")}, names=("out", "FILE")),
     "experiments.pipeline.reproduce.steps": Case(lambda preset, device: [name for name, _, _ in x_reproduce.steps(preset, device)], {"preset": _PRESET, "device": CHOICE("cpu", "auto")}),
     "experiments.pipeline.reproduce.write_report": Case(lambda preset, tmp: x_reproduce.write_report(tmp, preset, {}).name, {"preset": _PRESET, "tmp": FIXED(None)}),
@@ -1121,7 +1124,7 @@ def _model_timer(config, spec, seed, device):
 
 
 EXPERIMENT_CASES |= {
-    "experiments.runner.estimate.estimate_sweeps": Case(lambda per_kind, seed, workers, progress: x_estimate.estimate_sweeps({"table1": x_presets.experiment_configs("table1", "tiny")}, "cpu", per_kind, seed, workers, timer=_model_timer, progress=progress).seconds, {"per_kind": INT(1, 4), "seed": INT(0), "workers": OPTIONAL_INT(1, 8), "progress": BOOL}),
+    "experiments.runner.estimate.estimate_sweeps": Case(lambda per_kind, seed, workers, progress: x_estimate.estimate_sweeps({"table1": x_papers_catalogue.experiment_configs("table1", "tiny")}, "cpu", per_kind, seed, workers, timer=_model_timer, progress=progress).seconds, {"per_kind": INT(1, 4), "seed": INT(0), "workers": OPTIONAL_INT(1, 8), "progress": BOOL}),
     "experiments.pipeline.reproduce.estimate_reproduce": Case(lambda preset, tmp, force, workers: _no_calibration(lambda: x_reproduce.estimate_reproduce(preset, tmp, force, "cpu", workers, None, False)), {"preset": CHOICE("tiny"), "tmp": FIXED(None), "force": BOOL, "workers": OPTIONAL_INT(1, 8)}, names=("preset", "out")),
     "experiments.pipeline.reproduce_steps.ScalingStep": Case(lambda name, preset: x_reproduce_steps.ScalingStep(name, preset).name, {"name": CHOICE("fig2", "table1"), "preset": _PRESET}, names=("experiment", "name")),
     "experiments.pipeline.warm_up.warm_up": Case(lambda progress, preset: x_warm_up.warm_up(progress, (), preset) >= 0, {"progress": BOOL, "preset": CHOICE("tiny", "quick", "paper")}),

@@ -14,7 +14,7 @@ import click
 
 #: The presets of every command, smallest first.
 PRESET_NAMES = ("tiny", "quick", "paper")
-#: The experiments of ``sparselab scale --experiment`` (``experiments.papers.presets.EXPERIMENTS``,
+#: The experiments of ``sparselab scale --experiment`` (``experiments.papers.catalogue.EXPERIMENTS``,
 #: written here so that ``--help`` imports nothing; a test keeps the two equal).
 SCALE_EXPERIMENTS = ("fig2", "fig3", "fig4", "routers", "subspace", "table1", "table2")
 #: The real-data experiments of ``sparselab scale`` (``experiments.papers.real_data.EXPERIMENTS``):

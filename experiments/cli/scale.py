@@ -124,7 +124,7 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
             raise click.UsageError(f"{option} is an option of the image experiments "
                                    f"{', '.join(REAL_DATA_EXPERIMENTS)}")
     from experiments.kinds.registry import load_kind_module
-    from experiments.papers.presets import experiment_configs
+    from experiments.papers.catalogue import experiment_configs
     from experiments.pipeline.config_file import (
         read_config_file,
         with_overrides,

@@ -8,11 +8,33 @@ import re
 import numpy as np
 import pandas as pd
 
-from experiments.analysis.claims import (REGIMES, Claim, compare_unchecked, geometric_mean, claim_line,
-                                        comparison_diagnosis, decided, mean_mse,
-                                        paired_difference, seed_log_errors)
-from experiments.analysis.claims import SESOI, Rule, Sesoi, best_of, equivalence_stats
+from experiments.analysis.claims import (
+    REGIMES,
+    SESOI,
+    Claim,
+    Rule,
+    Sesoi,
+    best_of,
+    claim_line,
+    compare_unchecked,
+    comparison_diagnosis,
+    decided,
+    equivalence_stats,
+    geometric_mean,
+    mean_mse,
+    paired_difference,
+    seed_log_errors,
+)
 from experiments.analysis.scaling import error_column
+from experiments.papers.presets import (
+    TABLE1_ACTIVATED,
+    TABLE2_KS,
+    TABLE2_WIDTHS,
+    _check_preset,
+    _regimes,
+    _sizes,
+)
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
 from routing.validation import check_choice, check_real
 
 #: Baykal et al. 2022, Table 1: FLOPs → eval MSE (dense, DSM 50 % sparsity, DSM 25 % sparsity).
@@ -276,3 +298,55 @@ def _table2_claims(name: str, frame: pd.DataFrame, common: dict) -> list[Claim]:
                           regime=regime, source=source, sizes=sizes),
                     Rule("equivalence", "", stats, sesoi, band_reason=AS_WELL_AS_REASON,
                          diagnosis=diagnosis, prefix=f"decided by {label}: "))]
+
+
+def table1(preset: str) -> list[ExperimentConfig]:
+    """Table 1: eval MSE at equal FLOPs (paper's convention 2·(dim+1)·activated units) for
+    dense and DSM at 50 % and 25 % sparsity (widths 2× and 4× the activated units); one
+    config per regime.
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
+    """
+    _check_preset(preset)
+    models = []
+    for a in TABLE1_ACTIVATED[preset]:
+        models += [ModelSpec("dense", width=a, label="dense"),
+                   ModelSpec("dsm", width=2 * a, k=a, label="DSM 50% sparsity"),
+                   ModelSpec("dsm", width=4 * a, k=a, label="DSM 25% sparsity")]
+
+    def make(fit, thin):
+        return ExperimentConfig(
+            name="table1", preset=preset, target=TargetSpec(family="polynomial"),
+            models=tuple(models),
+            panels={"a": {"x": "flops_paper", "models": ["dense", "DSM 50% sparsity",
+                                                         "DSM 25% sparsity"],
+                          "title": "eval error at equal FLOPs"}},
+            **_sizes(preset))
+
+    return _regimes(preset, make)
+
+
+def table2(preset: str) -> list[ExperimentConfig]:
+    """Table 2: random 3-layer NN target, dense and DSM with several k at each total width;
+    one config per regime.
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
+    """
+    _check_preset(preset)
+    models = []
+    for w in TABLE2_WIDTHS[preset]:
+        models.append(ModelSpec("dense", width=w, label="dense"))
+        models += [ModelSpec("dsm", width=w, k=k, label=f"DSM k={k}")
+                   for k in TABLE2_KS[preset] if k < w]
+
+    def make(fit, thin):
+        return ExperimentConfig(
+            name="table2", preset=preset, target=TargetSpec(family="mlp"), models=tuple(models),
+            panels={"a": {"x": "width",
+                          "models": ["dense"] + [f"DSM k={k}" for k in TABLE2_KS[preset]],
+                          "title": "random 3-layer NN target"}},
+            **_sizes(preset))
+
+    return _regimes(preset, make)

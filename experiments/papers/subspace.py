@@ -1,5 +1,5 @@
-"""The subspace experiment's fit window, reach and verdict (Baykal et al. 2022, Theorem 4.1
-and Lemma 4.2).
+"""The subspace experiment: its configs at each preset (``subspace``), fit window, reach and
+verdict (Baykal et al. 2022, Theorem 4.1 and Lemma 4.2).
 
 The LSH-table learner (bucket means of Euclidean LSH) on inputs uniform on Γ, a random
 k-dimensional subspace of [-1, 1]^64: its eval nMSE against the number T of non-empty buckets
@@ -61,15 +61,27 @@ law's interval is [0.89, 1.20], wider than k = 2's band; with constants within 6
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from experiments.analysis.fit_window import (GEOMETRY_COLUMNS,
-                                             SPREAD_RATIO_MAX, in_sample_regime)
+from experiments.analysis.claims import (
+    Claim,
+)
+from experiments.analysis.fit_window import (
+    GEOMETRY_COLUMNS,
+    SPREAD_RATIO_MAX,
+    WINDOW_RULE,
+    in_sample_regime,
+    sample_regime_max_buckets,
+)
+from experiments.analysis.scaling import error_column
+from experiments.papers.presets import PRESETS, _check_preset, _sizes
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
 from inference import fit_exponent
 from lipschitz import sample_inputs
-from routing.validation import check_int, check_real
+from routing.validation import check_choice, check_int, check_real
 
 #: Reach: the window must hold at least this many bucket widths…
 MIN_WIDTHS = 4
@@ -396,3 +408,159 @@ def subspace_claim(k: int, n_train: int, rows: pd.DataFrame, window: pd.DataFram
     return {"verdict": verdict, "evidence": evidence, "diagnosis": diagnosis,
             "effect": float(alpha - theory), "effect_low": float(low - theory),
             "effect_high": float(high - theory)}
+
+
+SUBSPACE_KS = {"tiny": (2, 3), "quick": (2, 3, 4, 5, 6), "paper": (2, 3, 4, 5, 6)}
+
+
+#: Training samples of the subspace experiment: enough for the window (``experiments.papers.subspace``)
+#: to span about two decades of T at k = 2 and 3 (the sample condition k·T·ln T ≤ n_train
+#: ends it near T ≈ 5 800 and 4 100 at 100 000 samples).
+SUBSPACE_N_TRAIN = {"tiny": 2_000, "quick": 100_000, "paper": 1_000_000}
+
+
+SUBSPACE_N_EVAL = {"tiny": 1_000, "quick": 10_000, "paper": 20_000}
+
+
+#: Bucket widths per decade of T: the grid steps the width by 10^(−1/(k·p)), one p-th of a
+#: decade of T where T ∝ w^(−k).
+SUBSPACE_WIDTHS_PER_DECADE = {"tiny": 1, "quick": 4, "paper": 6}
+
+
+#: Widest bucket width (T of 1 to 13 buckets on Γ: the plateau).
+SUBSPACE_MAX_WIDTH = 32.0
+
+
+#: Narrowest bucket width per k at n_train = 100 000, scaled by (n_train / 100 000)^(−1/k) for
+#: other sizes: where T reaches about twice the sample condition's end (so the plots show the
+#: turn-up past the window). Read off T(w) of the inputs alone (seed 0, n_train = 50 000 and
+#: 200 000; no error was looked at).
+SUBSPACE_MIN_WIDTH = {2: 0.12, 3: 0.55, 4: 1.8, 5: 4.0, 6: 6.0}
+
+
+def subspace_widths(k: int, preset: str) -> list[float]:
+    """The bucket widths of the subspace experiment at dimension ``k``: tiny, 32, 32/√10 and
+    3.2 (a smoke test); otherwise SUBSPACE_MAX_WIDTH · 10^(−j/(k·p)) for j = 0, 1, … down to
+    SUBSPACE_MIN_WIDTH[k] · (n_train / 100 000)^(−1/k), p = SUBSPACE_WIDTHS_PER_DECADE, rounded
+    to 4 significant digits. Units of the inputs (Euclidean LSH width w).
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS``; ``k`` not an integer in
+            ``SUBSPACE_MIN_WIDTH`` (2 … 6).
+    """
+    check_choice(preset, "preset", PRESETS)
+    check_int(k, "k", min(SUBSPACE_MIN_WIDTH), max(SUBSPACE_MIN_WIDTH))
+    if preset == "tiny":
+        return [32.0, 10.12, 3.2]
+    p = SUBSPACE_WIDTHS_PER_DECADE[preset]
+    low = SUBSPACE_MIN_WIDTH[k] * (SUBSPACE_N_TRAIN[preset] / 100_000) ** (-1.0 / k)
+    steps = int(np.ceil(k * p * np.log10(SUBSPACE_MAX_WIDTH / low)))
+    return [float(f"{SUBSPACE_MAX_WIDTH * 10 ** (-j / (k * p)):.4g}") for j in range(steps + 1)]
+
+
+def subspace(preset: str) -> list[ExperimentConfig]:
+    """LSH learner (Euclidean LSH bucket means, Theorem 4.1) on inputs uniform on a random
+    k-dimensional subspace Γ of R^64, k = 2…6: eval nMSE against the number of non-empty
+    buckets T, whose offset-law exponent is compared with the theory's nMSE ∝ T^(−2/k) (bucket
+    diameter ∝ T^(−1/k), error ∝ diameter² for a Lipschitz target). Target: a random MLP on
+    R^64. Hashes per table: 2k (the theorem's m = C·k with C = 2). The bucket width sweeps the
+    grid of ``subspace_widths``.
+
+    The fit window is pre-registered: ``fit_window`` bounds T by theory alone, from 2^k (at
+    least two buckets across Γ per dimension) to the sample condition's end
+    (``experiments.analysis.fit_window.sample_regime_max_buckets``); the panel's ``window_rule``
+    (``experiments.analysis.fit_window.WINDOW_RULE``) narrows it per row from the inputs alone (buckets
+    smaller than half of Γ; at most 1 % of test points, carrying at most 10 % of the identity
+    map's error, in empty buckets). The verdict per k is ``experiments.papers.subspace.
+    subspace_claim``'s. Every run is plotted, the window's filled.
+
+    Sizes (quick): n_train = 100 000, n_eval = 10 000, 3 seeds, 4 widths per decade of T
+    (about 100 widths over the five k, ~300 rows). History: earlier, the quick preset
+    used n_train = 50 000, ten widths 32·0.6^j and the sample condition as the only window,
+    both set after a first run; the grid, sizes and window here replace them.
+
+    Raises:
+        ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
+    """
+
+    _check_preset(preset)
+    sizes = _sizes(preset)
+    sizes.update(n_train=SUBSPACE_N_TRAIN[preset], n_eval=SUBSPACE_N_EVAL[preset])
+    sizes.pop("fit", None)  # bucket means: always exact (``experiments.runner.specs.fit_of``)
+    configs = []
+    for k in SUBSPACE_KS[preset]:
+        models = tuple(ModelSpec("lsh_table", n_hashes=2 * k, bucket_width=w, label="LSH table")
+                       for w in subspace_widths(k, preset))
+        top = sample_regime_max_buckets(k, sizes["n_train"])
+        configs.append(ExperimentConfig(
+            name="subspace", preset=preset,
+            target=TargetSpec(family="mlp", n_inputs=64, subspace_k=k), models=models,
+            panels={"a": {"x": "buckets", "models": ["LSH table"], "theory_alpha": 2 / k,
+                          "sample_regime_k": k, "window_rule": dict(WINDOW_RULE),
+                          "title": f"k = {k}"}},
+            fit_window={"buckets": (float(2 ** k), round(top, 1))},
+            **sizes))
+    return configs
+
+
+def _subspace_claims(frame: pd.DataFrame, configs: list, fits: pd.DataFrame | None,
+                     sizes: str) -> list[Claim]:
+    """Theorem 4.1's exponent per k (``experiments.papers.subspace.subspace_claim``), on the offset-law
+    fit of ``fits`` for the config's target (fitted here when ``fits`` is None), and the
+    discrimination check: each in-reach k+1 run's α judged against k's band."""
+    from experiments.analysis.fit_window import GEOMETRY_COLUMNS
+    from experiments.analysis.fits import panel_window
+    from experiments.analysis.scaling import fit_law
+
+    if not configs:
+        return []
+    if any(c not in frame for c in GEOMETRY_COLUMNS):
+        frame = with_geometry(frame, configs)
+    y = error_column(frame)
+    claims, alphas = [], {}
+    for config in configs:
+        k = config.target.subspace_k
+        target = config.target.label()
+        spec = config.panels["a"]
+        rows = frame[(frame["target"] == target) & (frame["model_label"] == "LSH table")]
+        window, text = panel_window(config, spec, rows)
+        fit = power = None
+        if reach(window)["in_reach"]:
+            if fits is not None and len(fits):
+                chosen = fits[(fits["target"] == target) & (fits["model_label"] == "LSH table")]
+                offset = chosen[chosen["law"] == "offset"]
+                fit = offset.iloc[0] if len(offset) else None
+                pure = chosen[chosen["law"] == "power"]
+                power = float(pure["alpha"].iloc[0]) if len(pure) else None
+            else:
+                fit = fit_law(window, "buckets", y, law="offset", n_boot=SUBSPACE_BOOT)
+                power = fit_law(window, "buckets", y, law="power", n_boot=0).alpha
+        result = subspace_claim(k, config.n_train, rows, window, fit, power)
+        if fit is not None:
+            get = (lambda n: fit[n]) if isinstance(fit, pd.Series) else \
+                (lambda n: getattr(fit, n))
+            alphas[k] = (get("alpha_low"), get("alpha_high"))
+        claims.append(Claim(
+            "subspace", f"nMSE ∝ T^(−2/k) at k = {k}: 2/k = {2 / k:.3f} ± {tolerance(k):.3f} "
+            f"(Theorem 4.1, Lemma 4.2) [bucket means, exact]", result["verdict"],
+            result["evidence"] + f"; window: {text}", regime="exact",
+            source="Baykal et al. 2022, Theorem 4.1 and Lemma 4.2", effect=result["effect"],
+            effect_low=result["effect_low"], effect_high=result["effect_high"],
+            significance=(f"α − 2/k = {result['effect']:+.3f} [{result['effect_low']:+.3f}, "
+                          f"{result['effect_high']:+.3f}] (95 % bootstrap over seeds and "
+                          f"points); rule: interval inside ±δ_k = ±{tolerance(k):.3f} → "
+                          f"supported, outside → not supported, else inconclusive"
+                          if np.isfinite(result["effect"]) else ""),
+            diagnosis=result["diagnosis"], sizes=sizes, sesoi=float(tolerance(k)),
+            test="exponent band: bootstrap interval of α − 2/k inside ±δ_k "
+                 "(experiments.papers.subspace; no p-value)"))
+    # discrimination: a wrong dimension (the k+1 run judged as k) must read not supported
+    checks = []
+    for k, (low, high) in sorted(alphas.items()):
+        if k - 1 in alphas:
+            verdict, _ = exponent_verdict(low, high, k - 1)
+            checks.append(f"the k = {k} run judged as k = {k - 1}: {verdict}")
+    if checks:
+        claims = [replace(c, evidence=c.evidence + "; discrimination: " + "; ".join(checks))
+                  if c.verdict != "out of reach" else c for c in claims]
+    return claims

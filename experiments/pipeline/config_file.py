@@ -5,7 +5,7 @@ the fields every sweep shares written once under ``[defaults]``::
 
     experiment = "fig2"          # the results' name (and output folder)
     preset = "quick"             # a label; sizes are the file's
-    claims = "fig2"              # whose claims to judge: an experiment of presets.EXPERIMENTS,
+    claims = "fig2"              # whose claims to judge: an experiment of catalogue.EXPERIMENTS,
                                  # or "none" (default: the experiment's, if it has claims)
 
     [defaults]                   # fields of every [[configs]] entry that does not set them
@@ -102,7 +102,7 @@ def config_file_from_mapping(data: dict, base: pathlib.Path | None = None) -> Ex
     Raises:
         ValueError: an unknown or missing field, or a value out of range (naming it).
     """
-    from experiments.papers.presets import EXPERIMENTS
+    from experiments.papers.catalogue import EXPERIMENTS
 
     _check_keys(data, _TOP, None)
     experiment = data.get("experiment")
@@ -302,12 +302,12 @@ def write_toml(experiment: str, preset: str, configs, claims: str | None = None)
 
     Raises:
         ValueError: ``experiment`` not a name (letters, digits, _), ``preset`` not a string,
-            ``claims`` not an experiment of ``presets.EXPERIMENTS``, "none" or None (the rules
+            ``claims`` not an experiment of ``catalogue.EXPERIMENTS``, "none" or None (the rules
             of ``config_file_from_mapping``, so that the text reads back); no configs.
     """
     import tomli_w
 
-    from experiments.papers.presets import EXPERIMENTS
+    from experiments.papers.catalogue import EXPERIMENTS
 
     if not isinstance(experiment, str) or not experiment.isidentifier():
         raise ValueError(f"experiment must be a name (letters, digits, _), got {experiment!r}")

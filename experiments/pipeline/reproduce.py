@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from experiments.analysis.gallery import GalleryConfig, write_target_gallery
-from experiments.papers.presets import EXPERIMENTS, PRESETS
+from experiments.papers.presets import PRESETS
+from experiments.papers.catalogue import EXPERIMENTS
 from experiments.pipeline.reproduce_steps import ChecksStep, ImageStep, ScalingStep
 from experiments.runner.engine import engine_or_none
 
@@ -49,7 +50,7 @@ def steps(preset: str, device: str = "auto", workers: int | None = None,
         write_similarity,
         write_utilisation,
     )
-    from experiments.papers.presets import experiment_configs
+    from experiments.papers.catalogue import experiment_configs
     from experiments.papers.sdm_curves import SdmCurvesConfig, write_sdm_curves
     from experiments.runner.rows import settings_fingerprint
 

@@ -22,7 +22,7 @@ class ScalingStep:
     files; ``rows`` and ``outputs`` are its two halves, for the parallel run.
 
     Arguments:
-        name, preset: the experiment (``experiments.papers.presets.EXPERIMENTS``) and its preset.
+        name, preset: the experiment (``experiments.papers.catalogue.EXPERIMENTS``) and its preset.
         device: "auto", "cpu" or "cuda".
         workers, scheduler: where its rows are computed (``experiments.runner.engine``); both
             None: in this process.
@@ -33,7 +33,8 @@ class ScalingStep:
 
     def __init__(self, name: str, preset: str, device: str = "auto",
                  workers: int | None = None, scheduler: str | None = None):
-        from experiments.papers.presets import EXPERIMENTS, PRESETS
+        from experiments.papers.presets import PRESETS
+        from experiments.papers.catalogue import EXPERIMENTS
         from routing.validation import check_choice
 
         check_choice(name, "name", tuple(EXPERIMENTS))
@@ -54,8 +55,8 @@ class ScalingStep:
                               **self._engine())[0]
 
     def configs(self) -> list:
-        """The experiment's sweeps at the preset (``experiments.papers.presets.experiment_configs``)."""
-        from experiments.papers.presets import experiment_configs
+        """The experiment's sweeps at the preset (``experiments.papers.catalogue.experiment_configs``)."""
+        from experiments.papers.catalogue import experiment_configs
 
         return experiment_configs(self.name, self.preset)
 

@@ -19,7 +19,7 @@ def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "aut
     that it describes the rows of ``results.csv`` even when the sweep is interrupted.
 
     Arguments:
-        name, preset: the experiment (``experiments.papers.presets.EXPERIMENTS``) and its preset.
+        name, preset: the experiment (``experiments.papers.catalogue.EXPERIMENTS``) and its preset.
         out: the results folder, created if needed.
         device: "auto", "cpu" or "cuda".
         progress: show a progress bar.
@@ -42,14 +42,14 @@ def run_experiment(name: str, preset: str, out: pathlib.Path, device: str = "aut
             written by another process, or rows in ``out/results.csv`` made under other
             settings or of another experiment (without ``force``).
     """
-    from experiments.papers import presets
+    from experiments.papers import catalogue
     from experiments.pipeline.rerun import write_or_reuse
     from experiments.runner import output_folder, rows, sweep
     from routing.validation import check_bool
 
     progress, force = check_bool(progress, "progress"), check_bool(force, "force")
 
-    configs = list(configs) if configs is not None else presets.experiment_configs(name, preset)
+    configs = list(configs) if configs is not None else catalogue.experiment_configs(name, preset)
     torch_device = sweep.run_device(device, scheduler)
     out = pathlib.Path(out)
     with output_folder.writer(out):

@@ -99,7 +99,7 @@ def warm_up(progress: bool = True, parts=PARTS, preset: str = "quick") -> float:
 
 
 def _scaling_rows(preset: str) -> None:
-    from experiments.papers.presets import EXPERIMENTS, experiment_configs
+    from experiments.papers.catalogue import EXPERIMENTS, experiment_configs
     from experiments.runner.rows import compute_row
 
     seen = set()

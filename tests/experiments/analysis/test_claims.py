@@ -160,7 +160,7 @@ def test_old_claims_csv_files_are_read_with_every_column(tmp_path):
 
 def test_lsh_against_uniform_hash_is_paired_from_below():
     from experiments.analysis.claims import compare
-    from experiments.papers.scaling_claims import matched_below
+    from experiments.papers.router_study import matched_below
 
     pick = matched_below([64.0, 512.0, 4096.0])
     assert pick(100.0) == 64.0 and pick(1000.0) == 512.0 and pick(600.0) == 512.0
@@ -244,14 +244,14 @@ def test_table_rules_refuse_infinite_errors():
 
 
 def test_matched_below_names_a_bad_x():
-    from experiments.papers.scaling_claims import matched_below
+    from experiments.papers.router_study import matched_below
     with pytest.raises((ValueError, TypeError), match="x must be a real number"):
         matched_below([1.0, 2.0])(None)
 
 
 def test_claims_counts_and_sizes_are_checked():
     from experiments.analysis.claims import compare, comparison_diagnosis, comparison_verdict
-    from experiments.papers.scaling_claims import matched_below
+    from experiments.papers.router_study import matched_below
     frame = _golden()
     with pytest.raises(ValueError, match="n_train must be an integer >= 1, got 2.5"):
         compare("e", "t", frame, "comet", "dense", "width", n_train=2.5)  # was accepted
@@ -297,7 +297,7 @@ def test_sizes_text_says_when_a_config_changed_the_target():
     another function instead of repeating them as if they applied."""
     import dataclasses
 
-    from experiments.papers.presets import experiment_configs
+    from experiments.papers.catalogue import experiment_configs
     from experiments.papers.scaling_claims import PAPER_SIZES, sizes_text
 
     configs = experiment_configs("fig2", "quick")

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter  # noqa: E402
 
 from experiments.analysis import plots
-from experiments.papers import presets  # noqa: E402
+from experiments.papers import catalogue  # noqa: E402
 from experiments.runner.specs import fit_of  # noqa: E402
 
 REGIME_WORDS = ("exact least squares", "Adam", "trained end to end")
@@ -73,7 +73,7 @@ CONFIGS = [(name, i) for name in ("fig2", "fig3", "fig4", "table1", "table2", "r
 
 @pytest.mark.parametrize("name,index", CONFIGS)
 def test_every_experiment_figure_has_apart_ticks_and_named_regimes(name, index):
-    config = presets.experiment_configs(name, "tiny")[index]
+    config = catalogue.experiment_configs(name, "tiny")[index]
     fig = figure_of(config, mask=name == "subspace")
     try:
         assert tick_overlaps(fig) == []
@@ -86,7 +86,7 @@ def test_every_experiment_figure_has_apart_ticks_and_named_regimes(name, index):
 
 
 def test_titles_come_from_the_config_that_ran():
-    config = presets.fig3("tiny")[1]
+    config = catalogue.fig3("tiny")[1]
     assert config.fit == "sgd"
     edited = config.with_(sgd_steps=30)
     fig = figure_of(edited)
@@ -100,14 +100,14 @@ def test_titles_come_from_the_config_that_ran():
 
 
 def test_a_title_copied_by_an_older_config_loses_its_stale_regime():
-    config = presets.fig3("tiny")[1].with_(sgd_steps=30)
+    config = catalogue.fig3("tiny")[1].with_(sgd_steps=30)
     spec = {**config.panels["a"], "title": "DSM vs dense\n— Adam, 60 steps of 256, lr 0.01"}
     title = plots.panel_title("a", spec, synthetic_rows(config), config)
     assert "60 steps" not in title and "30 steps" in title
 
 
 def test_routers_panel_names_both_regimes():
-    config = presets.routers("tiny")[0]
+    config = catalogue.routers("tiny")[0]
     title = plots.panel_title("a", config.panels["a"], synthetic_rows(config), config)
     assert "exact least squares: dense, DSM" in title and "trained end to end" in title
 
@@ -146,7 +146,7 @@ def test_spaced_ticks_threshold():
 
 
 def test_subspace_figure_marks_window_law_and_markers():
-    config = presets.subspace("tiny")[0]
+    config = catalogue.subspace("tiny")[0]
     fig = figure_of(config, mask=True)
     try:
         labels = [t.get_text() for ax in fig.axes if ax.get_legend()

@@ -118,7 +118,7 @@ def test_reproduce_redoes_only_the_fits_when_a_fit_window_changes(tmp_path, monk
 
 
 def test_reproduce_markers_hold_each_configs_fit_window_and_window_rule():
-    from experiments.papers.presets import experiment_configs
+    from experiments.papers.catalogue import experiment_configs
     from experiments.pipeline.reproduce import WINDOWS_KEY, fit_windows, steps
 
     configs = {name: config for name, config, _ in steps("tiny")}
@@ -132,7 +132,7 @@ def test_reproduce_markers_hold_each_configs_fit_window_and_window_rule():
 
 
 def test_reproduce_steps_record_the_scaling_experiments_settings():
-    from experiments.papers.presets import experiment_configs
+    from experiments.papers.catalogue import experiment_configs
     from experiments.pipeline.reproduce import steps
     from experiments.runner.rows import settings_fingerprint
 
@@ -167,11 +167,11 @@ def _scale_configs(n_train):
 
 def test_scale_refuses_other_settings_resumes_the_same_and_force_starts_over(tmp_path,
                                                                               monkeypatch):
-    from experiments.papers import presets
+    from experiments.papers import catalogue
     from experiments.runner.rows import settings_fingerprint
 
     n_train = {"value": 300}
-    monkeypatch.setattr(presets, "experiment_configs",
+    monkeypatch.setattr(catalogue, "experiment_configs",
                         lambda name, preset: _scale_configs(n_train["value"]))
     args = ["scale", "--experiment", "routers", "--preset", "tiny", "--out", str(tmp_path),
             "--device", "cpu"]
@@ -202,7 +202,7 @@ def test_scale_writes_config_json_before_the_first_row(tmp_path, monkeypatch):
     run under other settings can say which differ."""
     import json
 
-    from experiments.papers import presets
+    from experiments.papers import catalogue
     from experiments.cli import scale as scale_cli
     from experiments.runner import sweep
 
@@ -212,7 +212,7 @@ def test_scale_writes_config_json_before_the_first_row(tmp_path, monkeypatch):
         seen.append(json.loads((out / "config.json").read_text())["configs"][0]["n_train"])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(presets, "experiment_configs", lambda name, preset: _scale_configs(321))
+    monkeypatch.setattr(catalogue, "experiment_configs", lambda name, preset: _scale_configs(321))
     monkeypatch.setattr(sweep, "run_sweep", interrupted)
     try:
         scale_cli.run_experiment("routers", "tiny", tmp_path, device="cpu", progress=False)
@@ -523,7 +523,7 @@ def test_scale_paper_estimates_only_the_rows_not_yet_in_the_folder(tmp_path, mon
     from experiments.runner import estimate
     from experiments.cli import scale as scale_cli
     from experiments.runner import sweep
-    from experiments.papers.presets import experiment_configs
+    from experiments.papers.catalogue import experiment_configs
     from experiments.runner.specs import fit_of
 
     seen = []

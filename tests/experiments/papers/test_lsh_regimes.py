@@ -10,9 +10,8 @@ import pytest
 import torch
 
 from experiments.analysis.plots import experiment_figure, panel_rows, with_size
-from experiments.papers.presets import (EQUAL_UNITS_DENSE_LABEL, LSH_FAMILY_NAMES, LSH_TABLES, REGIMES, SGD_BUDGET,
-                                 UNIFORM_HASH_LABEL, experiment_configs, lsh_label,
-                                 regime_title)
+from experiments.papers.presets import EQUAL_UNITS_DENSE_LABEL, LSH_FAMILY_NAMES, LSH_TABLES, REGIMES, SGD_BUDGET, UNIFORM_HASH_LABEL, lsh_label, regime_title
+from experiments.papers.catalogue import experiment_configs
 from experiments.analysis.scaling import FIT_COLUMNS
 from experiments.analysis.fits import experiment_fits
 from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
@@ -238,7 +237,8 @@ def test_every_lsh_table_count_has_a_dense_model_of_that_width(name, preset):
     """Baykal et al. 2022, §5.2 compare LSH and dense at the same number of activated units:
     an LSH model of s tables activates s units, so each config runs a dense model of width s,
     under its own label so that it joins neither the dense curve nor its fits."""
-    from experiments.papers.presets import EQUAL_UNITS_DENSE_LABEL, experiment_configs
+    from experiments.papers.presets import EQUAL_UNITS_DENSE_LABEL
+    from experiments.papers.catalogue import experiment_configs
 
     for config in experiment_configs(name, preset):
         tables = {m.n_tables for m in config.models if m.kind == "lsh" and m.family != "uniform"}
@@ -263,7 +263,7 @@ def _equal_units_rows(dense_label):
 
 def test_lsh_against_dense_at_equal_units_is_decided_only_with_a_dense_of_width_s():
     from experiments.papers.presets import EQUAL_UNITS_DENSE_LABEL
-    from experiments.papers.scaling_claims import _lsh_equal_units
+    from experiments.papers.baykal_figures import _lsh_equal_units
 
     common = dict(regime="exact", sizes="")
     decided = _lsh_equal_units("fig2", _equal_units_rows(EQUAL_UNITS_DENSE_LABEL),

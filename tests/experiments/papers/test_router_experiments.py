@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments.papers.presets import ROUTER_LABELS, experiment_configs
+from experiments.papers.catalogue import experiment_configs
+from experiments.papers.router_study import ROUTER_LABELS
 from experiments.kinds.routers import build_router
 from experiments.kinds.router_training import (
     RouterRegressor,

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from experiments.analysis.plots import axis_label, experiment_figure, with_size
-from experiments.papers.presets import ROUTER_LABELS, experiment_configs
+from experiments.papers.catalogue import experiment_configs
+from experiments.papers.router_study import ROUTER_LABELS
 from experiments.pipeline.report import (
     CLAIM_COLUMNS,
     experiment_markdown,
@@ -79,7 +80,7 @@ def test_no_claims_gives_a_csv_with_its_header_and_no_claims_section(tmp_path):
 
 
 def test_router_claims_judge_each_router_against_the_trained_dense_mlp_per_target():
-    from experiments.papers.presets import TRAINED_DENSE_LABEL
+    from experiments.papers.router_study import TRAINED_DENSE_LABEL
     from experiments.pipeline.report import claims_for
 
     configs, frame = _synthetic_routers("quick", seeds=(0, 1, 2, 3, 4))

@@ -17,7 +17,8 @@ from experiments.analysis.fit_window import (
     sample_regime_max_buckets,
     window_mask,
 )
-from experiments.papers.presets import experiment_configs, subspace_widths
+from experiments.papers.catalogue import experiment_configs
+from experiments.papers.subspace import subspace_widths
 from experiments.papers.subspace import (
     MIN_DECADES,
     MIN_WIDTHS,

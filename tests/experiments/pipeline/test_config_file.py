@@ -18,7 +18,8 @@ from experiments.pipeline.config_file import (
     with_overrides,
     write_toml,
 )
-from experiments.papers.presets import EXPERIMENTS, PRESETS, experiment_configs
+from experiments.papers.catalogue import EXPERIMENTS, experiment_configs
+from experiments.papers.presets import PRESETS
 from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
 from experiments.runner.rows import canonical_value, settings_fingerprint
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from experiments.pipeline import rerun
-from experiments.papers.presets import experiment_configs
+from experiments.papers.catalogue import experiment_configs
 from experiments.pipeline.scale import run_experiment
 
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from experiments.papers.presets import experiment_configs
+from experiments.papers.catalogue import experiment_configs
 from experiments.runner.sweep import run_device, run_sweep
 from experiments.runner.rows import COLUMNS, resolve_device
 
