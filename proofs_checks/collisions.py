@@ -171,7 +171,34 @@ class CollisionsParams(CheckParams):
         check_int(self.n_power, "n_power", 1)
 
 
-class CorrelatedHyperplaneLSH:
+class _PlantedHyperplaneLSH:
+    """What the planted sign-pattern hashers share: bit i of table t is
+    [directions[t, i] · x ≥ 0], packed little-endian into an int64 key (``HyperplaneLSH``'s
+    interface); a subclass sets ``dim``, ``n_bits``, ``n_tables`` and ``directions``
+    (float64 (n_tables, n_bits, dim)), and names its departure from the law in ``_planted``."""
+
+    dim: int
+    n_bits: int
+    n_tables: int
+    directions: np.ndarray
+
+    def bucket_ids(self, X) -> np.ndarray:
+        """Packed keys: (N, dim) -> (N, n_tables) int64 in [0, 2^n_bits).
+
+        Raises:
+            ValueError: X not a finite (N, dim) array.
+        """
+        X = check_points(X, self.dim)
+        bits = np.einsum("tbd,nd->ntb", self.directions, X) >= 0  # (N, T, m)
+        return (bits.astype(np.int64) << np.arange(self.n_bits)).sum(axis=2)
+
+    def __repr__(self) -> str:
+        name, value = self._planted
+        return (f"{type(self).__name__}(dim={self.dim}, n_bits={self.n_bits}, "
+                f"n_tables={self.n_tables}, {name}={value:g})")
+
+
+class CorrelatedHyperplaneLSH(_PlantedHyperplaneLSH):
     """Sign-pattern hashes whose bits within a key use correlated Gaussian directions.
 
     In table t, bit i of the key of x is [a_{t,i} · x ≥ 0] with
@@ -207,22 +234,10 @@ class CorrelatedHyperplaneLSH:
         rho = self.correlation
         self.directions = math.sqrt(1.0 - rho) * g + math.sqrt(rho) * shared
 
-    def bucket_ids(self, X) -> np.ndarray:
-        """Packed keys: (N, dim) -> (N, n_tables) int64 in [0, 2^n_bits).
-
-        Raises:
-            ValueError: X not a finite (N, dim) array.
-        """
-        X = check_points(X, self.dim)
-        bits = np.einsum("tbd,nd->ntb", self.directions, X) >= 0  # (N, T, m)
-        return (bits.astype(np.int64) << np.arange(self.n_bits)).sum(axis=2)
-
-    def __repr__(self) -> str:
-        return (f"CorrelatedHyperplaneLSH(dim={self.dim}, n_bits={self.n_bits}, "
-                f"n_tables={self.n_tables}, correlation={self.correlation:g})")
+    _planted = property(lambda self: ("correlation", self.correlation))
 
 
-class DegenerateHyperplaneLSH:
+class DegenerateHyperplaneLSH(_PlantedHyperplaneLSH):
     """Hyperplane LSH each of whose directions is zero with probability ``fraction``.
 
     Bit i of table t is [a_{t,i} · x ≥ 0] with a_{t,i} ~ N(0, I_dim), except that a_{t,i} = 0
@@ -257,19 +272,7 @@ class DegenerateHyperplaneLSH:
         zero = rng.random((self.n_tables, self.n_bits)) < self.fraction
         self.directions = np.where(zero[:, :, None], 0.0, g)
 
-    def bucket_ids(self, X) -> np.ndarray:
-        """Packed keys: (N, dim) -> (N, n_tables) int64 in [0, 2^n_bits).
-
-        Raises:
-            ValueError: X not a finite (N, dim) array.
-        """
-        X = check_points(X, self.dim)
-        bits = np.einsum("tbd,nd->ntb", self.directions, X) >= 0  # (N, T, m)
-        return (bits.astype(np.int64) << np.arange(self.n_bits)).sum(axis=2)
-
-    def __repr__(self) -> str:
-        return (f"DegenerateHyperplaneLSH(dim={self.dim}, n_bits={self.n_bits}, "
-                f"n_tables={self.n_tables}, fraction={self.fraction:g})")
+    _planted = property(lambda self: ("fraction", self.fraction))
 
 
 def _euclidean_key_rate(hasher, X, X2, confidence: float) -> CollisionEstimate:
