@@ -18,6 +18,14 @@ one power),
 
 *inconclusive* otherwise.
 
+**p-values.** A check that combines several such parts controls their family-wise error
+(Holm) and needs a p-value per part: ``ExponentEstimate.p_value(limit, side)`` is the one-sided
+bootstrap p-value from the same resampled slopes the interval comes from — for "exponent ≤
+limit", (#{slopes ≤ limit} + 1) / (B + 1) over the B finite slopes (Davison & Hinkley 1997,
+§4.4: the Monte Carlo form, never 0). It is never laxer than the interval: p ≤ a implies
+that the percentile interval at coverage 1 − 2a excludes the limit (a ≤ 1/2); an interval
+that excludes the limit by less than one resampled slope can have p just above a.
+
 Source: ``docs/checks.md`` ("Scaling claims"); Baykal et al. 2022,
 Theorem 4.1, Lemma 4.2, Theorem 4.3.
 """
@@ -25,7 +33,7 @@ Theorem 4.1, Lemma 4.2, Theorem 4.3.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -34,7 +42,7 @@ from routing.validation import check_int, check_real, check_seed
 from proofs_checks._framework import CONFIDENCE, Verdict
 
 __all__ = ["ExponentEstimate", "fit_exponent", "bootstrap_exponent", "decide_exponent", "SIDES",
-           "OrderStatistic", "InterpolatedQuantile"]
+           "OrderStatistic", "InterpolatedQuantile", "bootstrap_p_value"]
 
 #: The three forms of a scaling claim ``decide_exponent`` decides.
 SIDES = ("at_most", "at_least", "equal")
@@ -50,6 +58,9 @@ class ExponentEstimate:
             than two settings have a finite statistic in too many resamples).
         n_boot: bootstrap resamples. confidence: the interval's coverage.
         x, statistic: the settings and the statistic at each (NaN where not reached).
+        draws: (init only) the resampled slopes, float (n_boot,) (NaN where a resample left
+            fewer than two finite settings); kept on the object for ``p_value`` but not a
+            field, so a result's JSON does not carry them. None: an estimate built by hand.
     """
 
     exponent: float
@@ -59,10 +70,36 @@ class ExponentEstimate:
     confidence: float
     x: tuple[float, ...]
     statistic: tuple[float, ...]
+    draws: InitVar[np.ndarray | None] = None
+
+    def __post_init__(self, draws):
+        if draws is not None:
+            draws = np.asarray(draws, np.float64).ravel()
+        object.__setattr__(self, "_draws", draws)
 
     def text(self) -> str:
         """'1.02 [0.95, 1.10]'."""
         return f"{self.exponent:.3g} [{self.ci_low:.3g}, {self.ci_high:.3g}]"
+
+    def p_value(self, limit: float, side: str = "at_most") -> float:
+        """One-sided bootstrap p-value of the claim "exponent ≤ limit" (side "at_most";
+        small values: the exponent exceeds the limit) or "exponent ≥ limit" ("at_least"),
+        from the resampled slopes the interval comes from (``bootstrap_p_value``).
+
+        Returns:
+            float in (0, 1]; NaN when the interval is NaN (too few finite resamples: the
+            estimate decides nothing).
+
+        Raises:
+            ValueError: an estimate without its resampled slopes (built by hand or read back
+                from JSON), a side other than "at_most"/"at_least", a non-finite limit.
+        """
+        if self._draws is None:
+            raise ValueError("this estimate has no resampled slopes (build it with "
+                             "bootstrap_exponent) to compute a p-value from")
+        if not (np.isfinite(self.ci_low) and np.isfinite(self.ci_high)):
+            return float("nan")
+        return bootstrap_p_value(self._draws, limit, side)
 
 
 def fit_exponent(x, y, offset=None) -> float:
@@ -174,6 +211,39 @@ class InterpolatedQuantile(OrderStatistic):
         return self._raise(self._interpolate(np.sort(np.asarray(values, np.float64), axis=1)))
 
 
+def bootstrap_p_value(draws, limit: float, side: str = "at_most") -> float:
+    """One-sided bootstrap p-value of a bound on a parameter from its resampled estimates.
+
+    For the claim "parameter ≤ limit" (side "at_most") p = (#{draws ≤ limit} + 1) / (B + 1),
+    for "parameter ≥ limit" ("at_least") p = (#{draws ≥ limit} + 1) / (B + 1), over the B
+    finite draws: the share of resamples on the claim's side of the limit, in the Monte Carlo
+    form that is never 0. p ≤ a holds exactly when the ⌊a(B + 1)⌋-th smallest draw exceeds
+    the limit (at_most), so p ≤ a implies that the percentile interval of coverage 1 − 2a
+    (``np.quantile``'s linear interpolation) excludes the limit, for a ≤ 1/2.
+
+    Arguments:
+        draws: float (B,) resampled estimates (e.g. bootstrap slopes); NaN/inf ignored.
+        limit: the claimed bound, finite.
+        side: "at_most" or "at_least".
+
+    Returns:
+        float in (0, 1] (1 when no draw is finite).
+
+    Raises:
+        ValueError: a side other than "at_most"/"at_least", a non-finite limit.
+
+    Source: Davison & Hinkley 1997, *Bootstrap Methods and their Application*, §4.4 (the
+    (1 + count)/(B + 1) Monte Carlo p-value); Efron & Tibshirani 1993, §16.
+    """
+    if side not in ("at_most", "at_least"):
+        raise ValueError(f"side must be 'at_most' or 'at_least', got {side!r}")
+    limit = check_real(limit, "limit")
+    d = np.asarray(draws, np.float64).ravel()
+    d = d[np.isfinite(d)]
+    count = np.count_nonzero(d <= limit) if side == "at_most" else np.count_nonzero(d >= limit)
+    return float((count + 1) / (d.size + 1))
+
+
 def bootstrap_exponent(x: Sequence[float], replicates: Sequence[np.ndarray],
                        statistic: Callable[[np.ndarray], float], n_boot: int = 2000,
                        seed: int = 0, confidence: float = CONFIDENCE,
@@ -194,7 +264,8 @@ def bootstrap_exponent(x: Sequence[float], replicates: Sequence[np.ndarray],
 
     Returns:
         ``ExponentEstimate``; its interval is NaN when more than 5 % of resamples leave fewer
-        than two settings with a finite statistic.
+        than two settings with a finite statistic. It keeps the resampled slopes for
+        ``ExponentEstimate.p_value``.
 
     Raises:
         ValueError: mismatched lengths, fewer than 2 settings, n_boot < 100, bad seed.
@@ -232,7 +303,7 @@ def bootstrap_exponent(x: Sequence[float], replicates: Sequence[np.ndarray],
         alpha = 1.0 - confidence
         low, high = (float(v) for v in np.quantile(finite, [alpha / 2, 1 - alpha / 2]))
     return ExponentEstimate(slope, low, high, n_boot, confidence, tuple(x.tolist()),
-                            tuple(stat.tolist()))
+                            tuple(stat.tolist()), draws=boots)
 
 
 def decide_exponent(estimate: ExponentEstimate, claimed: float, margin: float,

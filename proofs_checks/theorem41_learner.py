@@ -11,7 +11,8 @@ training stream; the learner — the theorem's, one table of ``EuclideanLSH(d, C
 with the bucket means of ``LSHTable(hasher, degree=0)`` — is fed nested prefixes of the
 stream, and the draw's n_i is the first n of a geometric grid at which its ℓ∞ test error is
 ≤ ε. n*(ε, k) is the ⌈0.8·D⌉-th smallest n_i: the smallest grid n at which a fraction ≥ 0.8
-of the draws has succeeded. The bootstrap exponents decide (rule: ``Theorem41LearnerCheck.rule``).
+of the draws has succeeded. The bootstrap exponents decide (rule: ``Theorem41LearnerCheck.rule``),
+with family-wise control over every decisive part (below).
 Reported beside: the measured constant C_n = n*/(k r^k ln r) per (k, ε), the table size at n*
 against r^k, and the counted forward pass (``op_counts.lsh_forward_ops``) against
 d·k·log2 r.
@@ -77,6 +78,26 @@ at the SVI gate with ``n_power`` runs, two more sizes make the power curve with 
   the curve; with D = 80 draws the exact interval resolves a share of 0.5, not 0.3. The plant
   ``FixedWidth`` (every draw floors) is a far one, no longer shipped.
 
+**Family-wise control** (``CaseDecisions``, ``family_wise``): the verdict combines parts —
+samples, table size and floors for each target family (for Theorem B.1 also each ambient d)
+and each decided k — so a false refutation is controlled over all of them at once (Holm,
+α = 0.025, the one-sided tail of the parts' 95 % intervals). Each part has a one-sided p-value
+of its claim from the same data its interval comes from: an exponent's is the bootstrap p
+(#{resampled exponents ≤ k + δ} + 1)/(n_boot + 1) (p ≤ 0.025 implies the interval's lower end
+> k + δ); the floors' is the exact binomial test per ε (p < 0.025 exactly when the
+Clopper–Pearson upper end is < 0.8), Bonferroni over the ε of the part. The family is fixed
+before the run (``planned_parts``: quick has 2 families × k = 1 × 3 parts = 6 members); a part
+not measured (skipped after a refutation, out of reach) counts at p = 1. A part refuted by its
+interval whose Holm-adjusted p is > 0.025 reads *inconclusive*; ``details["family"]`` and the
+result's text give each member's raw and adjusted p. The planted runs go through the same
+decision, so the power at each SVI is that of the family-wise procedure. That costs the samples
+part power: on quick's seeds 13 of its 14 planted runs at the SVI are refuted after Holm (14 by
+the intervals alone; one run's raw p of 0.005 and 0.01 adjust to 0.03 and 0.05), a one-sided
+lower bound of 0.70 < 0.8, so quick reads *underpowered* on that part; table size and floors
+keep 14 of 14. A case is no longer measured once a part is refuted after Holm (the unmeasured
+parts at p = 1), not after a refutation by an interval alone, which a later case's small p can
+still make significant.
+
 **What quick can and cannot decide** (printed in ``details["what_quick_decides"]``): quick
 decides k = 1 (r from 4 to 32) on both families; k = 2 is only probed (n*, C_n, table size at
 ε = 0.71) because deciding its exponent needs r over a factor ≥ 4, i.e. ≈ 10^8 samples (the
@@ -93,11 +114,12 @@ import pathlib
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import stats
 
 from lipschitz import RandomMLP, UniformSubspace
 from routing.euclidean_lsh import EuclideanLSH
-from proofs_checks._framework import (SVI, CheckResult, Planted, Verdict, combine_verdicts,
-                                      register)
+from proofs_checks._framework import (CONFIDENCE, SVI, CheckResult, Planted, Verdict,
+                                      combine_verdicts, holm_parts, register)
 from proofs_checks._nstar import (
     AllSamples, BucketMeans, NStarCheck, NStarParams, RidgeTarget, TheoremWidth,
     default_hasher, first_success, quantile_count, sample_grid, theorem_samples,
@@ -107,7 +129,8 @@ __all__ = ["LearnerParams", "Theorem41LearnerCheck", "theorem_samples", "sample_
            "first_success", "quantile_count", "RidgeTarget", "TheoremWidth", "ShrinkingWidth",
            "FixedWidth", "AllSamples", "ThinnedSamples", "BucketMeans", "default_hasher",
            "TangentMLP", "make_target", "TARGET_FAMILIES", "CoarseShare", "CaseDecisions",
-           "SAMPLES_SVI", "TABLE_SVI", "FLOORS_SVI", "learner_plants", "learner_svis"]
+           "SAMPLES_SVI", "TABLE_SVI", "FLOORS_SVI", "learner_plants", "learner_svis",
+           "PARTS", "FAMILY_ALPHA", "floor_p_values", "family_wise"]
 
 #: The target families a case can use (``make_target``).
 TARGET_FAMILIES = ("ridge", "mlp")
@@ -119,6 +142,11 @@ TABLE_SVI = 0.75
 FLOORS_SVI = 0.5
 #: The power curves (sizes besides the SVI), per part.
 CURVES = {"samples": (0.75, 1.5), "table_size": (0.5, 1.0), "floors": (0.35, 0.8)}
+#: The decisive parts of each (case, k), in order.
+PARTS = ("samples", "table_size", "floors")
+#: Family-wise error of a false refutation over a check's decisive parts (Holm): the one-sided
+#: tail of the two-sided 95 % intervals each part is decided by.
+FAMILY_ALPHA = round((1.0 - CONFIDENCE) / 2, 12)
 #: Hidden widths of the ``mlp`` target family's network: one tanh unit, whose certificate
 #: (the product of the layers' norms) is attained where its pre-activation crosses 0 — wider
 #: random networks have certificates 3–20× their slope on Γ, which turns ε into a much larger
@@ -318,6 +346,82 @@ def learner_plants(check, extra=()) -> list[Planted]:
     return out + list(extra)
 
 
+def floor_p_values(floors, n_draws: int, probability: float) -> tuple[list[float], float]:
+    """p-values of the floors part of one (case, k): per ε the exact one-sided binomial test
+    of "P(a draw is not at a floor) ≥ probability" (``scipy.stats.binomtest``, alternative
+    "less"), and the part's p-value, Bonferroni over its S settings: min(1, S·min_ε p_ε).
+
+    p_ε < 0.025 exactly when the Clopper–Pearson upper end (95 %) of the non-floor fraction
+    is < ``probability`` — the per-ε rule of ``_nstar`` — so the per-ε p-values and the
+    intervals agree.
+
+    Arguments:
+        floors: (S,) draws at a floor per setting, each in [0, n_draws].
+        n_draws: draws per setting D ≥ 1. probability: the claimed probability in (0, 1).
+
+    Returns:
+        (per-ε p-values, the part's p-value).
+
+    Raises:
+        ValueError: empty floors, counts out of range.
+
+    Source: Clopper & Pearson 1934 (the test the interval inverts); Bonferroni 1936.
+    """
+    if len(floors) == 0:
+        raise ValueError("floors must list at least one setting")
+    per = [float(stats.binomtest(n_draws - int(f), n_draws, probability,
+                                 alternative="less").pvalue) for f in floors]
+    return per, min(1.0, len(per) * min(per))
+
+
+def family_wise(parts: dict, planned, alpha: float = FAMILY_ALPHA) -> tuple[dict, dict]:
+    """Holm over a check's decisive parts (``_framework.holm_parts``), with a family fixed
+    before the run.
+
+    Every planned part is a member: a measured one with its ``p_refute`` (a part without a
+    finite one — out of reach, no bootstrap interval — counts as p = 1: it cannot refute),
+    one not measured (skipped after a refutation) at p = 1. A part refuted at its own level
+    stays refuted only when its Holm-adjusted p-value is ≤ ``alpha``; a verdict other than
+    *refuted* is left as it is (*holds* needs every part to hold: an intersection–union test,
+    at level α without adjustment). Holm is monotone, so members held at p = 1 can only
+    make refutations fewer than with their real p-values.
+
+    Arguments:
+        parts: name -> part dict with ``verdict`` and ``p_refute`` (not modified).
+        planned: the names of the pre-registered family (must include every key of parts).
+        alpha: family-wise error of a false refutation, in (0, 1).
+
+    Returns:
+        (parts, family): the parts with ``p_refute`` (NaN -> 1), ``p_adjusted``,
+        ``verdict_raw`` and the adjusted ``verdict``; the family's description (``method``,
+        ``alpha``, ``size``, ``measured``, ``not_measured`` and per member ``p_raw``,
+        ``p_adjusted``, ``verdict_raw``, ``verdict``).
+
+    Raises:
+        ValueError: a part outside ``planned``.
+    """
+    planned = list(planned)
+    extra = [n for n in parts if n not in planned]
+    if extra:
+        raise ValueError(f"parts {extra} are not in the planned family {planned}")
+    members = {}
+    for name in planned:
+        part = dict(parts.get(name, {"verdict": Verdict.INCONCLUSIVE.value}))
+        p = float(part.get("p_refute", math.nan))
+        part["p_refute"] = p if math.isfinite(p) else 1.0
+        members[name] = part
+    adjusted = holm_parts(members, alpha)
+    out = {name: adjusted[name] for name in parts}
+    family = {
+        "method": "holm", "alpha": alpha, "size": len(planned), "measured": len(parts),
+        "not_measured": [n for n in planned if n not in parts],
+        "members": {name: {"p_raw": m["p_refute"], "p_adjusted": m["p_adjusted"],
+                           "verdict_raw": m["verdict_raw"], "verdict": m["verdict"]}
+                    for name, m in adjusted.items()},
+    }
+    return out, family
+
+
 class CaseDecisions:
     """Mixin for ``NStarCheck``: the decision repeated per *case* — a target family (and, for
     Theorem B.1, an ambient dimension d) — each decided by ``NStarCheck``'s rule, combined.
@@ -326,6 +430,14 @@ class CaseDecisions:
     and whose ``make_target`` draws that family. The result's ``details["parts"]`` holds
     "samples|table_size|floors {family},d={d},k={k}" (groups "samples", "table_size",
     "floors" for the planted runs), ``details["cases"]`` each case's own details.
+
+    **Family-wise control.** The parts of every case and decided k form one pre-registered
+    family (``planned_parts``); each part has a one-sided p-value of its claim (``p_refute``:
+    the bootstrap p-value of the exponent against k + δ, ``ExponentEstimate.p_value``; for
+    floors the exact binomial tests per ε, Bonferroni over ε, ``floor_p_values``) and stays
+    refuted only when its Holm-adjusted p-value is ≤ ``FAMILY_ALPHA`` (``family_wise``);
+    ``details["family"]`` lists the members with raw and adjusted p. Planted runs go through
+    the same decision.
     """
 
     target_family = "ridge"
@@ -363,14 +475,39 @@ class CaseDecisions:
     def smallest_violations(self) -> list[SVI]:
         return learner_svis()
 
+    def planned_parts(self) -> list[str]:
+        """The family of decisive parts, fixed before the run: "{part} {family},d={d},k={k}"
+        for every case, decided k and part of ``PARTS``."""
+        return [f"{name} {family},d={dim},k={k}" for family, dim in self.cases()
+                for k in self.params.ks for name in PARTS]
+
+    def _measure_k(self, k: int, eps_grid, seed: int) -> dict:
+        """``NStarCheck._measure_k`` with each decided part's one-sided p-value added
+        (``p_refute``; floors also ``p_by_epsilon``), from the same bootstrap draws and
+        counts its verdict comes from."""
+        entry = super()._measure_k(k, eps_grid, seed)
+        if "samples" not in entry:
+            return entry
+        for name in ("samples", "table_size"):
+            d = entry[name]
+            entry[name]["p_refute"] = d["estimate"].p_value(d["limit"], "at_most")
+        per, part = floor_p_values([row["floors"] for row in entry["settings"]],
+                                   self.params.n_draws, self.params.probability)
+        entry["floors"].update(p_refute=part, p_by_epsilon=per)
+        return entry
+
     def _run(self, seed: int, out: pathlib.Path | None) -> CheckResult:
         p = self.params
         p.validate()
         results, parts, skipped = {}, {}, []
+        planned = self.planned_parts()
         for i, (family, dim) in enumerate(self.cases()):
             label = f"{family},d={dim}"
-            if p.stop_at_refutation and any(v["verdict"] == Verdict.REFUTED.value
-                                            for v in parts.values()):
+            # stop once a part is refuted after Holm over the whole family, the parts not yet
+            # measured at p = 1: their real p-values could only add refutations
+            if p.stop_at_refutation and any(
+                    v["verdict"] == Verdict.REFUTED.value
+                    for v in family_wise(parts, planned)[0].values()):
                 skipped.append(label)
                 continue
             # the probes (k measured at one setting, reported only) on the first case alone
@@ -379,18 +516,22 @@ class CaseDecisions:
             r.details["constants"]["target"] = family
             results[label] = r
             for k, e in r.details["per_k"].items():
-                for name in ("samples", "table_size", "floors"):
+                for name in PARTS:
                     part = e.get(name, {"verdict": e["verdict"], "reason": e.get("reason")})
                     parts[f"{name} {label},k={k}"] = {
-                        key: part[key] for key in ("verdict", "estimate", "limit",
-                                                   "refuted_at_epsilon", "reason")
+                        key: part[key] for key in ("verdict", "estimate", "limit", "p_refute",
+                                                   "p_by_epsilon", "refuted_at_epsilon",
+                                                   "reason")
                         if key in part}
-        verdict = combine_verdicts([r.verdict for r in results.values()])
+        parts, family = family_wise(parts, planned)
+        verdict = combine_verdicts([v["verdict"] for v in parts.values()])
         first = next(iter(results.values()))
         worst = max(results.values(), key=lambda r: r.measured if math.isfinite(r.measured)
                     else -math.inf)
         quick = self.what_quick_decides()
-        details = {"parts": parts, "cases": {lab: r.details for lab, r in results.items()},
+        family["text"] = self._family_text(family)
+        details = {"parts": parts, "family": family,
+                   "cases": {lab: r.details for lab, r in results.items()},
                    "skipped_cases": skipped, "what_quick_decides": quick,
                    "one_sided": ("Theorem 4.1 is an O(·) upper bound: every rule is one-sided "
                                  "(an exponent above k + δ, a share of floors above 0.2 "
@@ -404,11 +545,27 @@ class CaseDecisions:
         text = " | ".join(f"[{lab}] {r.measured_text}" for lab, r in results.items())
         if skipped:
             text += f" | not measured after a refutation: {', '.join(skipped)}"
+        text += f" | {family['text']}"
         return self.result(
             seed=seed, measured=worst.measured, bound=first.bound,
             measured_text=text + f" | quick: {quick}", bound_text=first.bound_text,
             verdict=verdict, details=details, plots=first.plots,
             measured_interval=worst.measured_interval)
+
+    @staticmethod
+    def _family_text(family: dict) -> str:
+        """The family line of the result: its size, α, method and per member the raw and
+        Holm-adjusted p-values (the per-case texts above it give the unadjusted verdicts)."""
+        members = "; ".join(
+            f"{name} p={m['p_raw']:.3g}, Holm {m['p_adjusted']:.3g}"
+            + (f" ({m['verdict']}, unadjusted {m['verdict_raw']})"
+               if m["verdict"] != m["verdict_raw"] else f" ({m['verdict']})")
+            for name, m in family["members"].items())
+        skipped = (f", {len(family['not_measured'])} not measured (p = 1)"
+                   if family["not_measured"] else "")
+        return (f"family-wise: Holm over {family['size']} parts{skipped}, α = "
+                f"{family['alpha']:g} (one-sided; bootstrap p of each exponent, exact "
+                f"binomial p of floors Bonferroni over ε): {members}")
 
     def what_quick_decides(self) -> str:
         """What the quick preset decides and what it cannot (printed with the result)."""
@@ -513,9 +670,13 @@ class Theorem41LearnerCheck(CaseDecisions, NStarCheck):
         "refuted when the lower end > k + δ, unless lower-bounded resamples (> 2.5 %, on the "
         "side of the mean log r that could bias that end) block it: then out of reach, else "
         "inconclusive. Floors: refuted at any ε where the Clopper–Pearson upper end of the "
-        "fraction of draws not at a floor is < 0.8. k's verdict combines the three, the "
-        "claim's every case and decided k (one-sided: only an excess refutes); probed k are "
-        "reported, not decided."
+        "fraction of draws not at a floor is < 0.8. Family-wise control: every (case, decided "
+        "k, part) is one member of a Holm family fixed before the run (parts not measured at "
+        "p = 1), each with a one-sided p-value — the bootstrap p (#{resampled exponents ≤ "
+        "k + δ} + 1)/(n_boot + 1), the floors' exact binomial p per ε Bonferroni over ε — and "
+        "a part refuted by its interval stays refuted only when its Holm-adjusted p ≤ 0.025. "
+        "k's verdict combines the three, the claim's every case and decided k (one-sided: "
+        "only an excess refutes); probed k are reported, not decided."
     )
 
     def make_inputs(self, k: int, seed: int):

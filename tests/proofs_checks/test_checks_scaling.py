@@ -1,13 +1,15 @@
 """Scaling claims: exponents across settings with bootstrap intervals, and their decisions."""
 
 import math
+from dataclasses import asdict
 
 import numpy as np
 import pytest
 
 from proofs_checks import Verdict
 from proofs_checks._scaling import (
-    ExponentEstimate, bootstrap_exponent, decide_exponent, fit_exponent,
+    ExponentEstimate, OrderStatistic, bootstrap_exponent, bootstrap_p_value, decide_exponent,
+    fit_exponent,
 )
 
 
@@ -219,3 +221,66 @@ def test_the_default_interval_covers_95_percent_which_a_90_percent_one_does_not(
         assert above_90 < 0.01 and at_95 > 0.01, covered
     else:
         assert above_90 > 0.01 and binomtest(covered, n, 0.95, alternative="less").pvalue < 0.01
+
+
+# ------------------------------------------------------------------ p-values
+
+
+def test_bootstrap_p_value_is_the_count_form_against_a_direct_count():
+    draws = np.array([0.1, 0.5, 0.5, 0.9, np.nan, 1.3, np.inf])
+    # five finite draws; at_most counts those ≤ the limit, at_least those ≥ it
+    assert bootstrap_p_value(draws, 0.5) == pytest.approx((3 + 1) / 6)
+    assert bootstrap_p_value(draws, 0.05) == pytest.approx(1 / 6)  # never 0
+    assert bootstrap_p_value(draws, 0.5, "at_least") == pytest.approx((4 + 1) / 6)
+    assert bootstrap_p_value(draws, 2.0, "at_least") == pytest.approx(1 / 6)
+    assert bootstrap_p_value([np.nan], 1.0) == 1.0
+    with pytest.raises(ValueError, match="side"):
+        bootstrap_p_value(draws, 0.5, "equal")
+    with pytest.raises(ValueError, match="limit"):
+        bootstrap_p_value(draws, math.nan)
+
+
+@pytest.mark.parametrize("side", ["at_most", "at_least"])
+def test_p_value_agrees_with_the_interval(side):
+    """A part's p-value and its interval come from the same resampled slopes. p ≤ 0.025
+    exactly when the j-th draw from the claim's side (j = ⌊0.025·(B + 1)⌋) is beyond the
+    limit, hence p ≤ 0.025 ⇒ the 95 % interval excludes the limit, and an interval containing
+    it gives p > 0.025; conversely an interval excluding the limit gives p ≤ (j + 2)/(B + 1):
+    they differ by at most two resampled slopes (the interval interpolates between draws, the
+    count form adds one). Limits are swept across each interval's end: both answers occur."""
+    rng = np.random.default_rng(3)
+    seen = set()
+    for case in range(30):
+        x, reps = _draws(rng.uniform(0.5, 2.0), rng, n=int(rng.integers(10, 40)))
+        est = bootstrap_exponent(x, reps, OrderStatistic(0.8),
+                                 n_boot=int(rng.integers(100, 800)), seed=case)
+        draws = np.sort(est._draws[np.isfinite(est._draws)])
+        b = draws.size
+        j = math.floor(0.025 * (b + 1))
+        end = est.ci_low if side == "at_most" else est.ci_high
+        for limit in np.concatenate([end + np.linspace(-0.3, 0.3, 41),
+                                     draws[[j - 2, j - 1, j, b - j - 1, b - j, b - j + 1]]]):
+            p = est.p_value(float(limit), side)
+            excludes = est.ci_low > limit if side == "at_most" else est.ci_high < limit
+            deciding = draws[j - 1] > limit if side == "at_most" else draws[b - j] < limit
+            assert (p <= 0.025) == deciding, (case, limit)
+            if p <= 0.025:
+                assert excludes, (case, limit, p)
+            if excludes:
+                assert p <= (j + 2) / (b + 1), (case, limit, p)
+            seen.add((p <= 0.025, excludes))
+    assert {(True, True), (False, False)} <= seen
+
+
+def test_p_value_needs_the_resampled_slopes_and_is_nan_without_an_interval():
+    hand = ExponentEstimate(1.0, 0.8, 1.2, 100, 0.95, (1.0, 2.0), (1.0, 2.0))
+    with pytest.raises(ValueError, match="resampled slopes"):
+        hand.p_value(1.5)
+    nan = ExponentEstimate(1.0, math.nan, math.nan, 100, 0.95, (1.0, 2.0), (1.0, 2.0),
+                           draws=np.full(100, np.nan))
+    assert math.isnan(nan.p_value(1.5))
+    x, reps = _draws(2.0, np.random.default_rng(0))
+    est = bootstrap_exponent(x, reps, np.median, n_boot=200, seed=1)
+    assert "draws" not in asdict(est)  # not carried into a result's JSON
+    # the p-value falls as the limit moves below the slopes
+    assert est.p_value(1.0) < est.p_value(2.0) < est.p_value(3.0) == 1.0

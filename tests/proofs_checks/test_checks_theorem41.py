@@ -20,9 +20,11 @@ from proofs_checks._nstar import (
     theorem_samples,
 )
 from proofs_checks._scaling import ExponentEstimate
+from inference.multiplicity import holm
 from proofs_checks.theorem41_learner import (
-    FLOORS_SVI, SAMPLES_SVI, TABLE_SVI, CoarseShare, FixedWidth, LearnerParams, ShrinkingWidth,
-    TangentMLP, Theorem41LearnerCheck, ThinnedSamples, make_target,
+    FAMILY_ALPHA, FLOORS_SVI, SAMPLES_SVI, TABLE_SVI, CoarseShare, FixedWidth, LearnerParams,
+    ShrinkingWidth, TangentMLP, Theorem41LearnerCheck, ThinnedSamples, family_wise,
+    floor_p_values, make_target,
 )
 from routing.euclidean_lsh import EuclideanLSH
 from routing.lsh_table import LSHTable
@@ -251,6 +253,23 @@ def test_sample_exponent_threshold_flips_with_the_thinning_power():
         part(ra, "samples")["estimate"]["ci_low"]
     assert part(ra, "table_size")["estimate"]["exponent"] < 1.5
     assert rb.verdict == Verdict.HOLDS and ra.verdict == Verdict.REFUTED
+    # the family: 3 parts of the one case; adjusted p-values are Holm's of the raw ones, and
+    # a raw p ≤ 0.025 comes with an interval above the limit
+    for r in (rb, ra):
+        family = r.details["family"]
+        assert family["size"] == 3 and family["method"] == "holm"
+        raw = [m["p_raw"] for m in family["members"].values()]
+        np.testing.assert_allclose([m["p_adjusted"] for m in family["members"].values()],
+                                   holm(raw, FAMILY_ALPHA).p_adjusted)
+        for name in ("samples", "table_size"):
+            d = part(r, name)
+            if d["p_refute"] <= 0.025:
+                assert d["estimate"]["ci_low"] > d["limit"]
+            if d["estimate"]["ci_low"] <= d["limit"]:
+                assert d["p_refute"] > 0.025
+    assert part(ra, "samples")["p_adjusted"] <= FAMILY_ALPHA
+    assert part(rb, "samples")["p_refute"] > 0.5
+    assert "Holm over 3 parts" in ra.measured_text and "p=" in ra.measured_text
 
 
 class SometimesCoarse:
@@ -270,6 +289,98 @@ def test_floor_threshold_flips_with_the_share_of_coarse_hashers():
     assert part(rare, "floors")["verdict"] == Verdict.HOLDS.value
     assert part(common, "floors")["verdict"] == Verdict.REFUTED.value
     assert common.verdict == Verdict.REFUTED
+    # the per-ε binomial p-values agree with the Clopper–Pearson rule of the floors
+    for r in (rare, common):
+        d, e = part(r, "floors"), per_k(r)["floors"]
+        for p_eps, upper in zip(d["p_by_epsilon"], e["reachable_probability_upper"]):
+            assert (p_eps < 0.025) == (upper < 0.8)
+        assert d["p_refute"] == pytest.approx(min(1, len(d["p_by_epsilon"])
+                                                  * min(d["p_by_epsilon"])))
+    assert part(common, "floors")["p_adjusted"] <= FAMILY_ALPHA
+
+
+def test_floor_p_values_are_the_exact_binomial_test_bonferroni_over_epsilon():
+    per, p = floor_p_values([0, 16, 30], 80, 0.8)
+    assert per[0] == 1.0
+    assert per[1] == pytest.approx(stats.binom.cdf(64, 80, 0.8))  # 64 of 80 reach ε
+    assert p == pytest.approx(3 * per[2])
+    # the threshold: the largest number of floors whose p stays ≥ 0.025, and one more
+    ok = max(f for f in range(81) if stats.binom.cdf(80 - f, 80, 0.8) >= 0.025)
+    assert floor_p_values([ok], 80, 0.8)[1] >= 0.025 > floor_p_values([ok + 1], 80, 0.8)[1]
+    with pytest.raises(ValueError, match="floors"):
+        floor_p_values([], 80, 0.8)
+
+
+# ------------------------------------------------------------------ family-wise control
+
+def _refuted(p):
+    return {"verdict": Verdict.REFUTED.value, "p_refute": p}
+
+
+def test_holm_keeps_a_refutation_only_below_its_adjusted_level():
+    # two parts refuted at their own level: ×2 for the smaller, so 0.0124 stays, 0.0126 not
+    for p, kept in ((0.0124, True), (0.0126, False)):
+        parts, family = family_wise({"a": _refuted(p), "b": _refuted(p)}, ["a", "b"])
+        want = Verdict.REFUTED.value if kept else Verdict.INCONCLUSIVE.value
+        assert parts["a"]["verdict"] == parts["b"]["verdict"] == want
+        assert parts["a"]["verdict_raw"] == Verdict.REFUTED.value
+        assert parts["a"]["p_adjusted"] == pytest.approx(2 * p)
+        assert family["members"]["a"]["p_raw"] == p and family["size"] == 2
+    # alone, the same 0.0126 refutes: the family, not the part, moved it
+    assert family_wise({"a": _refuted(0.0126)}, ["a"])[0]["a"]["verdict"] == "refuted"
+    # a planned part not measured counts at p = 1 and keeps its place in the family
+    for p, want in ((0.012, "refuted"), (0.013, "inconclusive")):
+        parts, family = family_wise({"a": _refuted(p)}, ["a", "skipped"])
+        assert parts["a"]["verdict"] == want and family["not_measured"] == ["skipped"]
+        assert set(parts) == {"a"} and family["members"]["skipped"]["p_raw"] == 1.0
+    # step-down, not Bonferroni: 0.02 · 1 after 0.011 · 2 and 0.005 · 3 all stay refuted
+    parts, _ = family_wise({"a": _refuted(0.005), "b": _refuted(0.011), "c": _refuted(0.02)},
+                           ["a", "b", "c"])
+    assert all(v["verdict"] == "refuted" for v in parts.values())
+    assert parts["c"]["p_adjusted"] == pytest.approx(0.022)
+    # only refutations are adjusted; a part without a p-value counts at p = 1
+    parts, family = family_wise({"h": {"verdict": "holds", "p_refute": 0.001},
+                                 "o": {"verdict": "out of reach"}}, ["h", "o"])
+    assert parts["h"]["verdict"] == "holds" and parts["o"]["p_refute"] == 1.0
+    with pytest.raises(ValueError, match="planned family"):
+        family_wise({"x": _refuted(0.01)}, ["a"])
+
+
+class FixedSampleP(Theorem41LearnerCheck):
+    """The check with every decided samples part's raw p-value set to ``p_samples`` (its
+    interval and raw verdict untouched): moves the raw p across the Holm-adjusted level."""
+
+    def __init__(self, params, p_samples, **kwargs):
+        super().__init__(params, **kwargs)
+        self.p_samples = p_samples
+
+    def _measure_k(self, k, eps_grid, seed):
+        entry = super()._measure_k(k, eps_grid, seed)
+        if "samples" in entry:
+            entry["samples"]["p_refute"] = self.p_samples
+        return entry
+
+
+def test_the_combined_verdict_is_family_wise_controlled():
+    """Both families refute the thinned learner by their intervals; the family has 6 members
+    (2 families × 3 parts). A raw p of 0.004 (Holm: ×6 = 0.024) refutes, and the second
+    family is then not measured (its parts at p = 1); 0.0043 (×6 = 0.0258) — still under α
+    alone — does not: both families are measured and the verdict is inconclusive."""
+    params = replace(MEDIUM, targets=("ridge", "mlp"))
+    keep = ThinnedSamples(REF, 1.5)
+    low = FixedSampleP(params, 0.004, keep_rule=keep).decide(2)
+    high = FixedSampleP(params, 0.0043, keep_rule=keep).decide(2)
+    assert low.verdict == Verdict.REFUTED and high.verdict == Verdict.INCONCLUSIVE
+    assert part(low, "samples")["verdict"] == "refuted"
+    assert part(low, "samples")["p_adjusted"] == pytest.approx(0.024)
+    assert low.details["skipped_cases"] == ["mlp,d=8"]
+    assert len(low.details["family"]["not_measured"]) == 3
+    for case in ("ridge,d=8", "mlp,d=8"):
+        d = part(high, "samples", case=case)
+        assert d["verdict_raw"] == "refuted" and d["verdict"] == "inconclusive"
+        assert d["p_adjusted"] == pytest.approx(6 * 0.0043)
+    assert high.details["family"]["size"] == 6 and not high.details["skipped_cases"]
+    assert "inconclusive, unadjusted refuted" in high.measured_text
 
 
 def test_calibration_beyond_its_cap_is_out_of_reach():
@@ -303,15 +414,32 @@ def test_svis_and_plants_per_part():
         assert all(p.runs == 2 for p in mine if p is not gate)
 
 
-@pytest.mark.parametrize("name", ["samples", "table_size", "floors"])
+@pytest.mark.parametrize("name", ["table_size", "floors"])
 def test_each_decisive_part_is_refuted_on_its_svi_plant(name):
-    # the quick grid and draws on the ridge family alone (about 2 s a planted decision)
+    # the quick grid and draws on the ridge family alone (about 1 s a planted decision)
     check = Theorem41LearnerCheck(replace(LearnerParams(), probes=(), targets=("ridge",)))
     (gate,) = [p for p in check.planted_violations()
                if p.part == name and p.runs is None]
     built = gate.build()
     for seed in (3, 4):
         assert built.part_verdict(built.decide(seed), name) == Verdict.REFUTED, (name, seed)
+
+
+def test_the_sample_part_at_its_svi_after_holm():
+    """The samples plant at the SVI on the quick grid, ridge family alone (a family of 3
+    parts): every seed's interval refutes it, and after Holm 5 of seeds 1–6 still do — seed
+    3's raw p of 0.009 becomes 0.027 > 0.025 (inconclusive). Family-wise control costs this
+    part power; at quick (2 families, 6 parts) the check reports it."""
+    check = Theorem41LearnerCheck(replace(LearnerParams(), probes=(), targets=("ridge",)))
+    (gate,) = [p for p in check.planted_violations()
+               if p.part == "samples" and p.runs is None]
+    built = gate.build()
+    parts = [part(built.decide(seed), "samples") for seed in range(1, 7)]
+    assert all(d["verdict_raw"] == Verdict.REFUTED.value for d in parts)
+    assert sum(d["verdict"] == Verdict.REFUTED.value for d in parts) >= 5
+    assert all(d["verdict"] != Verdict.HOLDS.value for d in parts)
+    for d in parts:
+        assert (d["verdict"] == Verdict.REFUTED.value) == (d["p_adjusted"] <= FAMILY_ALPHA)
 
 
 def test_tiny_run_is_underpowered_and_says_what_quick_decides():

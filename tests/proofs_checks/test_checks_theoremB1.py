@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from lipschitz import CurvedManifold
+from inference.multiplicity import holm
 from proofs_checks._framework import Verdict
-from proofs_checks.theorem41_learner import FLOORS_SVI, SAMPLES_SVI, TABLE_SVI
+from proofs_checks.theorem41_learner import FAMILY_ALPHA, FLOORS_SVI, SAMPLES_SVI, TABLE_SVI
 from proofs_checks.theorem_b1_manifold import (
     HigherDimensionalInputs, ManifoldParams, TheoremB1ManifoldCheck,
 )
@@ -60,11 +61,24 @@ def test_the_exponent_is_k_at_two_ambient_d():
         assert t_real["estimate"]["ci_high"] <= 1.5
         assert t_planted["verdict"] == Verdict.REFUTED.value
         assert t_planted["estimate"]["ci_low"] > 1.5
+        assert t_planted["p_adjusted"] <= FAMILY_ALPHA < t_real["p_adjusted"]
+    # one family over both d: 2 cases × k = 1 × 3 parts, Holm over the raw p-values
+    for r in (real, planted):
+        family = r.details["family"]
+        assert family["size"] == 6 and not family["not_measured"]
+        assert {name.split(" ")[1] for name in family["members"]} == {"ridge,d=8,k=1",
+                                                                     "ridge,d=16,k=1"}
+        raw = [m["p_raw"] for m in family["members"].values()]
+        np.testing.assert_allclose([m["p_adjusted"] for m in family["members"].values()],
+                                   holm(raw, FAMILY_ALPHA).p_adjusted)
+        assert "Holm over 6 parts" in r.measured_text
 
 
 def test_default_cases_and_svis():
     check = TheoremB1ManifoldCheck(ManifoldParams())
     assert check.cases() == [("ridge", 8), ("mlp", 8), ("ridge", 16)]
+    # quick's family: every case × k = 1 × (samples, table_size, floors), fixed in advance
+    assert len(check.planned_parts()) == 9 and "floors ridge,d=16,k=1" in check.planned_parts()
     assert {v.part: v.size for v in check.smallest_violations()} == {
         "samples": SAMPLES_SVI, "table_size": TABLE_SVI, "floors": FLOORS_SVI}
     planted = check.planted_violations()
@@ -90,8 +104,9 @@ def test_each_decisive_part_is_refuted_on_its_svi_plant(name):
 def test_the_sample_part_at_its_svi_is_refuted_only_most_of_the_time():
     """The samples plant at the SVI (n* ∝ r^(k+1) log r) on the manifold: a single decision
     refutes it in about 2/3 of the seeds even with r over a factor 8 and 80 draws (4 of seeds
-    1–6); at quick (r over 2.8) 12 of 14 planted runs — the check prints *underpowered* for
-    this part there, with the runs it would need."""
+    1–6, after Holm over this one case's 3 parts); at quick (r over 2.8, 9 parts) 8 of 14
+    planted runs after Holm (12 by the intervals alone) — the check prints *underpowered* for
+    this part there, with what it would need."""
     check = TheoremB1ManifoldCheck(replace(WIDE, n_draws=80))
     (gate,) = [p for p in check.planted_violations()
                if p.part == "samples" and p.runs is None]
