@@ -27,9 +27,22 @@ buckets meeting Γ, is computed exactly (``max_bucket_diameter``, method below).
    that an ε-invariant distribution of D/ε can be certified with ``n_val`` draws (a
    threshold calibrated at exactly 0.9 covers ≈ 0.9 and could never be certified).
 
-The verdict of the data is refuted if any part is refuted, holds if every part holds, and
-inconclusive otherwise (``combine_verdicts``). The decisive run is repeated on the framework's
-seeds (3 at quick) and the per-seed verdicts are printed.
+3. *Family-wise control* (``proofs_checks._family``: ``holm_family``, ``FAMILY_RULE``). The
+   decisive parts — one slope per k of ``ks`` and one validation per (k, held-out ε): 4 at
+   quick, 8 at full — form one family. Each gets the one-sided p-value of its refutation: a
+   slope (1 + #{bootstrap slopes ≥ 1 − δ})/(B + 1), read off the resamples of its interval
+   (``exponent_p_values``); a validation the exact binomial tail P(Bin(n_val, 0.9) ≤ the number
+   of draws whose D may be ≤ ε/c_cal) (``binomial_p_values``). A part refuted by its interval
+   stays refuted only where Holm's adjusted p-value is ≤ α = 0.025 (the one-sided tail of the
+   95 % intervals), and reads inconclusive otherwise. *Holds* needs every part to hold at its own
+   one-sided 0.025 level: an intersection–union test (Berger 1982), whose error is at most that
+   level without adjustment, so the family-wise control changes only refutations. Each part's
+   raw and adjusted p-values are in ``details["parts"]``, the family in ``details["family"]``,
+   both in the printed line.
+
+The verdict of the data is refuted if any part is refuted (after Holm), holds if every part
+holds, and inconclusive otherwise (``combine_verdicts``). The decisive run is repeated on the
+framework's seeds (3 at quick) and the per-seed verdicts are printed.
 
 **SVIs** (``smallest_violations``), per part group. *slope*: a slope deficit of 0.2 (D ∝ ε^0.8
 instead of ε): over ε from 1/2 to the held-out 1/128 it makes D/ε grow 2.3-fold, more than
@@ -40,7 +53,9 @@ violation; a 1.5-fold change is within the seed-to-seed spread of c_cal, 0.5–0
 
 **Planted violations** (``planted_violations``), real ``EuclideanLSH`` objects built with
 another width than asked (``PowerWidthHasher``), each decided by its own part group alone
-(``parts``; the same verdict as a full run's at that seed, at a fraction of the cost): slope
+(``parts``; the same raw verdicts and p-values as a full run's at that seed, at a fraction of the
+cost; the family's other members enter Holm at p = 1, so a planted run refutes only where the
+full family-wise decision would, and the power is a lower bound on that decision's): slope
 deficits 0.1, 0.2 (the SVI, ``n_power`` runs) and 0.5 (far past it); held-out buckets 1.5, 2
 (the SVI) and 4 times wider, the grid, its slope and the calibration untouched. Measured
 at quick over 8–10 seeds: deficit 0.1 refuted in 4/8, 0.2 in 8/8, 0.5 in 8/8; held-out
@@ -101,6 +116,10 @@ from matplotlib.ticker import NullFormatter
 
 from lipschitz import UniformSubspace
 from routing.validation import check_int, check_real, check_seed
+from proofs_checks._family import (
+    FAMILY_ALPHA, binomial_p_values, exponent_p_values, family_text, holm_diagnosis,
+    holm_family,
+)
 from proofs_checks._framework import (
     SVI, Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts,
     decide_probability_bounds, quantile_upper_bound, register,
@@ -461,9 +480,11 @@ class Lemma42DiameterCheck(Check):
             (1, n_hashes, dim), ``offsets`` (1, n_hashes) and ``width``; default
             ``default_hasher``. Planted violations come through it (``PowerWidthHasher``).
         parts: the part groups decided (a non-empty subset of ``PARTS``; None: all, with the
-            c_max table and the plot). A planted run of one part decides that part alone:
-            its verdict is the one a full run gives at the same seed (the draws of every
-            setting are seeded by the setting), at a fraction of the cost.
+            c_max table and the plot). A planted run of one part decides that part alone: its
+            raw verdict and p-values are those a full run gives at the same seed (the draws of
+            every setting are seeded by the setting), at a fraction of the cost; the members
+            of the family not run enter Holm at p = 1, so it refutes only where the full run
+            would.
 
     Raises:
         ValueError: ``params`` of the wrong type, ``parts`` not a subset of ``PARTS`` (bad
@@ -497,6 +518,10 @@ class Lemma42DiameterCheck(Check):
             "certified 0.95-quantile (95 %) of D/ε over the grid draws at the calibration "
             "widths, k pooled. Validation: fresh draws at held-out smaller widths; P(D ≤ "
             "ε/c_cal) ≥ 0.9 by Clopper–Pearson (95 %), bracketed draws counted both ways. "
+            "(3) Family: the slope and validation parts; each part's one-sided p-value of "
+            "refutation (bootstrap, from the interval's resamples; exact binomial); a part "
+            "stays refuted only where Holm's adjusted p ≤ 0.025, else inconclusive; holds needs "
+            "every part to hold at one-sided 0.025 (intersection-union, no adjustment). "
             "Refuted if any part is refuted, holds if all hold, else inconclusive.")
 
     def __init__(self, params: DiameterParams | None = None,
@@ -509,6 +534,14 @@ class Lemma42DiameterCheck(Check):
                 raise ValueError(f"parts must be None or a non-empty subset of {PARTS}, got "
                                  f"{parts!r}")
         self.parts = parts
+
+    def family_members(self) -> list[str]:
+        """The decisive parts of a full run, the family ``holm_family`` controls: "slope k=…"
+        for each k of ``ks``, then "validation k=…, eps=…" for each k of ``val_ks`` and ε of
+        ``val_epsilons`` (4 at quick, 8 at full)."""
+        p = self.params
+        return [f"slope k={k}" for k in p.ks] + [
+            f"validation k={k}, eps={e:g}" for k in p.val_ks for e in p.val_epsilons]
 
     def smallest_violations(self) -> list[SVI]:
         return [
@@ -638,6 +671,7 @@ class Lemma42DiameterCheck(Check):
         # (1) scaling, per k
         slopes, parts = {}, {}
         stat = InterpolatedQuantile(p.slope_quantile)  # _quantile, all resamples at once
+        line = 1.0 - p.slope_margin
         for k in (p.ks if "slope" in groups else ()):
             fits = {}
             for side in ("high", "low"):
@@ -653,10 +687,16 @@ class Lemma42DiameterCheck(Check):
             verdict = v_low if v_low == v_high else Verdict.INCONCLUSIVE
             slopes[k] = {"estimate": fits["high"], "estimate_from_lower_bounds": fits["low"],
                          "verdict": verdict}
+            # refuted only if both brackets refute, holds only if both hold: the larger p
+            # (NaN if either is)
+            p_high = exponent_p_values(fits["high"], line, "at_least")
+            p_low = exponent_p_values(fits["low"], line, "at_least")
             parts[f"slope k={k}"] = {
                 "verdict": verdict.value, "slope": fits["high"].exponent,
-                "ci": [fits["high"].ci_low, fits["high"].ci_high],
-                "line": 1.0 - p.slope_margin}
+                "ci": [fits["high"].ci_low, fits["high"].ci_high], "line": line,
+                "p_refute": float(np.maximum(p_high[0], p_low[0])),
+                "p_hold": float(np.maximum(p_high[1], p_low[1])),
+                "test": "one-sided bootstrap p of slope ≥ 1 − δ, same resamples as the ci"}
 
         # (2) calibration of c on the largest widths, all k pooled
         calib = np.concatenate([grid[(k, e)]["high"][:p.n_calib_draws] / e for k in p.ks
@@ -680,9 +720,12 @@ class Lemma42DiameterCheck(Check):
                 certain = int(np.sum(m["high"] <= threshold))
                 possible = int(p.n_val - np.sum(m["low"] > threshold))
                 d = decide_probability_bounds(certain, possible, p.n_val, p.probability)
-                parts[f"validation {key}"] = {"verdict": d.verdict.value, "rate": d.rate,
-                                              "ci": [d.ci_low, d.ci_high],
-                                              "claimed": p.probability}
+                p_refute, p_hold = binomial_p_values(certain, possible, p.n_val,
+                                                     p.probability)
+                parts[f"validation {key}"] = {
+                    "verdict": d.verdict.value, "rate": d.rate, "ci": [d.ci_low, d.ci_high],
+                    "claimed": p.probability, "p_refute": p_refute, "p_hold": p_hold,
+                    "test": "exact binomial tail at the claimed probability"}
                 validation[key] = {
                     "threshold": threshold, "decision": d,
                     "max_diameter_over_eps_q90": _quantile(m["high"] / e, 0.9),
@@ -691,6 +734,9 @@ class Lemma42DiameterCheck(Check):
                     "max_diameter_over_eps_low": m["low"] / e,
                     "max_diameter_over_eps_high": m["high"] / e}
 
+        parts, family = holm_family(parts, self.family_members())
+        for k, s in slopes.items():
+            s["verdict"] = Verdict(parts[f"slope k={k}"]["verdict"])
         verdict = combine_verdicts([v["verdict"] for v in parts.values()])
         c_curves = self.c_max_curves(seed) if self.parts is None else {}
         per_setting = {}
@@ -723,6 +769,7 @@ class Lemma42DiameterCheck(Check):
                         (low.rate, (low.ci_low, low.ci_high)))
         details = {
             "parts": parts,
+            "family": family,
             "scaling": {"claimed_slope": 1.0, "margin": p.slope_margin, "side": "at_least",
                         "epsilons": eps, "statistic": f"{p.slope_quantile:g}-quantile of D",
                         "per_k": {str(k): v for k, v in slopes.items()}},
@@ -754,12 +801,15 @@ class Lemma42DiameterCheck(Check):
             [f"slope k={k}: {s['estimate'].text()}" for k, s in slopes.items()]
             + [f"c_cal={_fmt(c_cal)}"]
             + [f"{key}: {v['decision'].text()}" for key, v in validation.items()
-               if v["decision"] is not None])
+               if v["decision"] is not None]) + "; " + family_text(parts, family)
         return self.result(
             seed=seed, measured=headline[0], bound=1.0 - p.slope_margin,
             measured_text=measured_text,
             bound_text=(f"slope ≥ 1 − {p.slope_margin:g} (C={p.C}); P(D ≤ ε/c_cal) ≥ "
-                        f"{p.probability:g} at ε={','.join(f'{e:g}' for e in p.val_epsilons)}"),
+                        f"{p.probability:g} at ε={','.join(f'{e:g}' for e in p.val_epsilons)}; "
+                        f"refuted where Holm's adjusted p ≤ {FAMILY_ALPHA:g} over the "
+                        f"{family['m']} decisive parts, holds where every part holds at "
+                        f"one-sided {FAMILY_ALPHA:g} (intersection-union)"),
             verdict=verdict, details=details, plots=plots,
             draws_needed=max(needed) if needed else None,
             measured_interval=headline[1])
@@ -815,6 +865,7 @@ def _diagnosis(parts, slopes, validation, v_cal) -> str:
             lines.append(f"validation {key}: {d.text()} below the threshold ε/c_cal; the "
                          f"0.9-quantile of D/ε there is {v['max_diameter_over_eps_q90']:.3g} "
                          f"against v = {v_cal:.3g} calibrated at larger ε")
+    lines += holm_diagnosis(parts)
     return "; ".join(lines) or "no part refuted; some part inconclusive"
 
 

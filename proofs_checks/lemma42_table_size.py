@@ -51,8 +51,21 @@ earlier plant, width ε²/ε_ref ≥ ε, grew as x^{2k} but counted fewer bucket
 hasher: it did not violate the lemma's bound.) Measured at quick over 10 seeds: each SVI plant
 refuted 10/10; at s = 0.25, 1/4 (held-out ε), 0/4 (held-out k, d).
 
-The verdict of the data is refuted if any deciding part is refuted, holds if all hold, and
-inconclusive otherwise.
+**Family-wise control** (``proofs_checks._family.holm_family``). The deciding parts — (B) per
+calibration k, (C) per held-out k, (D) per held-out d: 5 at quick, 6 at full — form one
+family; the shown bound (A) is outside it. Each gets the one-sided bootstrap p-value of its
+refutation, (1 + #{bootstrap exponents ≤ γ_s + δ})/(B + 1), read off the resamples of its
+interval (``exponent_p_values``; the larger of the two where counts are bracketed). A part
+refuted by its interval stays refuted only where Holm's adjusted p-value is ≤ α = 0.025 (the
+one-sided tail of the 95 % intervals), else it reads inconclusive. *Holds* needs every part to
+hold at its own one-sided 0.025 level, an intersection–union test (Berger 1982) that needs no
+adjustment: the family-wise control changes refutations only, and the real hasher's margins
+(upper ends against γ_s + δ) are the same as without it. A planted run of one group counts the
+family's other members at p = 1, so its power is a lower bound on the full family-wise
+decision's.
+
+The verdict of the data is refuted if any deciding part is refuted (after Holm), holds if all
+hold, and inconclusive otherwise.
 
 Why both kinds of test: N ≈ A_k·x^k, so log N/(k log x) falls with ε (the constant A_k is
 absorbed by γ at large ε: about 1.6 → 1.2 from ε = 1 to 1/32). A γ calibrated at larger ε and
@@ -94,6 +107,9 @@ from scipy.spatial import ConvexHull
 
 from lipschitz import UniformSubspace
 from routing.validation import check_int, check_real
+from proofs_checks._family import (
+    FAMILY_ALPHA, exponent_p_values, family_text, holm_diagnosis, holm_family,
+)
 from proofs_checks._framework import (
     SVI, Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts,
     decide_probability_bounds, quantile_upper_bound, register,
@@ -432,9 +448,10 @@ class Lemma42TableSizeCheck(Check):
             ``lemma42_diameter.default_hasher``); planted violations come through it
             (``lemma42_diameter.PowerWidthHasher``).
         parts: the part groups decided (a non-empty subset of ``GROUPS``; None: all). A
-            planted run of one group decides it alone, after the same calibration: its
-            verdict is the one a full run gives at that seed (every setting's draws are
-            seeded by the setting).
+            planted run of one group decides it alone, after the same calibration: its raw
+            verdict and p-values are those a full run gives at that seed (every setting's
+            draws are seeded by the setting); the family's members not run enter Holm at
+            p = 1, so it refutes only where the full run would.
 
     Raises:
         ValueError: ``params`` of the wrong type, ``parts`` not a subset of ``GROUPS`` (bad
@@ -461,8 +478,12 @@ class Lemma42TableSizeCheck(Check):
             "at_most), δ = 0.25 (half the SVI 0.5): over the held-out smaller ε (calib_ks), "
             "at the held-out k over its widths, and at each held-out d over the held-out ε "
             "(k = calib_ks[0]). Shown, not deciding: (A) P(N ≤ x^{(γ̂+δ)k}) ≥ 0.9 at the "
-            "held-out settings (γ̂ absorbs the constant at the largest width: loose). Refuted "
-            "if any deciding part is refuted, holds if all hold, else inconclusive.")
+            "held-out settings (γ̂ absorbs the constant at the largest width: loose). Family: "
+            "the deciding parts; each part's one-sided bootstrap p-value of refutation from "
+            "its interval's resamples; a part stays refuted only where Holm's adjusted p ≤ "
+            "0.025, else inconclusive; holds needs every part to hold at one-sided 0.025 "
+            "(intersection-union, no adjustment). Refuted if any deciding part is refuted, "
+            "holds if all hold, else inconclusive.")
 
     def __init__(self, params: TableSizeParams | None = None,
                  hasher_factory: Callable | None = None, parts=None):
@@ -474,6 +495,15 @@ class Lemma42TableSizeCheck(Check):
                 raise ValueError(f"parts must be None or a non-empty subset of {GROUPS}, got "
                                  f"{parts!r}")
         self.parts = parts
+
+    def family_members(self) -> list[str]:
+        """The deciding parts of a full run, the family ``holm_family`` controls: "held-out ε
+        k=…" for each k of ``calib_ks``, "held-out k k=…" for each of ``holdout_ks``, "held-out d
+        k=…, d=…" for each d of ``holdout_dims`` (5 at quick, 6 at full)."""
+        p = self.params
+        return ([f"held-out ε k={k}" for k in p.calib_ks]
+                + [f"held-out k k={k}" for k in p.holdout_ks]
+                + [f"held-out d k={p.calib_ks[0]}, d={d}" for d in p.holdout_dims])
 
     def smallest_violations(self) -> list[SVI]:
         p = self.params
@@ -583,14 +613,19 @@ class Lemma42TableSizeCheck(Check):
 
     def _decide_scaling(self, k, epsilons, draws, gamma_s, seed, salt, dim=None):
         p = self.params
+        line = gamma_s + p.margin
         high = self._exponent(k, epsilons, draws, 1, seed, salt, dim)
         exact = all(np.array_equal(draws[e][0], draws[e][1]) for e in epsilons)
         low = high if exact else self._exponent(k, epsilons, draws, 0, seed, salt, dim)
         v_high = decide_exponent(high, gamma_s, p.margin, "at_most")
         v_low = decide_exponent(low, gamma_s, p.margin, "at_most")
         verdict = v_high if v_high == v_low else Verdict.INCONCLUSIVE
+        # refuted only if both brackets refute, holds only if both hold: the larger p (NaN if
+        # either is), from the resamples of the intervals
+        p_high, p_low = (exponent_p_values(e, line, "at_most") for e in (high, low))
         return {"estimate": high, "estimate_from_lower_bounds": low, "verdict": verdict,
-                "line": gamma_s + p.margin}
+                "line": line, "p_refute": float(np.maximum(p_high[0], p_low[0])),
+                "p_hold": float(np.maximum(p_high[1], p_low[1]))}
 
     def _run(self, seed: int, out: pathlib.Path | None) -> CheckResult:
         p = self.params
@@ -651,7 +686,13 @@ class Lemma42TableSizeCheck(Check):
         for key, sc in scaling.items():
             parts[key] = {"verdict": sc["verdict"].value, "exponent": sc["estimate"].exponent,
                           "ci": [sc["estimate"].ci_low, sc["estimate"].ci_high],
-                          "line": sc["line"]}
+                          "line": sc["line"], "p_refute": sc["p_refute"],
+                          "p_hold": sc["p_hold"],
+                          "test": "one-sided bootstrap p of exponent ≤ γ_s + δ, same "
+                                  "resamples as the ci"}
+        parts, family = holm_family(parts, self.family_members())
+        for key, sc in scaling.items():
+            sc["verdict"] = Verdict(parts[key]["verdict"])
 
         verdict = combine_verdicts([v["verdict"] for v in parts.values()])
         worst_key = max(scaling, key=lambda key: scaling[key]["estimate"].ci_high
@@ -660,6 +701,7 @@ class Lemma42TableSizeCheck(Check):
         needed = []  # the deciding parts are bootstrap intervals: more draws narrow them
         details = {
             "parts": parts,
+            "family": family,
             "calibration": {
                 "ks": list(p.calib_ks), "epsilons": cal_eps, "n_draws": p.n_calib,
                 "gamma_hat": gamma_hat, "gamma_s": gamma_s,
@@ -697,12 +739,15 @@ class Lemma42TableSizeCheck(Check):
                  if self.parts is None else [])
         measured_text = (f"γ̂={gamma_hat:.3g}, γ_s={gamma_s:.3g}; " + "; ".join(
             f"{key}: exponent {s['estimate'].text()}" for key, s in scaling.items())
-            + f"; {O_K_MEANING}")
+            + f"; {family_text(parts, family)}; {O_K_MEANING}")
         return self.result(
             seed=seed, measured=worst.exponent, bound=gamma_s + p.margin,
             measured_text=measured_text,
             bound_text=(f"exponent of N^(1/k) in x ≤ γ_s + {p.margin:g} = "
-                        f"{gamma_s + p.margin:.3g} at every held-out ε, k and d; shown: "
+                        f"{gamma_s + p.margin:.3g} at every held-out ε, k and d, refuted where "
+                        f"Holm's adjusted p ≤ {FAMILY_ALPHA:g} over the {family['m']} deciding "
+                        f"parts, holds where every part holds at one-sided {FAMILY_ALPHA:g} "
+                        f"(intersection-union); shown, outside the family: "
                         f"P(N ≤ x^(({gamma_hat:.3g}+{p.margin:g})k)) ≥ {p.probability:g}"),
             verdict=verdict, details=details, plots=plots,
             draws_needed=max(needed) if needed else None,
@@ -751,4 +796,5 @@ def _diagnosis(parts, bound_part, scaling, gamma_hat, gamma_s, margin) -> str:
         if s["verdict"] != Verdict.HOLDS:
             lines.append(f"scaling {key}: exponent {s['estimate'].text()} against γ_s + δ = "
                          f"{gamma_s + margin:.3g} (verdict {s['verdict']})")
+    lines += holm_diagnosis(parts)
     return "; ".join(lines) or "no part refuted; some part inconclusive"
