@@ -226,6 +226,7 @@ ONE_CONCEPT = {
     "experiments/analysis/scaling.py": (745, "the scaling laws and their bootstrap"),
     "proofs_checks/eq1_flops.py": (745, "one check: Eq. 1's FLOPs"),
     "proofs_checks/theorem41_learner.py": (790, "one check: Theorem 4.1's learner"),
+    "proofs_checks/lsh_vs_uniform.py": (885, "one check: LSH against the uniform hash"),
     "routing/bucket_geometry.py": (710, "bucket statistics and their kernels"),
     "experiments/runner/datasets.py": (705, "the image data sets and their files"),
 }
