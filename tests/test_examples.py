@@ -25,7 +25,8 @@ EXPECTED = {
                         r"^sizes won \(lower mean eval nMSE\): \{.+\}$"],
     "own_check.py": [r"^== sign_hash_collisions: underpowered \(tiny\) — tiny: smoke run",
                      r"^tiny: smoke run, decides nothing: 0 holds, 0 refuted"],
-    "own_router.py": [r"^hash_moe ", r"^results: .*results\.csv$"],
+    "own_router.py": [r"^hash_moe ", r"^results: .*results\.csv$",
+                      r"^hash_moe: final accuracy [01]\.\d+, forgetting .*of the ReLU MLP's"],
 }
 #: Examples that are not scripts, and the command that runs them ({path}, {tmp} filled in).
 COMMANDS = {

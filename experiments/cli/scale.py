@@ -76,7 +76,8 @@ def _seeds_option(ctx, param, value):
                    "ewc_lambda, sdm_ewc_lambda) replacing the preset's calibrated ones; "
                    "`python -m experiments.papers.real_data.calibration --out FILE` writes one.")
 @click.option("--print-config", is_flag=True,
-              help="Print the experiment as TOML (to edit and pass to --config) and exit.")
+              help="Print the experiment as TOML (to edit and pass to --config) and exit; "
+                   "an image experiment's with the identity of the data it reads.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=pathlib.Path), default=None,
               help="Results folder [default: runs/<preset>/<experiment>, where "
                    "`sparselab reproduce` puts it].")
@@ -106,23 +107,23 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
     if name in REAL_DATA_EXPERIMENTS:
         if calibration is not None and name != "continual":
             raise click.UsageError("--calibration is an option of the experiment 'continual'")
+        # continual: a module's routers join its models (experiments.kinds.continual_harness)
+        _refuse(name, {"--n-train": n_train, "--n-eval": n_eval,
+                       "--module": None if name == "continual" else modules or None})
+        _load_modules(modules)
+        if print_config:
+            _print_real_data(name, preset, data, data_dir, seeds, calibration)
+            return
         # the image runs have no estimator; a paper run without its data folder is refused
         # for that below (naming --data-dir) before anyone is asked for --yes
-        if preset == "paper" and not print_config and (data_dir is not None or data is not None):
-            click.echo(f"no time estimate for the image experiment {name!r} at the paper "
-                       f"preset (hours on the full data sets)")
-            confirm_long_run(None, yes)
+        if preset == "paper" and (data_dir is not None or data is not None):
+            _confirm_paper(name, yes)
         _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, scheduler,
-                       refused={"--n-train": n_train, "--n-eval": n_eval,
-                                "--print-config": print_config or None,
-                                "--module": modules or None}, data=data,
-                       calibration=calibration)
+                       data=data, calibration=calibration)
         return
-    for option, value in (("--data", data), ("--data-dir", data_dir),
-                          ("--calibration", calibration)):
-        if value is not None:
-            raise click.UsageError(f"{option} is an option of the image experiments "
-                                   f"{', '.join(REAL_DATA_EXPERIMENTS)}")
+    sweep_only = (("--data", data), ("--data-dir", data_dir), ("--calibration", calibration))
+    if config_file is None:
+        _refuse_sweep_only(sweep_only)
     from experiments.kinds.registry import load_kind_module
     from experiments.papers.catalogue import experiment_configs
     from experiments.pipeline.config_file import (
@@ -130,12 +131,20 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
         with_overrides,
         write_toml,
     )
+    from experiments.pipeline.real_data_file import RealDataFile
 
     try:
         for module in modules:
             load_kind_module(module)
         if config_file is not None:
             experiment = read_config_file(config_file)
+            if isinstance(experiment, RealDataFile):
+                _real_data_file(experiment, dict(sweep_only, **{
+                    "--n-train": n_train, "--n-eval": n_eval, "--module": None if
+                    experiment.experiment == "continual" else modules or None}),
+                    print_config, seeds, out, device, force, yes, workers, scheduler)
+                return
+            _refuse_sweep_only(sweep_only)
             name, preset, claims = experiment.experiment, experiment.preset, experiment.claims
             configs = list(experiment.configs)
         else:
@@ -195,20 +204,94 @@ def _paper_estimate(name, configs, out, force, device, workers, scheduler) -> fl
     return result.wall_seconds
 
 
-def _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, scheduler,
-                   refused, data=None, calibration=None) -> None:
-    """``sparselab scale --experiment cifar|continual|comet_images`` (``experiments.papers.real_data``;
-    ``--workers``/``--scheduler`` train the rows on Dask workers, the data sent to each once).
-    """
+def _load_modules(modules) -> None:
+    """Register the model kinds of each ``--module`` file (``load_kind_module``)."""
+    from experiments.kinds.registry import load_kind_module
+
+    try:
+        for module in modules:
+            load_kind_module(module)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _refuse(name, refused: dict) -> None:
+    """A usage error naming the first option of ``refused`` given (not None)."""
     given = [option for option, value in refused.items() if value is not None]
     if given:
         raise click.UsageError(f"{given[0]} is not an option of the image experiment {name!r}")
+
+
+def _refuse_sweep_only(options) -> None:
+    """A usage error naming the first of the image experiments' options given to a sweep."""
+    for option, value in options:
+        if value is not None:
+            raise click.UsageError(f"{option} is an option of the image experiments "
+                                   f"{', '.join(REAL_DATA_EXPERIMENTS)}")
+
+
+def _confirm_paper(name, yes: bool) -> None:
+    click.echo(f"no time estimate for the image experiment {name!r} at the paper "
+               f"preset (hours on the full data sets)")
+    confirm_long_run(None, yes)
+
+
+def _print_real_data(name, preset, data, data_dir, seeds, calibration) -> None:
+    """``--print-config`` of an image experiment: its config at ``preset`` and the identity
+    of the data it reads, as TOML (``experiments.pipeline.real_data_file``)."""
+    from experiments.papers import real_data
+    from experiments.pipeline.real_data_file import write_real_data_toml
+
+    try:
+        config, identity = real_data.config_of(name, preset, data, data_dir, seeds,
+                                               calibration)
+        click.echo(write_real_data_toml(name, config, identity), nl=False)
+    except (ValueError, FileNotFoundError) as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _real_data_file(experiment, refused, print_config, seeds, out, device, force, yes,
+                    workers, scheduler) -> None:
+    """``sparselab scale --config FILE.toml`` of an image experiment
+    (``experiments.pipeline.real_data_file.RealDataFile``): print it again (with --seeds) or
+    run it into the preset's folder."""
+    import dataclasses
+
+    from experiments.pipeline.real_data_file import write_real_data_toml
+
+    name, preset = experiment.experiment, experiment.preset
+    for option, value in refused.items():
+        if value is not None:
+            raise click.UsageError(f"{option} is not an option of the image experiment "
+                                   f"{name!r}'s config file (its [config] and [data] tables "
+                                   f"hold the settings and the data)")
+    if print_config:
+        config = experiment.config if seeds is None else dataclasses.replace(
+            experiment.config, seeds=seeds)
+        click.echo(write_real_data_toml(name, config, {"data_dir": experiment.data_dir,
+                                                       **experiment.data_identity}), nl=False)
+        return
+    if preset == "paper":
+        _confirm_paper(name, yes)
+    _run_real_data(name, preset, out, experiment.data_dir, seeds, device, force, workers,
+                   scheduler, config=experiment.config,
+                   data_identity=experiment.data_identity or None)
+
+
+def _run_real_data(name, preset, out, data_dir, seeds, device, force, workers, scheduler,
+                   data=None, calibration=None, config=None, data_identity=None) -> None:
+    """``sparselab scale --experiment cifar|continual|comet_images`` (``experiments.papers.real_data``;
+    ``--workers``/``--scheduler`` train the rows on Dask workers, the data sent to each once),
+    or the config of such an experiment read from a file (``config``, ``data_identity``).
+    """
     import pandas as pd
 
     from experiments.papers import real_data
 
     out = out or pathlib.Path("runs") / preset / name
     options = {} if calibration is None else {"calibration": calibration}
+    if config is not None:
+        options.update(config=config, data_identity=data_identity)
     try:
         real_data.EXPERIMENTS[name](preset, out, data_dir=data_dir, seeds=seeds, device=device,
                                     force=force, workers=workers, scheduler=scheduler,

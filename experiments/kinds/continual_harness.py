@@ -18,16 +18,18 @@ task i the test accuracy on each task j gives the accuracy matrix R[i, j]; from 
   (Bricken et al. App. C.1 Fig. 14b, App. B.3 Fig. 10c: "not active for any of the
   validation inputs").
 
-Every model of ``routing.layers`` runs in the same harness (``MODELS``, a registry: each kind
-builds its model and says how it is trained and how its units' activity is read), plus Bricken
-et al.'s baselines: the Top-K MLP, SDMLP with masking (Table 2's "Linear Mask"), the ReLU MLP
-with EWC (Kirkpatrick et al. 2017), SDMLP + EWC (their best model on Split MNIST, Table 7) and
-the joint-training "oracle".
+Every model is a registered router (``experiments.kinds.routers``: one ``RouterKind`` builds
+its layer for a sweep, d_out = 1, and here, d_out = the number of classes) with the harness's
+options (``ContinualModel``: its training rule, EWC, joint training, parameter matching); the
+built-in ones (``MODELS``) are the routers of ``routing.layers`` and Bricken et al.'s
+baselines: the Top-K MLP, SDMLP with masking (Table 2's "Linear Mask"), the ReLU MLP with EWC
+(Kirkpatrick et al. 2017), SDMLP + EWC (their best model on Split MNIST, Table 7) and the
+joint-training "oracle". A router registered since (a user's) runs with its defaults.
 
 Matched parameters. The reference is the ReLU MLP of the preset (one
 hidden layer of N = ``n_neurons`` units, biases included). Every other kind keeps its k
-active units and searches one size argument (``ContinualModel.knob``: SDMLP's neurons, the MoEs'
-and SMEAR's expert count, PKM's n_keys, …) for the trainable-parameter count closest to the
+active units and searches its router's size knob (``RouterKind.knob``: SDMLP's neurons, the
+MoEs' and SMEAR's expert count, PKM's n_keys, …) for the trainable-parameter count closest to the
 reference's (``ContinualModel.match``), within ``param_tolerance`` (±5 % by default) or, where the
 steps of that argument cannot reach it, the closest achievable with the reason recorded. The
 choice is a function of the preset and the data's shape alone, made before any training.
@@ -41,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -48,15 +51,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from experiments.kinds.image_models import (SDMLPMask, TopKMLP, TrainSettings, accuracy,
-                                      fit_classifier)
-from routing.layers import (COMET, PKM, SDMLP, SMEAR, COMETConfig, DenseMLP, DenseMLPConfig,
-                            PKMConfig, SDMLPConfig, SigmaMoE, SigmaMoEConfig, SMEARConfig,
-                            TopKMoE, TopKMoEConfig)
+import experiments.kinds.routers  # noqa: F401  (registers the routers every model is built from)
+from experiments.kinds.image_models import TopKMLP, TrainSettings, accuracy, fit_classifier
+from experiments.kinds.registry import model_kind
+from routing.layers import COMET, SDMLP, DenseMLP
 from routing.validation import (check_bool, check_choice, check_finite_tensor, check_int,
                                 check_points, check_real, check_seed)
 
-__all__ = ["ContinualSettings", "ContinualModel", "MODELS", "ORACLE", "REFERENCE", "class_split",
+__all__ = ["ContinualSettings", "ContinualModel", "MODELS", "ORACLE", "REFERENCE",
+           "TRAINING_RULES", "register", "unregister", "class_split",
            "task_masks", "average_accuracy", "forgetting", "learning_accuracy", "unit_activity",
            "EWC", "run_continual_model"]
 
@@ -384,68 +387,108 @@ class EWC:
 
 #: The model whose trainable parameters every other one matches: the preset's ReLU MLP.
 REFERENCE = "ReLU MLP"
+#: How a harness model is trained: "sgd" (plain SGD at ``sgd_lr``: Bricken et al.'s baselines),
+#: "sdm" (plain SGD at ``sdm_lr``: SDMLP), "own" (the layer config's optimiser and rate).
+TRAINING_RULES = ("sgd", "sdm", "own")
 
 
 @dataclass(frozen=True)
 class ContinualModel:
-    """A model of the continual-learning harness.
+    """A model of the continual-learning harness: a registered router
+    (``experiments.kinds.routers.RouterKind``, which builds its layer with d_out = the number
+    of classes and names the size knob searched to match parameters) and how the harness
+    trains it. EWC, joint training and parameter matching are options of the harness, not
+    kinds of their own.
 
     Attributes:
-        label: its name in results and plots.
-        build: (d_in, n_classes, settings, seed, size=None) -> the model (a ``RouterLayer``);
-            ``size`` holds the keyword arguments ``match`` chose (None: the preset's own
-            sizes, unmatched). A build taking only the first four arguments serves a kind
-            with no ``knob``.
-        training: settings -> (optimizer, lr).
+        kind: the router's registry name ("sdmlp", "dense_mlp", a user's "hash_moe", …).
+        label: its name in results (``model_label``) and plots; "" takes the router's label.
+        rule: the training rule, one of ``TRAINING_RULES``.
         ewc: train with the EWC penalty; its λ is ``settings.ewc_lambda``, or
             ``settings.sdm_ewc_lambda`` where ``ewc_lambda`` names that field.
         joint: train once on all tasks together (the oracle), not task by task.
         grad_clip: gradient-norm clip of its training (None: its layers' default).
-        source: paper and section.
-        knob: the integer size argument searched to match the reference's trainable
-            parameters ("": none; the model is built at the preset's sizes and reported as
-            matched only if that happens to be within the tolerance).
-        families: settings -> [(fixed arguments, lowest knob, highest knob or None, note),
-            …] in order of preference: the first whose closest knob is within the tolerance
-            is taken, else the closest of all, reported not matched with the reason.
-        size_rule: how the size is chosen, in words.
+        param_matching: search the router's knob to match the reference's trainable
+            parameters (``match``); False: the preset's sizes, reported as matched only if
+            they happen to be within the tolerance.
+        layer_options: settings -> further arguments of the router's layer (SDMLP's image
+            setting: non-negative decoder, x/‖x‖, k annealed over part of the first task), or
+            None.
+        size_rule: how the size is chosen, in words ("": the router's ``size_rule``).
+        source: paper and section ("": the router's).
 
     Raises:
-        ValueError: an empty ``label``, ``ewc`` or ``joint`` not a bool, ``ewc_lambda`` not
-            "ewc_lambda" or "sdm_ewc_lambda", ``grad_clip`` not a real > 0.
-        TypeError: ``build`` or ``training`` not callable.
+        ValueError: ``kind`` no registered router, ``label`` or ``size_rule`` not a string,
+            ``rule`` not one of ``TRAINING_RULES``, ``ewc``, ``joint`` or ``param_matching``
+            not a bool, ``ewc_lambda`` not "ewc_lambda" or "sdm_ewc_lambda", ``grad_clip`` not
+            a real > 0.
+        TypeError: ``layer_options`` neither callable nor None.
     """
 
-    label: str
-    build: Callable
-    training: Callable
+    kind: str
+    label: str = ""
+    rule: str = "own"
     ewc: bool = False
     ewc_lambda: str = "ewc_lambda"
     joint: bool = False
     grad_clip: float | None = None
-    source: str = ""
-    knob: str = ""
-    families: Callable | None = None
+    param_matching: bool = True
+    layer_options: Callable | None = None
     size_rule: str = ""
+    source: str = ""
 
     def __post_init__(self):
-        if not isinstance(self.label, str) or not self.label:
-            raise ValueError(f"label must be a non-empty string, got {self.label!r}")
-        for name in ("build", "training"):
-            if not callable(getattr(self, name)):
-                raise TypeError(f"{name} must be callable, got {getattr(self, name)!r}")
+        router = _router(self.kind)  # a registered router, else ValueError naming them
+        for name in ("label", "size_rule", "source"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
+        object.__setattr__(self, "label", self.label or router.label)
+        check_choice(self.rule, "rule", TRAINING_RULES)
         check_bool(self.ewc, "ewc")
         check_choice(self.ewc_lambda, "ewc_lambda", ("ewc_lambda", "sdm_ewc_lambda"))
         check_bool(self.joint, "joint")
+        check_bool(self.param_matching, "param_matching")
         if self.grad_clip is not None:
             check_real(self.grad_clip, "grad_clip", 0.0, low_open=True)
+        if self.layer_options is not None and not callable(self.layer_options):
+            raise TypeError(f"layer_options must be callable or None, got "
+                            f"{self.layer_options!r}")
+
+    @property
+    def router(self):
+        """The registered ``RouterKind`` of ``kind``."""
+        return _router(self.kind)
+
+    @property
+    def knob(self) -> str:
+        """The size argument ``match`` searches ("" with parameter matching off)."""
+        return self.router.knob if self.param_matching else ""
 
     def make(self, d_in: int, n_classes: int, settings: ContinualSettings, seed: int,
              size: dict | None = None) -> nn.Module:
-        """The model with ``size`` (``match``'s "size"; None or {}: the preset's sizes)."""
-        if not size:
-            return self.build(d_in, n_classes, settings, seed)
-        return self.build(d_in, n_classes, settings, seed, size)
+        """The model with ``size`` (``match``'s "size"; None or {}: the preset's sizes, the
+        router's ``sizes`` of N = ``n_neurons``, k and n_experts) for ``d_in`` inputs and
+        ``n_classes`` outputs, for a training of n_tasks · epochs_per_task passes."""
+        router = self.router
+        arguments = {**router.sizes(settings.n_neurons, settings.k, settings.n_experts),
+                     **(size or {})}
+        if self.layer_options is not None:
+            arguments.update(self.layer_options(settings))
+        return router.make_layer(d_in, n_classes, seed,
+                                 settings.n_tasks * settings.epochs_per_task, **arguments)
+
+    def training(self, settings: ContinualSettings, model: nn.Module | None = None) -> tuple:
+        """(optimizer, lr) by ``rule``; "own" reads ``model``'s config (None: the model at
+        the preset's sizes on 2 inputs and 2 classes, built without touching the global
+        torch random state)."""
+        if self.rule == "sgd":
+            return "sgd", settings.sgd_lr
+        if self.rule == "sdm":
+            return "sgd", settings.sdm_lr
+        if model is None:
+            with torch.random.fork_rng(devices=[]):
+                model = self.make(2, 2, settings, 0)
+        return model.config.optimizer, model.config.lr
 
     def count_params(self, d_in: int, n_classes: int, settings: ContinualSettings,
                      size: dict | None = None) -> int:
@@ -458,36 +501,41 @@ class ContinualModel:
     def match(self, d_in: int, n_classes: int, settings: ContinualSettings) -> dict:
         """The size whose trainable-parameter count is closest to the reference's (the ReLU
         MLP of ``settings.n_neurons`` hidden units on ``d_in`` inputs and ``n_classes``
-        outputs), chosen from the settings and these two numbers alone.
+        outputs), chosen from the settings and these two numbers alone: the router's knob
+        searched over its families (``RouterKind.families``), the first family whose closest
+        size is within ``param_tolerance`` taken, else the closest of all.
 
         Returns:
-            a JSON-serialisable dict: size (the build's keyword arguments; {} for a kind
-            with no knob), params, reference_params, relative_difference ((params −
-            reference) / reference), matched (|relative_difference| <= param_tolerance)
-            and rule (how the size was chosen and, when not matched, why).
+            a JSON-serialisable dict: size (the knob and the family's fixed arguments; {}
+            without a knob or with parameter matching off), params, reference_params,
+            relative_difference ((params − reference) / reference), matched
+            (|relative_difference| <= param_tolerance) and rule (how the size was chosen and,
+            when not matched, why).
 
         Raises:
-            ValueError: the model cannot be built on these sizes (its layer's message); a
-                ``knob`` without ``families``.
-            RuntimeError: a kind whose parameter count is not a non-decreasing polynomial
+            ValueError: the model cannot be built on these sizes (its layer's message).
+            RuntimeError: a router whose parameter count is not a non-decreasing polynomial
                 of degree <= 2 in its knob.
         """
         ref = MODELS[REFERENCE].count_params(d_in, n_classes, settings)
         tol = settings.param_tolerance
-        if not self.knob:
+        knob = self.knob
+        if not knob:
             params = self.count_params(d_in, n_classes, settings)
             rel = (params - ref) / ref
-            rule = "the preset's sizes (the kind has no size to search)"
+            rule = ("the preset's sizes (the kind has no size to search)" if
+                    self.param_matching else "the preset's sizes (parameter matching off)")
             if abs(rel) > tol:
                 rule += f"; not matched: {rel:+.1%} and no size to choose"
             return _record({}, params, ref, tol, rule)
-        if self.families is None:
-            raise ValueError(f"families must be given with knob {self.knob!r} (model "
-                             f"{self.label!r}): the fixed arguments and the knob's range")
+        families = self.router.families(settings.n_neurons, settings.k, settings.n_experts)
+        if not families:
+            raise ValueError(f"router {self.kind!r}: its families must give at least one range "
+                             f"of its knob {knob!r}, got none")
         tried = []
-        for fixed, low, high, note in self.families(settings):
+        for fixed, low, high, note in families:
             def count(n, fixed=fixed):
-                return self.count_params(d_in, n_classes, settings, {**fixed, self.knob: n})
+                return self.count_params(d_in, n_classes, settings, {**fixed, knob: n})
 
             n, params = _closest_size(count, ref, low, high)
             tried.append(dict(fixed=fixed, low=low, high=high, note=note, n=n, params=params,
@@ -497,23 +545,34 @@ class ContinualModel:
         within = abs(tried[-1]["params"] - ref) <= tol * ref
         best = tried[-1] if within else min(tried, key=lambda t: abs(t["params"] - ref))
         n, params, note = best["n"], best["params"], best["note"]
-        rule = f"{self.knob} = {n}" + (f" ({note})" if note else "") + f": {self.size_rule}"
+        rule = (f"{knob} = {n}" + (f" ({note})" if note else "")
+                + f": {self.size_rule or self.router.size_rule}")
         passed = [t for t in tried if t is not best]
         if within and passed:
             rule += "; " + "; ".join(f"{t['note']}: at best {(t['params'] - ref) / ref:+.1%}"
                                      for t in passed)
         if not within:
             if n == best["low"] and params > ref:
-                why = (f"the smallest {self.knob} allowed ({n}) already has {params:,} "
+                why = (f"the smallest {knob} allowed ({n}) already has {params:,} "
                        f"parameters")
             else:
                 step = best["count"](n + 1) - params
-                why = (f"one step of {self.knob} moves the count by {step:,} ({step / ref:.1%} "
+                why = (f"one step of {knob} moves the count by {step:,} ({step / ref:.1%} "
                        f"of the reference's {ref:,}), too coarse for ±{tol:.0%}")
             if len(tried) > 1:
                 why += f" (and so at each of the {len(tried)} choices tried)"
             rule += f"; not matched: {why}; the closest achievable is {(params - ref) / ref:+.1%}"
-        return _record({**best["fixed"], self.knob: n}, params, ref, tol, rule)
+        return _record({**best["fixed"], knob: n}, params, ref, tol, rule)
+
+
+def _router(name):
+    """The registered router ``name`` (``experiments.kinds.routers``), else ValueError."""
+    from experiments.kinds.routers import router_names
+
+    if name not in router_names():
+        raise ValueError(f"kind must be a registered router, one of {router_names()}, got "
+                         f"{name!r}")
+    return model_kind(name)
 
 
 def _record(size: dict, params: int, ref: int, tol: float, rule: str) -> dict:
@@ -564,169 +623,125 @@ def _closest_size(count: Callable[[int], int], target: int, low: int,
     return low + m, got
 
 
-def _sdmlp(cls):
-    def build(d_in, n_classes, s, seed, size=None):
-        size = size or {"n_neurons": s.n_neurons}
-        anneal = max(1, int(round(s.anneal_fraction * s.epochs_per_task)))
-        # non-negative pixels, x/‖x‖ and a non-negative decoder: the paper's own setting
-        return cls(SDMLPConfig(d_in=d_in, d_out=n_classes, n_neurons=size["n_neurons"],
-                               k_target=s.k, anneal_epochs=anneal, lift_inputs=False,
-                               nonneg_decoder=True, optimizer="sgd", lr=s.sdm_lr, seed=seed))
-    return build
+def _image_sdm(s: ContinualSettings) -> dict:
+    """SDMLP's layer on images, Bricken et al.'s own setting: non-negative pixels, x/‖x‖ and
+    a non-negative decoder; k annealed from N to k over ``anneal_fraction`` of the first
+    task's epochs; SGD at ``sdm_lr`` recorded in its config."""
+    return {"anneal_epochs": max(1, int(round(s.anneal_fraction * s.epochs_per_task))),
+            "lift_inputs": False, "nonneg_decoder": True, "optimizer": "sgd", "lr": s.sdm_lr}
 
 
-def _topk(d_in, n_classes, s, seed, size=None):
-    return TopKMLP(d_in, (size or {"width": s.n_neurons})["width"], s.k, n_classes, seed)
+class _Models(Mapping):
+    """label -> ``ContinualModel``, read-only: the entries ``register`` made, then one entry
+    (its defaults: the router's label, its own training, parameters matched) for every
+    registered router that no entry builds — a user's (``sparselab scale --module``). A
+    router's registry name finds its plain entry (no EWC, not joint) too."""
+
+    def _entries(self) -> dict[str, ContinualModel]:
+        from experiments.kinds.routers import router_names
+
+        entries = dict(_ENTRIES)
+        used = {entry.kind for entry in entries.values()}
+        for name in router_names():
+            if name not in used:
+                entry = ContinualModel(name)
+                entries[entry.label if entry.label not in entries else name] = entry
+        return entries
+
+    def __getitem__(self, key) -> ContinualModel:
+        entries = self._entries()
+        if isinstance(key, str):
+            if key in entries:
+                return entries[key]
+            for entry in entries.values():
+                if entry.kind == key and not (entry.ewc or entry.joint):
+                    return entry
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(self._entries())
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+    def __repr__(self) -> str:
+        return f"MODELS({list(self)})"
 
 
-def _relu(d_in, n_classes, s, seed, size=None):
-    return DenseMLP(DenseMLPConfig(d_in=d_in, width=(size or {"width": s.n_neurons})["width"],
-                                   d_out=n_classes, seed=seed))
+_ENTRIES: dict[str, ContinualModel] = {}
+#: Every model of the harness by label (a read-only view; ``register`` adds one).
+MODELS = _Models()
 
 
-def _comet(d_in, n_classes, s, seed, size=None):
-    width = (size or {"width": s.n_neurons})["width"]
-    # p_k = k / width keeps k winners (COMET's k = round(p_k · width))
-    return COMET(COMETConfig(d_in=d_in, widths=(width,), d_out=n_classes, p_k=s.k / width,
-                             seed=seed))
-
-
-def _moe(layer, config):
-    def build(d_in, n_classes, s, seed, size=None):
-        size = size or {"n_experts": s.n_experts, "expert_size": s.expert_size,
-                        "k": s.k // s.expert_size}
-        return layer(config(d_in=d_in, d_out=n_classes, seed=seed, **size))
-    return build
-
-
-def _pkm(d_in, n_classes, s, seed, size=None):
-    size = size or {"n_keys": math.isqrt(s.n_neurons), "k": s.k}
-    return PKM(PKMConfig(d_in=d_in, d_out=n_classes, seed=seed, **size))
-
-
-def _smear(d_in, n_classes, s, seed, size=None):
-    # unmatched: N / k experts of k units keep N units in total
-    size = size or {"n_experts": max(1, s.n_neurons // s.k), "expert_size": s.k}
-    return SMEAR(SMEARConfig(d_in=d_in, d_out=n_classes, seed=seed, **size))
-
-
-def _own(model_training):  # a router's own optimiser and rate from its config
-    return lambda s: model_training
-
-
-def _as_reference(s):  # the ReLU MLP's own network, width N: the reference itself
-    return [({}, s.n_neurons, s.n_neurons, "")]
-
-
-def _any_width(s):  # k of the width active, so the width is at least k
-    return [({}, s.k, None, "")]
-
-
-def _expert_sizes(s):
-    """σ-MoE and top-k MoE: expert sizes G dividing k (k / G experts active, so k units),
-    the preset's N / n_experts first, then the others by distance to it (ties: smaller);
-    at least one expert more than are active."""
-    sizes = sorted((g for g in range(1, s.k + 1) if s.k % g == 0),
-                   key=lambda g: (abs(g - s.expert_size), g))
-    return [({"expert_size": g, "k": s.k // g}, s.k // g + 1, None,
-             f"experts of {g} unit{'s' * (g > 1)}, {s.k // g} active, "
-             + ("the preset's expert size N / n_experts" if g == s.expert_size else
-                f"a divisor of k = {s.k} next to the preset's expert size {s.expert_size}"))
-            for g in sizes]
-
-
-MODELS: dict[str, ContinualModel] = {}
-
-
-def register(kind: ContinualModel) -> ContinualModel:
-    """Add ``kind`` to ``MODELS`` under its label (a user's model joins the same way).
+def register(entry: ContinualModel) -> ContinualModel:
+    """Add the harness model ``entry`` (a registered router and its training options) under
+    its label; a user's router needs none to run with its defaults (``MODELS``).
 
     Raises:
-        TypeError: ``kind`` is not a ``ContinualModel``.
+        TypeError: ``entry`` is not a ``ContinualModel``.
     """
-    if not isinstance(kind, ContinualModel):
-        raise TypeError(f"kind must be a ContinualModel, got {kind!r}")
-    MODELS[kind.label] = kind
-    return kind
+    if not isinstance(entry, ContinualModel):
+        raise TypeError(f"entry must be a ContinualModel, got {entry!r}")
+    _ENTRIES[entry.label] = entry
+    return entry
 
 
-_WIDTH = "hidden width chosen for the parameter count closest to the ReLU MLP's"
-register(ContinualModel("SDMLP", _sdmlp(SDMLP), lambda s: ("sgd", s.sdm_lr),
-                   source="Bricken et al. 2023, §4 Eq. 4, App. A.1", knob="n_neurons",
-                   families=_any_width, size_rule="neurons chosen for the parameter count "
-                   "(no biases: N·(d_in + classes)) closest to the ReLU MLP's; k_target = k"))
-register(ContinualModel("SDMLP (mask)", _sdmlp(SDMLPMask), lambda s: ("sgd", s.sdm_lr),
-                   source="Bricken et al. 2023, Table 2 'Linear Mask', App. B.3, Fig. 10",
-                   knob="n_neurons", families=_any_width,
-                   size_rule="as SDMLP (the same parameters)"))
+def unregister(label: str) -> None:
+    """Remove the entry ``register`` added under ``label``.
+
+    Raises:
+        ValueError: no entry of that label was registered.
+    """
+    if not isinstance(label, str) or label not in _ENTRIES:
+        raise ValueError(f"label must be a registered entry's, one of {tuple(_ENTRIES)}, got "
+                         f"{label!r}")
+    del _ENTRIES[label]
+
+
+_SDM = dict(rule="sdm", layer_options=_image_sdm)
+register(ContinualModel("sdmlp", **_SDM))
+register(ContinualModel("sdmlp_mask", **_SDM))
 # SGD, not the SGD with momentum Bricken et al. found slightly better for it (§5, footnote 8);
 # clipped at 1 as EWC: the penalty's step lr·λ·F is stiff
-register(ContinualModel("SDMLP + EWC", _sdmlp(SDMLP), lambda s: ("sgd", s.sdm_lr), ewc=True,
-                   ewc_lambda="sdm_ewc_lambda", grad_clip=1.0,
-                   source="Bricken et al. 2023, §5 Fig. 3, Table 7 'SDMLP+EWC'",
-                   knob="n_neurons", families=_any_width,
-                   size_rule="as SDMLP (EWC's Fisher and anchors are buffers)"))
-register(ContinualModel("Top-K", _topk, lambda s: ("sgd", s.sgd_lr),
-                   source="Bricken et al. 2023, §5 Top-K baseline", knob="width",
-                   families=_any_width,
-                   size_rule=f"{_WIDTH} (its network is the ReLU MLP's, so N); k kept"))
-register(ContinualModel(REFERENCE, _relu, lambda s: ("sgd", s.sgd_lr),
-                   source="Bricken et al. 2023, §5 ReLU baseline", knob="width",
-                   families=_as_reference, size_rule="the reference, N = n_neurons of the preset"))
+register(ContinualModel("sdmlp", "SDMLP + EWC", ewc=True, ewc_lambda="sdm_ewc_lambda",
+                        grad_clip=1.0, size_rule="as SDMLP (EWC's Fisher and anchors are "
+                        "buffers)", source="Bricken et al. 2023, §5 Fig. 3, Table 7 'SDMLP+EWC'",
+                        **_SDM))
+register(ContinualModel("topk_mlp", rule="sgd"))
+register(ContinualModel("dense_mlp", REFERENCE, rule="sgd",
+                        size_rule="the reference, N = n_neurons of the preset"))
 # clipped at 1 as SDMLP: plain SGD on the stiff EWC penalty (step lr·λ·F) diverges otherwise
-register(ContinualModel("EWC (ReLU MLP)", _relu, lambda s: ("sgd", s.sgd_lr), ewc=True,
-                   grad_clip=1.0, source="Kirkpatrick et al. 2017; Bricken et al. 2023, §5",
-                   knob="width", families=_as_reference,
-                   size_rule="the ReLU MLP's network (EWC's Fisher and anchors are buffers)"))
-register(ContinualModel("COMET", _comet, _own(("adam", 1e-3)), source="COMET §4 (one hidden layer)",
-                   knob="width", families=_any_width,
-                   size_rule=f"{_WIDTH} (its routing is fixed, not trained, so N); p_k = k / "
-                   f"width keeps k winners"))
-register(ContinualModel("σ-MoE", _moe(SigmaMoE, SigmaMoEConfig), _own(("adam", 1e-3)),
-                   source="Csordás et al. 2023, §5", knob="n_experts", families=_expert_sizes,
-                   size_rule="expert count chosen for the parameter count closest to the "
-                   "ReLU MLP's (router included)"))
-register(ContinualModel("top-k MoE", _moe(TopKMoE, TopKMoEConfig), _own(("adam", 1e-3)),
-                   source="Csordás et al. 2023, §4 (Switch)", knob="n_experts",
-                   families=_expert_sizes, size_rule="expert count chosen for the parameter "
-                   "count closest to the ReLU MLP's (router included)"))
-register(ContinualModel("PKM", _pkm, _own(("adam", 1e-3)), source="Csordás et al. 2023, §3.2",
-                   knob="n_keys", families=lambda s: [
-                       ({"k": s.k}, math.isqrt(s.k) + 1, None,
-                        f"{s.k} of n_keys² value slots active")],
-                   size_rule="sub-keys per half chosen for the parameter count closest to the "
-                   "ReLU MLP's (n_keys·d_in sub-key and n_keys²·classes value entries)"))
-# SMEAR merges its experts into one expert of k units per example
-register(ContinualModel("SMEAR", _smear, _own(("adam", 1e-3)), source="Muqeeth et al. 2024, §3",
-                   knob="n_experts", families=lambda s: [
-                       ({"expert_size": s.k}, 2, None,
-                        f"experts of k = {s.k} units, merged into one per example")],
-                   size_rule="expert count chosen for the parameter count closest to the "
-                   "ReLU MLP's (router included)"))
-register(ContinualModel(ORACLE, _relu, lambda s: ("sgd", s.sgd_lr), joint=True,
-                   source="Bricken et al. 2023, Table 7 'Oracle' (all tasks at once)",
-                   knob="width", families=_as_reference, size_rule="the ReLU MLP's network"))
+register(ContinualModel("dense_mlp", "EWC (ReLU MLP)", rule="sgd", ewc=True, grad_clip=1.0,
+                        size_rule="the ReLU MLP's network (EWC's Fisher and anchors are "
+                        "buffers)", source="Kirkpatrick et al. 2017; Bricken et al. 2023, §5"))
+for _name in ("comet", "sigma_moe", "topk_moe", "pkm", "smear"):
+    register(ContinualModel(_name))  # each router's own optimiser and rate
+register(ContinualModel("dense_mlp", ORACLE, rule="sgd", joint=True,
+                        size_rule="the ReLU MLP's network",
+                        source="Bricken et al. 2023, Table 7 'Oracle' (all tasks at once)"))
 
 
 # -- one run ---------------------------------------------------------------------------------
 
-def run_continual_model(label: str, data: tuple, settings: ContinualSettings, seed: int,
+def run_continual_model(model, data: tuple, settings: ContinualSettings, seed: int,
                         device: torch.device | str = "cpu", matched: dict | None = None) -> dict:
-    """Train model ``label`` of ``MODELS`` task after task and measure it.
+    """Train ``model`` task after task and measure it.
 
     Arguments:
-        label: a key of ``MODELS``.
+        model: a ``ContinualModel``, or a key of ``MODELS`` (a label, or a registered
+            router's name: its plain entry).
         data: (X_train (N, d) float32, y_train (N,) int64, X_test (M, d), y_test (M,)) numpy
             arrays, pixels flattened (the harness's input).
         settings: ``ContinualSettings``.
         seed: >= 0; the model's initialisation, the minibatch order and (class_order
             "random") the split.
         device: torch device.
-        matched: ``MODELS[label].match(d, classes, settings)`` for these data (what a config
+        matched: ``model.match(d, classes, settings)`` for these data (what a config
             recorded); None: computed here.
 
     Returns:
-        a dict: tasks (JSON list of the classes), acc_matrix (JSON T×T), curve (JSON list of
+        a dict: model (the router's registry name), ewc, joint (the harness options it ran
+        with), tasks (JSON list of the classes), acc_matrix (JSON T×T), curve (JSON list of
         (tasks trained, test accuracy) pairs, ``evals_per_task`` per task), dead_per_task
         (JSON list), final_accuracy, average_accuracy, forgetting, learning_accuracy (mean of
         R's diagonal; the oracle's: its last row's mean), dead_fraction (after the last task), n_units, activated_units, params, relu_mlp_params (the reference's),
@@ -735,12 +750,14 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
         they were chosen; why not matched where not), optimizer, lr, wall_s.
 
     Raises:
-        ValueError: unknown label, bad seed, data that do not hold every task's classes, or a
+        ValueError: an unknown model, bad seed, data that do not hold every task's classes, or a
             ``matched`` that is not ``match``'s record for these data and settings.
     """
-    kind = MODELS.get(label)
+    kind = model if isinstance(model, ContinualModel) else MODELS.get(model)
     if kind is None:
-        raise ValueError(f"model must be one of {tuple(MODELS)}, got {label!r}")
+        raise ValueError(f"model must be one of {tuple(MODELS)} (or a registered router's "
+                         f"name, or a ContinualModel), got {model!r}")
+    label = kind.label
     seed = check_seed(seed)
     device = torch.device(device)
     X_train, y_train, X_test, y_test = data
@@ -768,7 +785,7 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
         raise ValueError(f"matched records {matched['params']} parameters for {label!r} but "
                          f"its size {matched['size']} builds {built} on {Xtr.shape[1]} inputs "
                          f"and {n_classes} classes: it was matched for other data or settings")
-    optimizer, lr = kind.training(settings)
+    optimizer, lr = kind.training(settings, model)
     train = TrainSettings(epochs=settings.epochs_per_task, batch_size=settings.batch_size,
                           optimizer=optimizer, lr=lr, grad_clip=kind.grad_clip)
     every = max(1, settings.epochs_per_task // settings.evals_per_task)
@@ -808,7 +825,7 @@ def run_continual_model(label: str, data: tuple, settings: ContinualSettings, se
                 ewc.consolidate(Xtr[rows], ytr[rows], seed=seed * 1000 + i)
             measure(i)
     info = model.describe()
-    return {"tasks": json.dumps([list(t) for t in tasks]),
+    return {"model": kind.kind, "ewc": kind.ewc, "joint": kind.joint, "tasks": json.dumps([list(t) for t in tasks]),
             "acc_matrix": json.dumps(np.round(R, 6).tolist()),
             "curve": json.dumps([[round(a, 4), round(b, 6)] for a, b in curve]),
             "dead_per_task": json.dumps([round(d, 6) for d in dead]),

@@ -68,7 +68,7 @@ class TopKMLP(RouterLayer):
         super().__init__(width)
         self.d_in, self.width = check_int(d_in, "d_in", 1), width
         self.k, self.d_out = check_int(k, "k", 1, width), check_int(d_out, "d_out", 1)
-        self.config = _Sizes(self.d_in)
+        self.config = _Sizes(self.d_in, self.d_out)
         self.hidden = nn.Linear(self.d_in, width)
         self.out = nn.Linear(width, self.d_out)
         uniform_fan_in_((self.hidden, self.out), torch.Generator().manual_seed(check_seed(seed)))
@@ -107,9 +107,14 @@ class TopKMLP(RouterLayer):
 
 @dataclass(frozen=True)
 class _Sizes:
-    """The one config field ``RouterLayer.check_input`` reads."""
+    """The config fields ``RouterLayer.check_input`` and a sweep's training read: the sizes,
+    and the optimiser and rate of a sweep (``RouterTraining``; the dense MLP's, Adam at 1e-3;
+    the continual harness trains the Top-K MLP by its own rule, Bricken et al.'s SGD)."""
 
     d_in: int
+    d_out: int = 1
+    optimizer: str = "adam"
+    lr: float = 1e-3
 
 
 class SDMLPMask(SDMLP):

@@ -16,11 +16,18 @@ dense, dsm, random_hash, lsh       Baykal et al. 2022's regression models (``rou
 lsh_table                          ``routing.LSHTable`` (bucket means; Theorem 4.1): "exact" only
 comet, sigma_moe, topk_moe, pkm,   the ``routing.layers`` layers trained end to end as regressors
 smear, sdmlp, dense_mlp            (``experiments.kinds.router_training``): "sgd" only
+topk_mlp, sdmlp_mask               Bricken et al. 2023's Top-K MLP and SDMLP with masking: "sgd"
 =================================  ===========================================================
+
+The routers (``experiments.kinds.routers.RouterKind``) are the one registry of router layers:
+each is registered once, with its label, source, size knob and one builder for any (d_in,
+d_out), and the continual-learning harness (``experiments.kinds.continual_harness``) builds
+every model of its own from them (``router_names``, ``router_label``, ``router_source``).
 
 A kind of one's own registers the same way (``register_model_kind``; for a router layer,
 ``RouterKind`` needs only a function building the layer: see ``examples/own_router.py``) and
-is then usable in every sweep, config file and preset.
+is then usable in every sweep, config file and preset, and a router in the continual
+experiment too (``sparselab scale --module FILE.py --experiment continual``).
 """
 
 from __future__ import annotations

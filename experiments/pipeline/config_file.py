@@ -28,7 +28,9 @@ of them lists their keys (``ModelSpec.key``), e.g. ``models = ["dense;width=16;n
 A field left out takes ``ExperimentConfig``'s default; ``fit_window`` bounds use ``inf`` /
 ``-inf`` for an open end (TOML has no null). ``write_toml`` writes any preset in this form
 (``sparselab scale --print-config``), which is the easiest start. Errors name the field (with
-its place, e.g. ``configs[1].models[3].widht``) and the allowed values.
+its place, e.g. ``configs[1].models[3].widht``) and the allowed values. The image experiments
+(cifar, continual, comet_images) have a file of their own form
+(``experiments.pipeline.real_data_file``), read here too.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ import pathlib
 import tomllib
 from typing import Any
 
+from experiments.pipeline._toml import check_keys as _check_keys
+from experiments.pipeline._toml import check_seeds as _seeds
+from experiments.pipeline._toml import inline_arrays as _inline_arrays
 from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
 
 __all__ = ["ExperimentFile", "read_config_file", "config_file_from_mapping", "write_toml",
@@ -68,14 +73,16 @@ class ExperimentFile:
     configs: tuple[ExperimentConfig, ...]
 
 
-def read_config_file(path) -> ExperimentFile:
-    """Read an experiment from a TOML file (module docstring).
+def read_config_file(path):
+    """Read an experiment from a TOML file (module docstring); a file whose ``experiment`` is
+    an image experiment (cifar, continual, comet_images) is read by
+    ``experiments.pipeline.real_data_file``.
 
     Arguments:
         path: the ``.toml`` file.
 
     Returns:
-        ``ExperimentFile``.
+        ``ExperimentFile``, or ``real_data_file.RealDataFile`` for an image experiment.
 
     Raises:
         ValueError: one message naming the file and the field at fault: unreadable or
@@ -89,7 +96,13 @@ def read_config_file(path) -> ExperimentFile:
             from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"config file {path} is not valid TOML: {error}") from None
+    from experiments.papers.real_data import CONFIG_CLASSES
+    from experiments.pipeline.real_data_file import real_data_file_from_mapping
+
+    image = isinstance(data.get("experiment"), str) and data["experiment"] in CONFIG_CLASSES
     try:
+        if image:
+            return real_data_file_from_mapping(data, base=path.parent)
         return config_file_from_mapping(data, base=path.parent)
     except (ValueError, TypeError) as error:
         raise ValueError(f"config file {path}: {error}") from None
@@ -208,15 +221,6 @@ def _models_by_key(models) -> dict[str, ModelSpec]:
     return {spec.key(): spec for spec in specs}
 
 
-def _seeds(value, name: str) -> tuple[int, ...]:
-    if not isinstance(value, (list, tuple)) or not value or not all(
-            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value):
-        raise ValueError(f"{name} must be a non-empty list of integers >= 0, got {value!r}")
-    if len(set(value)) != len(value):
-        raise ValueError(f"{name} must not repeat a seed, got {list(value)}")
-    return tuple(value)
-
-
 def _merge(defaults: dict, entry: dict) -> dict:
     """``entry`` over ``defaults``; tables (target, panels) merge key by key."""
     merged = dict(defaults)
@@ -226,20 +230,6 @@ def _merge(defaults: dict, entry: dict) -> dict:
         else:
             merged[key] = value
     return merged
-
-
-def _check_keys(data: dict, allowed: tuple[str, ...], where: str | None) -> None:
-    """Refuse a key of ``data`` not in ``allowed``: ``"{where}: unknown field 'x' (allowed:
-    …)"``, the place once, first (``where`` None: "… at the top level").
-
-    Raises:
-        ValueError: the first unknown key, its place and the allowed fields.
-    """
-    unknown = [key for key in data if key not in allowed]
-    if unknown:
-        field = f"unknown field {unknown[0]!r}"
-        place = f"{field} at the top level" if where is None else f"{where}: {field}"
-        raise ValueError(f"{place} (allowed: {', '.join(allowed)})")
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -411,18 +401,6 @@ def _target_fields_read(target: dict) -> dict:
     read = TARGET_FIELDS_READ.get(target.get("family", defaults["family"]), _TARGET_FIELDS)
     return {key: value for key, value in target.items()
             if key in read or _tomlable(defaults.get(key)) != value}
-
-
-def _inline_arrays(text: str) -> str:
-    """tomli_w writes every array one item a line; arrays of scalars read better inline."""
-    import re
-
-    def join(match) -> str:
-        items = [item.strip().rstrip(",") for item in match.group(2).strip().splitlines()]
-        line = f"{match.group(1)}[{', '.join(items)}]"
-        return line if len(line) <= 90 else match.group(0)  # a long list: one item a line
-
-    return re.sub(r"(= )\[\n((?:    [^\[\]{}\n]+,\n)+)\]", join, text)
 
 
 def _tomlable(value, key: str = ""):

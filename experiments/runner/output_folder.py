@@ -36,8 +36,8 @@ import time
 import filelock
 
 __all__ = ["FolderBusy", "OutputError", "claim", "release", "writer", "holder",
-           "write_bytes", "write_text", "write_frame", "LOCK_NAME", "HOLDER_NAME",
-           "TEMP_PREFIX"]
+           "write_bytes", "write_text", "write_frame", "make_folder", "prepare_folder",
+           "LOCK_NAME", "HOLDER_NAME", "TEMP_PREFIX"]
 
 #: The lock file and the holder's record, inside the folder.
 LOCK_NAME = ".sparselab.lock"
@@ -325,3 +325,39 @@ def make_folder(out: str | os.PathLike, name: str = "out") -> pathlib.Path:
 def write_frame(frame, path: str | os.PathLike) -> pathlib.Path:
     """Write a pandas DataFrame as CSV (no index) atomically (``write_bytes``)."""
     return write_text(path, frame.to_csv(index=False))
+
+
+def prepare_folder(out: str | os.PathLike, force: bool = False,
+                   results: str = "results.csv") -> pathlib.Path:
+    """Make ``out`` ready for a run's rows: create it, check that a file can be written there
+    (one is written and removed), and with ``force`` remove its ``results`` file so that the
+    run starts over. A sweep (``experiments.runner.sweep.prepare_out``) and an image
+    experiment (``experiments.papers.real_data``) prepare their folders so, under the claim
+    they hold (``writer``).
+
+    Arguments:
+        out: the output folder. force: remove ``out/results`` first (bool).
+        results: the results file's name.
+
+    Returns:
+        ``out`` as a ``pathlib.Path``.
+
+    Raises:
+        ValueError: "--out OUT is not writable: …" (``out`` a file, or a folder that cannot
+            be created or written); ``force`` not a bool.
+    """
+    from routing.validation import check_bool
+
+    force = check_bool(force, "force")
+    out = pathlib.Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is not writable: it is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        write_bytes(out / ".write-test", b"")
+        (out / ".write-test").unlink()
+    except (OSError, OutputError) as error:
+        raise ValueError(f"--out {out} is not writable: {error}") from None
+    if force:
+        (out / results).unlink(missing_ok=True)
+    return out

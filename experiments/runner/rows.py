@@ -29,11 +29,12 @@ ROW_KEY = ["experiment", "target", "model_key", "fit", "seed", "settings"]
 
 
 #: ExperimentConfig fields that are not settings: the row key holds them already (name; the
-#: target's label, and the models and seeds row by row; the fit as ``fit_of``), or they
-#: change no number (preset, panels, the fits' window). Every other field, including any
-#: added later, is part of the fingerprint, so a new field can make a folder refuse to resume
-#: but never silently reuse rows.
-NOT_SETTINGS = ("name", "preset", "models", "seeds", "fit", "panels", "fit_window")
+#: target's label, and the models and seeds row by row — the control seeds and models too;
+#: the fit as ``fit_of``), or they change no number (preset, panels, the fits' window). Every
+#: other field, including any added later, is part of the fingerprint, so a new field can
+#: make a folder refuse to resume but never silently reuse rows.
+NOT_SETTINGS = ("name", "preset", "models", "seeds", "fit", "panels", "fit_window",
+                "control_seeds", "control_models")
 
 
 #: TargetSpec fields added after fingerprints existed: part of the settings only when set.
@@ -257,3 +258,140 @@ def cached_data(config: ExperimentConfig, seed: int):
 def _make_data(config: ExperimentConfig, seed: int):
     """(X, y, X_eval, y_eval) of ``config`` for ``seed`` (``ExperimentConfig.make_data``)."""
     return config.make_data(seed)
+
+
+def settings_difference(old: dict, new: dict, width: int | None = None) -> list[str]:
+    """What differs between two settings, field by field: ["<field> <old> there, <new> now",
+    …], nested dicts named by dotted keys ("continual.k", "data.sha256"), in key order; what
+    a refused folder's message names (``experiments.runner.sweep.check_results``,
+    ``experiments.papers.real_data``).
+
+    Arguments:
+        old, new: settings as JSON values (``settings_of`` or ``canonical_value`` of a dict):
+            "there" is ``old`` (the folder's), "now" is ``new`` (this run's).
+        width: cut a value's text to this many characters ("…" at the end); None: whole.
+
+    Returns:
+        list of str, empty when the settings agree.
+
+    Raises:
+        TypeError: ``old`` or ``new`` not a dict; ValueError: ``width`` not an int >= 2.
+    """
+    from routing.validation import check_int
+
+    for name, value in (("old", old), ("new", new)):
+        if not isinstance(value, dict):
+            raise TypeError(f"{name} must be a dict of settings, got {type(value).__name__}")
+    if width is not None:
+        width = check_int(width, "width", 2)
+    old, new = _dotted(old), _dotted(new)
+    return [f"{key} {_shown(old.get(key), width)} there, {_shown(new.get(key), width)} now"
+            for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+
+
+def _dotted(settings: dict, prefix: str = "") -> dict:
+    """{"target.sha256": leaf} of nested settings (an empty dict and a list are leaves)."""
+    out = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            out.update(_dotted(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _shown(value, width: int | None) -> str:
+    """A settings value as a refusal names it: whole numbers without ".0", JSON for lists
+    and dicts, cut to ``width`` characters."""
+    if isinstance(value, float) and np.isfinite(value) and value == int(value):
+        return str(int(value))
+    text = json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
+    return text if width is None or len(text) <= width else text[:width - 3] + "…"
+
+
+def resume_rows(path, table, jobs: list, compute, key_columns, parallel=None,
+                columns=None, progress: bool = True, desc: str = "rows", on_row=None):
+    """The resumable rows of a ``results.csv``: compute every job whose row is not in
+    ``table`` yet, write the whole table atomically after each new row
+    (``experiments.runner.output_folder.write_frame``), so an interrupted run loses no
+    finished row and its rerun computes only the rest.
+
+    Arguments:
+        path: the ``results.csv`` to write.
+        table: its rows already there (a DataFrame, possibly empty).
+        jobs: [(key, task)] in the serial order; ``key`` a tuple of the row's
+            ``key_columns`` values (compared as strings: a row read back from CSV matches).
+            A key listed twice is computed once.
+        compute: ``task -> row`` (a dict holding ``key_columns``), called here one job after
+            another with one thread (``experiments.runner.threads.single_threaded``), when
+            ``parallel`` is None.
+        key_columns: the columns that identify a row.
+        parallel: None, or ``tasks -> iterator of rows`` yielding the rows of the pending
+            tasks as they complete, in any order (``experiments.runner.engine``); the file's
+            rows are then put back in the serial order at the end.
+        columns: the columns written, in order (a row's other entries are dropped); None:
+            every entry of the rows, in order of first appearance.
+        progress: show a progress bar (``desc``: its label) over all of ``jobs``.
+        on_row: called with each new row once it is written.
+
+    Returns:
+        the rows of ``jobs`` (a DataFrame in the file's order; rows of other keys stay in
+        the file and are left out).
+
+    Raises:
+        ValueError: ``progress`` not a bool; ``output_folder.OutputError`` (a ValueError)
+            for a file that cannot be written; and whatever ``compute`` or ``parallel``
+            raise.
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from experiments.runner.output_folder import write_frame
+    from experiments.runner.threads import single_threaded
+    from routing.validation import check_bool
+
+    progress = check_bool(progress, "progress")
+    key_columns = list(key_columns)
+
+    def key_of(row) -> tuple:
+        return tuple(str(row.get(c)) for c in key_columns)
+
+    rows = table.to_dict("records")
+    done = {key_of(row) for row in rows}
+    order: dict[tuple, int] = {}
+    pending = []
+    for key, task in jobs:
+        key = tuple(map(str, key))
+        order.setdefault(key, len(order))
+        if key not in done:
+            done.add(key)
+            pending.append(task)
+
+    def frame():
+        return pd.DataFrame(rows, columns=columns)
+
+    with tqdm(total=len(jobs), initial=len(jobs) - len(pending), desc=desc,
+              disable=not progress) as bar:
+        def record(row):
+            rows.append(row if columns is None else {c: row.get(c) for c in columns})
+            write_frame(frame(), path)
+            bar.update(1)
+            if on_row is not None:
+                on_row(row)
+
+        if parallel is None:
+            with single_threaded():  # as on a worker: the same numbers
+                for task in pending:
+                    record(compute(task))
+        else:
+            if pending:  # no row left (the plots of a finished parallel run): no cluster
+                for row in parallel(pending):
+                    record(row)
+            rows.sort(key=lambda row: order.get(key_of(row), len(order)))
+            if pending:
+                write_frame(frame(), path)
+    result = frame()
+    if not len(result):
+        return result
+    keep = [key_of(row) in order for row in result.to_dict("records")]
+    return result[keep].reset_index(drop=True)

@@ -24,6 +24,14 @@ computed from them, our numbers, the paper's beside them where the paper gives n
 each claim's verdict with its reason when it is not *supported*). The data's identity is
 part of the settings fingerprint, so rows made on other data are never reused.
 
+Every experiment is data: ``config_of(name, preset)`` gives a preset's config as a person
+would write it and the identity of the data it reads (``sparselab scale --print-config``
+writes them as TOML, ``experiments.pipeline.real_data_file``); passed back as ``config=``
+(with ``data_identity=``, checked against the data read), a run computes the preset's rows
+under the same fingerprint. The resumable rows, the refusal of a folder of other settings
+and the folder itself are the runner's (``experiments.runner.rows.resume_rows``,
+``settings_difference``, ``experiments.runner.output_folder.prepare_folder``).
+
 Verdicts are ``experiments.analysis.claims.comparison_verdict``'s, paired across seeds: *supported*
 when the claimed-better model is better at every compared size and the paired 95 % t
 interval of the mean difference excludes 0 on its side; *not supported* when worse
@@ -37,12 +45,13 @@ experiment (``cifar``, ``continual``, ``comet_images``).
 """
 
 from experiments.papers.real_data._configs import (read_calibration, CALIBRATED_RATES, DEFAULT_DATA, NAMES,
+                                            CONFIG_CLASSES, DERIVED_FIELDS,
                                             PAPER_CONTINUAL_RATES, PRESETS, QUICK_COMET,
                                             QUICK_COMET_MNIST, QUICK_CONTINUAL,
                                             QUICK_CONTINUAL_MNIST, CifarConfig,
                                             CometImagesConfig, ContinualConfig, calibrated_rates,
                                             default_dataset, experiment_config)
-from experiments.papers.real_data._rows import data_of, output_files, settings_of
+from experiments.papers.real_data._rows import config_of, data_of, output_files, settings_of
 from experiments.papers.real_data._verdicts import paired_claim
 from experiments.papers.real_data.cifar import PAPER_TABLE3, cifar_claims, run_cifar
 from experiments.papers.real_data.comet_images import comet_claims, run_comet_images
@@ -54,7 +63,7 @@ __all__ = ["read_calibration", "PRESETS", "run_cifar", "run_continual", "run_com
            "continual_claims", "comet_claims", "PAPER_TABLE3", "PAPER_BRICKEN",
            "QUICK_CONTINUAL", "QUICK_CONTINUAL_MNIST", "QUICK_COMET", "QUICK_COMET_MNIST",
            "PAPER_CONTINUAL_RATES", "CALIBRATED_RATES", "DEFAULT_DATA", "calibrated_rates",
-           "default_dataset", "data_of"]
+           "default_dataset", "data_of", "config_of", "CONFIG_CLASSES", "DERIVED_FIELDS"]
 
 #: name -> the experiment's function (what ``sparselab scale --experiment`` would call).
 EXPERIMENTS = dict(zip(NAMES, (run_cifar, run_continual, run_comet_images)))

@@ -174,6 +174,15 @@ class CometImagesConfig:
         return asdict(self)
 
 
+#: Each experiment's config class (``sparselab scale --config`` builds one from a file).
+CONFIG_CLASSES = {"cifar": CifarConfig, "continual": ContinualConfig,
+                  "comet_images": CometImagesConfig}
+#: Config fields computed from the others and the data read before any training
+#: (``ContinualConfig``: the inputs a pixel vector has and every model's size matched on
+#: them), so that a config written by a person leaves them out.
+DERIVED_FIELDS = ("d_in", "matched", "parameter_matching")
+
+
 def experiment_config(name: str, preset: str, dataset: str):
     """The config of experiment ``name`` ("cifar", "continual", "comet_images") at
     ``preset`` on ``dataset``.

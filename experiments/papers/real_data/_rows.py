@@ -1,12 +1,14 @@
 """What the real-data experiments share (``experiments.papers.real_data``): their data, the
-resumable rows (here or on Dask workers), the output folder and its files."""
+preamble of every run (``_start``: data, config, fingerprint, folder, config.json), the
+resumable rows (the runner's ``resume_rows``, here or on Dask workers), the output folder
+and its files."""
 
 from __future__ import annotations
 
 import functools
 import json
 import pathlib
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -16,8 +18,9 @@ from tqdm.auto import tqdm
 from experiments.analysis.claims import CLAIM_COLUMNS, Claim
 from experiments.runner.datasets import (IDENTITY_FIELDS, ImageData, as_float, describe_data,
                                   load_image_data)
-from experiments.papers.real_data._configs import default_dataset, experiment_config
-from routing.validation import check_seed
+from experiments.papers.real_data._configs import (CONFIG_CLASSES, PRESETS, default_dataset,
+                                                   experiment_config)
+from routing.validation import check_choice, check_seed
 
 
 def _load(name: str, preset: str, data: str | None, data_dir) -> ImageData:
@@ -88,33 +91,53 @@ def _holding_out(run):
     return wrapped
 
 
-def settings_of(name: str, preset: str, dataset: str | None = None, data_dir=None) -> str:
+def settings_of(name: str, preset: str, dataset: str | None = None, data_dir=None,
+                config=None) -> str:
     """The settings fingerprint of experiment ``name`` at ``preset`` on ``dataset`` (None:
     the one ``data_dir`` holds, else the preset's default, ``default_dataset``), the data's
     identity included: what a ``results.csv`` row of it records; ``sparselab reproduce``
-    keeps it in its step marker. Reads the data (a second or two for MNIST-5k).
+    keeps it in its step marker. With ``config`` (a config of ``name`` at ``preset``, e.g.
+    read from a file): that config's on its dataset (from ``data_dir`` for a folder's).
+    Reads the data (a second or two for MNIST-5k).
 
     Raises:
-        ValueError: as ``experiment_config`` and the data loaders.
+        ValueError: as ``experiment_config`` and the data loaders; a ``config`` of another
+            class, preset or data set.
     """
-    data = _load(name, preset, dataset, data_dir)
-    return _fingerprint(_configured(name, preset, data), data)
+    if config is None:
+        data = _load(name, preset, dataset, data_dir)
+        return _fingerprint(_configured(name, preset, data), data)
+    check_choice(name, "name", tuple(CONFIG_CLASSES))
+    _check_given(name, preset, config, dataset, None)
+    data = _load(name, preset, config.dataset, data_dir)
+    return _fingerprint(_fitted(name, config, data), data)
 
 
-def _configured(name: str, preset: str, data: ImageData, seeds=None, calibration=None):
-    """The config of experiment ``name`` at ``preset`` for the data read: the preset's, with
-    ``seeds``, the continual sizes matched on the data's pixels, a calibration file's rates
-    (continual), and the budget computed from the data."""
-    config = _seeds(experiment_config(name, preset, data.name), seeds)
+def _preset_config(name: str, preset: str, dataset: str, seeds=None, calibration=None):
+    """The config of experiment ``name`` at ``preset`` on ``dataset`` as a person would write
+    it (``config_of``): the preset's, with ``seeds`` and a calibration file's rates
+    (continual); its budget is the preset's alone (``_fitted`` adds the data's part)."""
+    config = _seeds(experiment_config(name, preset, dataset), seeds)
+    if calibration is not None:
+        if name != "continual":
+            raise ValueError(f"calibration is an option of the continual experiment, not of "
+                             f"{name!r}")
+        from experiments.papers.real_data._configs import with_calibration
+
+        config = with_calibration(config, calibration)
+    return config
+
+
+def _fitted(name: str, config, data: ImageData):
+    """``config`` fitted to the data read: the continual sizes matched on the data's pixels
+    (``_with_matched``) and the budget computed from the data (``with_data``)."""
     detail = ""
     if name == "continual":
         from experiments.kinds.continual_harness import ContinualSettings, class_split
-        from experiments.papers.real_data._configs import _with_matched, with_calibration
+        from experiments.papers.real_data._configs import _with_matched
 
-        if calibration is not None:
-            config = with_calibration(config, calibration)
         d_in = int(np.prod(data.X_train.shape[1:]))
-        if config.d_in != d_in:  # files of another image size than the data set's own
+        if config.d_in != d_in or config.matched is None:  # other image sizes; a file's
             config = _with_matched(config, d_in)
         s = ContinualSettings(**config.continual)
         tasks = class_split(s.n_tasks, s.classes_per_task, "naive")
@@ -123,35 +146,140 @@ def _configured(name: str, preset: str, data: ImageData, seeds=None, calibration
                  f"{min(per_task):,}–{max(per_task):,}")
         detail = (f"{s.n_tasks} tasks of {s.classes_per_task} classes, {count} training images "
                   f"a task")
-    elif calibration is not None:
-        raise ValueError(f"calibration is an option of the continual experiment, not of "
-                         f"{name!r}")
     return with_data(config, data, detail)
 
 
-def _write_atomically(frame: pd.DataFrame, path: pathlib.Path) -> None:
-    """``frame`` as CSV at ``path``, atomically, mode 0666 minus the umask; a full disk or a
-    refused permission is a one-line error (``experiments.runner.output_folder.write_frame``)."""
-    from experiments.runner.output_folder import write_frame
+def _configured(name: str, preset: str, data: ImageData, seeds=None, calibration=None):
+    """The config of experiment ``name`` at ``preset`` for the data read: the preset's, with
+    ``seeds``, a calibration file's rates (continual), the continual sizes matched on the
+    data's pixels and the budget computed from the data."""
+    return _fitted(name, _preset_config(name, preset, data.name, seeds, calibration), data)
 
-    write_frame(frame, path)
+
+def config_of(name: str, preset: str, data: str | None = None, data_dir=None, seeds=None,
+              calibration=None) -> tuple:
+    """The config of experiment ``name`` at ``preset`` as a person would write it, and the
+    identity of the data it would read: what ``sparselab scale --print-config`` writes as
+    TOML. Run with that config (``run_cifar(..., config=...)``) on those data, an experiment
+    computes the rows of the preset's run under the same settings fingerprint.
+
+    Arguments:
+        name: "cifar", "continual" or "comet_images". preset: "tiny", "quick" or "paper".
+        data, data_dir: the data set by name, or the folder holding it (None: the preset's,
+            ``default_dataset``). seeds: seeds (None: the preset's).
+        calibration: continual: a file or dict of rates (``read_calibration``).
+
+    Returns:
+        (the config: ``CifarConfig``, ``ContinualConfig`` or ``CometImagesConfig``, its
+        budget the preset's text without the data's part; the data's identity:
+        ``experiments.runner.datasets.data_identity``'s dict). Reads the data.
+
+    Raises:
+        ValueError: as ``experiment_config``, ``read_calibration`` and the data loaders.
+    """
+    check_choice(name, "name", tuple(CONFIG_CLASSES))
+    check_choice(preset, "preset", PRESETS)
+    images = _load(name, preset, data, data_dir)
+    return _preset_config(name, preset, images.name, seeds, calibration), images.identity
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What a real-data run's preamble (``_start``) hands its body: the config fitted to the
+    data, the data, the settings fingerprint, the rows already in ``results.csv``, the engine
+    options (``_engine``) and the device recorded in config.json."""
+
+    config: object
+    images: ImageData
+    settings: str
+    table: pd.DataFrame
+    engine: tuple | None
+    device: object
+
+
+def _start(name: str, preset: str, out, data=None, data_dir=None, seeds=None,
+           device: str = "auto", progress: bool = True, force: bool = False, workers=None,
+           scheduler=None, calibration=None, config=None, data_identity=None) -> _Run:
+    """A real-data run up to its rows: check the options, read the data, build the config
+    (the preset's, or ``config`` given whole: ``sparselab scale --config``), fingerprint it,
+    prepare ``out`` (refusing rows of other settings), write config.json and say which data
+    were read.
+
+    Raises:
+        ValueError: a bad preset, device, engine option or seeds; ``config`` not the
+            experiment's config class, of another preset or dataset, or beside
+            ``calibration``; data whose identity differs from ``data_identity``; rows of
+            other settings in ``out``; and the data loaders' errors.
+    """
+    from experiments.runner.sweep import run_device
+
+    check_choice(preset, "preset", PRESETS)
+    engine = _engine(workers, scheduler, device)
+    torch_device = run_device(device, scheduler)
+    if config is None:
+        images = _load(name, preset, data, data_dir)
+        _check_identity(images, data_identity)
+        config = _configured(name, preset, images, seeds, calibration)
+    else:
+        _check_given(name, preset, config, data, calibration)
+        images = _load(name, preset, config.dataset, data_dir)
+        _check_identity(images, data_identity)
+        config = _fitted(name, _seeds(config, seeds), images)
+    settings = _fingerprint(config, images)
+    table = _prepare(out, name, settings, force, config, images)
+    _write_config(out, name, config, settings, torch_device, images)
+    _announce(name, images, progress)
+    return _Run(config, images, settings, table, engine, torch_device)
+
+
+def _check_given(name: str, preset: str, config, data, calibration) -> None:
+    """Refuse a ``config`` that is not experiment ``name``'s class or preset, or that another
+    data set or a calibration would contradict."""
+    kind = CONFIG_CLASSES[name]
+    if not isinstance(config, kind):
+        raise ValueError(f"config must be a {kind.__name__} (the experiment {name!r}), got "
+                         f"{type(config).__name__}")
+    if config.preset != preset:
+        raise ValueError(f"preset {preset!r} differs from the config's preset "
+                         f"{config.preset!r}")
+    if data is not None and data != config.dataset:
+        raise ValueError(f"data {data!r} differs from the config's dataset "
+                         f"{config.dataset!r}")
+    if calibration is not None:
+        raise ValueError("calibration is not an option beside a config: its continual "
+                         "settings hold the rates")
+
+
+def _check_identity(images: ImageData, expected: dict | None) -> None:
+    """Refuse data whose identity differs from ``expected`` (a config file's [data] table:
+    some of ``IDENTITY_FIELDS``), naming the field, both values and the way out."""
+    if expected is None:
+        return
+    if not isinstance(expected, dict):
+        raise ValueError(f"data_identity must be a dict of {IDENTITY_FIELDS}, got "
+                         f"{expected!r}")
+    from experiments.runner.rows import canonical_value
+
+    for key, value in expected.items():
+        if key not in IDENTITY_FIELDS:
+            raise ValueError(f"data_identity may hold {IDENTITY_FIELDS}, got {key!r}")
+        if canonical_value(value) != canonical_value(images.identity[key]):
+            raise ValueError(
+                f"data.{key}: the data read ({images.name}) have {images.identity[key]!r}, "
+                f"the config records {value!r}; these are other data than the config's "
+                f"(remove its data identity to run on them)")
 
 
 def _prepare(out, name: str, settings: str, force: bool, config=None,
              data: ImageData | None = None) -> pd.DataFrame:
-    """Create ``out``; return the rows of ``results.csv`` (none with ``force``), refusing rows
-    of this experiment made under other settings, naming field by field what differs from
-    the ``config.json`` that describes them (``config`` and ``data``: this run's)."""
-    out = pathlib.Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / ".write-test").write_text("")
-        (out / ".write-test").unlink()
-    except OSError as error:
-        raise ValueError(f"--out {out} is not writable: {error}") from None
+    """Create ``out`` (``experiments.runner.output_folder.prepare_folder``); return the rows
+    of ``results.csv`` (none with ``force``), refusing rows of this experiment made under
+    other settings, naming field by field what differs from the ``config.json`` that
+    describes them (``config`` and ``data``: this run's)."""
+    from experiments.runner.output_folder import prepare_folder
+
+    out = prepare_folder(out, force)
     path = out / "results.csv"
-    if force:
-        path.unlink(missing_ok=True)
     if not path.exists():
         return pd.DataFrame()
     table = pd.read_csv(path, dtype={"settings": str})
@@ -166,8 +294,9 @@ def _prepare(out, name: str, settings: str, force: bool, config=None,
 
 
 def _difference(path: pathlib.Path, found: str, config, data: ImageData | None) -> str:
-    """": <field> <there> there, <now> now; …" from the ``config.json`` at ``path`` when it
-    describes the rows of fingerprint ``found``; else why it cannot be told."""
+    """": <field> <there> there, <now> now; …" (``experiments.runner.rows
+    .settings_difference``) from the ``config.json`` at ``path`` when it describes the rows
+    of fingerprint ``found``; else why it cannot be told."""
     if config is None or data is None:
         return ""
     try:
@@ -179,81 +308,49 @@ def _difference(path: pathlib.Path, found: str, config, data: ImageData | None) 
     if str(recorded.get("settings")) != str(found):
         return f" ({path.name} beside them records fingerprint {recorded.get('settings')}, " \
                f"not theirs: it cannot tell which settings differ)"
-    from experiments.runner.rows import canonical_value
+    from experiments.runner.rows import canonical_value, settings_difference
 
-    old, new = _flatten(canonical_value(old)), _flatten(canonical_value(_settings(config, data)))
-    changed = [f"{key} {_short(old.get(key))} there, {_short(new.get(key))} now"
-               for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+    changed = settings_difference(canonical_value(old), canonical_value(_settings(config, data)),
+                                  width=80)
     return (": " + "; ".join(changed)) if changed else ""
 
 
-def _flatten(value, prefix: str = "") -> dict:
-    """{"a.b.c": leaf} of nested dicts (lists are leaves)."""
-    if isinstance(value, dict) and value:
-        out = {}
-        for key, item in value.items():
-            out.update(_flatten(item, f"{prefix}{key}."))
-        return out
-    return {prefix[:-1]: value}
-
-
-def _short(value) -> str:
-    if isinstance(value, float) and np.isfinite(value) and value == int(value):
-        return str(int(value))
-    text = json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
-    return text if len(text) <= 80 else text[:77] + "…"
+#: The columns that identify a row of an image experiment in ``results.csv``.
+ROW_KEY = ("experiment", "model_key", "seed", "settings")
 
 
 def _run_rows(out: pathlib.Path, name: str, settings: str, jobs: list, table: pd.DataFrame,
               progress: bool, data=None, engine: tuple | None = None) -> pd.DataFrame:
     """Run every job (model_key, seed, fields, run) not yet in ``table``: the row's numbers
     are ``run(data)`` after ``torch.manual_seed(seed)``; each new row is written to
-    ``results.csv`` atomically. With ``engine`` = (workers, scheduler, device) the jobs run on
-    Dask workers (``experiments.runner.engine.Engine.calls``, ``data`` sent to each worker once) and
-    the file's rows are put back in job order at the end, so that it is the serial run's.
+    ``results.csv`` atomically (``experiments.runner.rows.resume_rows``). With ``engine`` =
+    (workers, scheduler, device) the jobs run on Dask workers
+    (``experiments.runner.engine.Engine.calls``, ``data`` sent to each worker once) and the
+    file's rows are put back in job order at the end, so that it is the serial run's.
     Returns this run's rows."""
-    path = pathlib.Path(out) / "results.csv"
-    rows = table.to_dict("records")
-    done = {tuple(map(str, (r["experiment"], r["model_key"], r["seed"], r["settings"])))
-            for r in rows}
-    todo = [job for job in jobs if (name, str(job[0]), str(job[1]), settings) not in done]
-    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=name,
-               disable=not progress)
+    from experiments.runner.rows import resume_rows
 
-    def add(job, numbers):
+    def row(job, numbers) -> dict:
         model_key, seed, fields, _ = job
-        rows.append({"experiment": name, "model_key": model_key, "seed": seed,
-                     "settings": settings, **fields, **numbers})
-        _write_atomically(pd.DataFrame(rows), path)
-        bar.update()
+        return {"experiment": name, "model_key": model_key, "seed": seed,
+                "settings": settings, **fields, **numbers}
 
-    with bar:
-        if engine is None:
-            from experiments.runner.threads import single_threaded
+    def compute(job) -> dict:
+        return row(job, _seeded_row(data, job[3], job[1]))
 
-            with single_threaded():  # as on a worker: the same numbers, a neighbour costs little
-                for job in todo:
-                    add(job, _seeded_row(data, job[3], job[1]))
-        else:
+    parallel = None
+    if engine is not None:
+        def parallel(todo):
             from experiments.runner.engine import open_engine
 
-            if todo:  # no row left (the claims and plots of a parallel run): no cluster
-                with open_engine(*engine) as client:
-                    for i, numbers in client.calls(_seeded_row, [(job[3], job[1])
-                                                                      for job in todo],
-                                                   shared=data, name=f"{name}-row"):
-                        add(todo[i], numbers)
-            order = {(str(k), str(s)): i for i, (k, s, *_) in enumerate(jobs)}
-            rows.sort(key=lambda r: order.get((str(r["model_key"]), str(r["seed"])),
-                                              len(order)))
-            if todo:
-                _write_atomically(pd.DataFrame(rows), path)
-    frame = pd.DataFrame(rows)
-    wanted = {(str(k), str(s)) for k, s, *_ in jobs}
-    keep = [(str(k), str(s)) in wanted and e == name and str(f) == settings
-            for e, k, s, f in zip(frame["experiment"], frame["model_key"], frame["seed"],
-                                  frame["settings"].astype(str))]
-    return frame[keep].reset_index(drop=True)
+            with open_engine(*engine) as client:
+                for i, numbers in client.calls(_seeded_row, [(job[3], job[1]) for job in todo],
+                                               shared=data, name=f"{name}-row"):
+                    yield row(todo[i], numbers)
+
+    return resume_rows(pathlib.Path(out) / "results.csv", table,
+                       [((name, job[0], job[1], settings), job) for job in jobs], compute,
+                       ROW_KEY, parallel=parallel, progress=progress, desc=name)
 
 
 def _seeded_row(data, run, seed: int) -> dict:

@@ -107,7 +107,7 @@ def paired_claim(name: str, text: str, frame: pd.DataFrame, better: str, worse: 
 def real_data_controls(name: str, frame: pd.DataFrame, reference: str, x: str, value: str,
                        unit: str, budget: str = "", sesoi: Sesoi | None = None,
                        positive: str | None = None, regime: str | None = None,
-                       training: str = "") -> list[Claim]:
+                       training: str = "", control_seeds=()) -> list[Claim]:
     """A real-data experiment's negative and positive controls on ``reference`` (lower
     ``value`` is better; ``experiments.analysis.claims.control_claims``): the negative, itself on a
     split of the seeds; the positive, itself at x against x' ≤ x/4, or — with ``positive``,
@@ -122,6 +122,9 @@ def real_data_controls(name: str, frame: pd.DataFrame, reference: str, x: str, v
             None: ``training_regime`` of the reference's rows (the negative control) and of
             ``positive``'s and the reference's (the positive one), each followed by
             ``training`` (what every row shares: epochs, batch size).
+        control_seeds: the seeds of ``frame`` at which only ``reference`` was trained (extra
+            seeds for the controls, ``control_claims``); () for none. The positive control
+            against ``positive`` pairs the seeds both models have, so they do not enter it.
 
     Returns:
         [negative control, positive control] (``Claim.role`` set).
@@ -149,7 +152,8 @@ def real_data_controls(name: str, frame: pd.DataFrame, reference: str, x: str, v
     table = (rows.pivot_table(index=x, columns="seed", values=value, aggfunc="mean")
              if len(rows) else pd.DataFrame(dtype=float))
     negative, quarter = control_claims(name, table, reference, x, sesoi, unit=f"Δ {unit}",
-                                       regime=regime, sizes=budget)
+                                       regime=regime, sizes=budget,
+                                       control_seeds=control_seeds)
     if positive is None:
         return [negative, quarter]
     claim = paired_claim(name, f"positive control: {positive} has a lower {unit} than "

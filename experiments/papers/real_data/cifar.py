@@ -12,13 +12,11 @@ import pandas as pd
 import torch
 
 from experiments.analysis.claims import Claim
-from experiments.papers.real_data._configs import PRESETS, CifarConfig
-from experiments.papers.real_data._rows import (_announce, _configured, _engine, _fingerprint,
-                                         _holding_out, _load, _mean_sd, _prepare, _run_rows,
-                                         _tensor, _write_claims, _write_config, _write_table)
+from experiments.papers.real_data._configs import CifarConfig
+from experiments.papers.real_data._rows import (_holding_out, _mean_sd, _run_rows, _start,
+                                                _tensor, _write_claims, _write_table)
 from experiments.papers.real_data._verdicts import (adjust_family, paired_claim,
                                              real_data_controls, shared_regime)
-from routing.validation import check_choice
 
 #: Baykal et al. 2022, Table 3: CIFAR-10 test accuracy (%) by activated units.
 PAPER_TABLE3 = pd.DataFrame({"activated units": [256, 512], "CNN + dense": [69.79, 70.79],
@@ -30,7 +28,8 @@ PAPER_TABLE3 = pd.DataFrame({"activated units": [256, 512], "CNN + dense": [69.7
 def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
               progress: bool = True, force: bool = False, workers: int | None = None,
               scheduler: str | None = None, rows_only: bool = False,
-              data: str | None = None) -> pd.DataFrame:
+              data: str | None = None, config: CifarConfig | None = None,
+              data_identity: dict | None = None) -> pd.DataFrame:
     """Baykal et al. 2022, §5 "CIFAR-10", Fig. 5 and Table 3: CNN + dense against CNN + DSM at
     equal activated units, test accuracy over seeds.
 
@@ -55,6 +54,13 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
             (``sparselab reproduce --workers`` writes those in its main thread afterwards).
         data: a data set of ``experiments.runner.datasets.DATA_SETS`` by name; None: the one
             ``data_dir`` holds, else the preset's (``default_dataset``: the digits here).
+        config: a ``CifarConfig`` replacing the preset's (``sparselab scale --config``; its
+            preset must be ``preset``, its dataset is the data read, from ``data_dir`` for a
+            folder's; ``seeds`` still override its seeds); None: the preset's. The config
+            of a preset (``config_of``) run so computes the preset's rows, same fingerprint.
+        data_identity: some of ``experiments.runner.datasets.IDENTITY_FIELDS`` (sha256,
+            sizes, …) the data read must have (a config file's ``[data]`` table); None: no
+            check.
 
     The data's identity (``experiments.runner.datasets.data_identity``: sha256 of the arrays, sizes,
     split) is part of the settings fingerprint: a folder whose rows were made on other data
@@ -66,25 +72,19 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
 
     Raises:
         ValueError: bad preset, device, seeds, workers or scheduler; "paper" without
-            ``data_dir``; rows of other settings or data in ``out``; and the data loaders'
-            errors (FileNotFoundError too).
+            ``data_dir``; rows of other settings or data in ``out``; a ``config`` of another
+            class, preset or dataset; data unlike ``data_identity`` (naming the field); and the
+            data loaders' errors (FileNotFoundError too).
     """
     from experiments.kinds.image_models import ConvNet, TrainSettings, accuracy, fit_classifier
-    from experiments.runner.sweep import run_device
     from experiments.runner.rows import resolve_device
 
-    check_choice(preset, "preset", PRESETS)
-    engine = _engine(workers, scheduler, device)
-    torch_device = run_device(device, scheduler)
-    images = _load("cifar", preset, data, data_dir)
+    run = _start("cifar", preset, out, data, data_dir, seeds, device, progress, force, workers,
+                 scheduler, config=config, data_identity=data_identity)
+    config, images, settings, engine = run.config, run.images, run.settings, run.engine
     dataset, X_train, y_train, X_test, y_test = (images.name, images.X_train, images.y_train,
                                                  images.X_test, images.y_test)
-    config = _configured("cifar", preset, images, seeds)
-    settings = _fingerprint(config, images)
     out = pathlib.Path(out)
-    table = _prepare(out, "cifar", settings, force, config, images)
-    _write_config(out, "cifar", config, settings, torch_device, images)
-    _announce("cifar", images, progress)
     Xtr, Xte = _tensor(X_train, "cpu", False), _tensor(X_test, "cpu", False)
     mean = Xtr.mean(dim=(0, 1, 2), keepdim=True)
     std = Xtr.std(dim=(0, 1, 2), keepdim=True).clamp_min(1e-6)
@@ -117,7 +117,7 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
             jobs.append(job("CNN + dense", a, a, seed))
             for fraction in config.fractions:
                 jobs.append(job(_dsm_label(fraction), int(round(a / fraction)), a, seed))
-    frame = _run_rows(out, "cifar", settings, jobs, table, progress, data, engine)
+    frame = _run_rows(out, "cifar", settings, jobs, run.table, progress, data, engine)
     if rows_only:
         return frame
     claims = adjust_family(cifar_claims(frame, config)) + real_data_controls(  # Holm, controls

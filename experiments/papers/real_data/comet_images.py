@@ -12,20 +12,19 @@ import pandas as pd
 import torch
 
 from experiments.analysis.claims import Claim
-from experiments.papers.real_data._configs import PRESETS, CometImagesConfig
-from experiments.papers.real_data._rows import (_announce, _configured, _engine, _fingerprint,
-                                         _holding_out, _load, _mean_sd, _prepare, _run_rows,
-                                         _tensor, _write_claims, _write_config, _write_table)
+from experiments.papers.real_data._configs import CometImagesConfig
+from experiments.papers.real_data._rows import (_holding_out, _mean_sd, _run_rows, _start,
+                                                _tensor, _write_claims, _write_table)
 from experiments.papers.real_data._verdicts import (adjust_family, paired_claim,
                                              real_data_controls, shared_regime)
-from routing.validation import check_choice
 
 
 @_holding_out
 def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
                      progress: bool = True, force: bool = False, workers: int | None = None,
                      scheduler: str | None = None, rows_only: bool = False,
-                     data: str | None = None) -> pd.DataFrame:
+                     data: str | None = None, config: CometImagesConfig | None = None,
+                     data_identity: dict | None = None) -> pd.DataFrame:
     """COMET §5.2.1, Fig. 4 (App. A.1): 4-layer MLPs (3 hidden ReLU layers of N neurons) on
     flattened images scaled to [0, 1]: COMET at each p_k against the standard model (N, dense)
     and the smaller model (round(p_k N), dense), test accuracy over seeds.
@@ -40,21 +39,14 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
     """
     from experiments.kinds.image_models import (TrainSettings, accuracy, fit_classifier,
                                           four_layer_mlp)
-    from experiments.runner.sweep import run_device
     from experiments.runner.rows import resolve_device
 
-    check_choice(preset, "preset", PRESETS)
-    engine = _engine(workers, scheduler, device)
-    torch_device = run_device(device, scheduler)
-    images = _load("comet_images", preset, data, data_dir)
+    run = _start("comet_images", preset, out, data, data_dir, seeds, device, progress, force, workers,
+                 scheduler, config=config, data_identity=data_identity)
+    config, images, settings, engine = run.config, run.images, run.settings, run.engine
     dataset, X_train, y_train, X_test, y_test = (images.name, images.X_train, images.y_train,
                                                  images.X_test, images.y_test)
-    config = _configured("comet_images", preset, images, seeds)
-    settings = _fingerprint(config, images)
     out = pathlib.Path(out)
-    table = _prepare(out, "comet_images", settings, force, config, images)
-    _write_config(out, "comet_images", config, settings, torch_device, images)
-    _announce("comet_images", images, progress)
     data = (_tensor(X_train, "cpu", True), torch.from_numpy(y_train),
             _tensor(X_test, "cpu", True), torch.from_numpy(y_test))
     train = TrainSettings(epochs=config.epochs, batch_size=config.batch_size,
@@ -85,7 +77,7 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
             for p_k in config.p_ks:
                 jobs.append(job("COMET", width, p_k, False, seed))
                 jobs.append(job("smaller model", width, p_k, True, seed))
-    frame = _run_rows(out, "comet_images", settings, jobs, table, progress, data, engine)
+    frame = _run_rows(out, "comet_images", settings, jobs, run.table, progress, data, engine)
     if rows_only:
         return frame
     claims = adjust_family(comet_claims(frame, config)) + real_data_controls(  # Holm, controls

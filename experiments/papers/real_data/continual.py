@@ -1,5 +1,8 @@
 """Bricken et al. 2023, §5, Table 1, Fig. 3, App. E.1 / F.3: class-incremental Split
-data, every model of ``experiments.kinds.continual_harness.MODELS`` (``experiments.papers.real_data``)."""
+data, every model of ``experiments.kinds.continual_harness.MODELS`` (``experiments.papers.real_data``).
+
+The claims pick their rows by the router's registry name and the harness's options (the
+``model``, ``ewc`` and ``joint`` columns: ``label_of``), not by display label."""
 
 from __future__ import annotations
 
@@ -11,13 +14,11 @@ import numpy as np
 import pandas as pd
 
 from experiments.analysis.claims import Claim
-from experiments.papers.real_data._configs import PRESETS, ContinualConfig
-from experiments.papers.real_data._rows import (_announce, _configured, _engine, _fingerprint, _flat,
-                                         _holding_out, _load, _prepare, _run_rows, _write_claims,
-                                         _write_config, _write_table)
+from experiments.papers.real_data._configs import ContinualConfig
+from experiments.papers.real_data._rows import (_flat, _holding_out, _run_rows, _start,
+                                                _write_claims, _write_table)
 from experiments.papers.real_data._verdicts import (adjust_family, paired_claim,
                                              real_data_controls, training_regime)
-from routing.validation import check_choice
 
 #: Bricken et al. 2023: final validation accuracy of the 1K-neuron models where the paper
 #: gives it, one row per (model, k) of its tables (k: active neurons, blank for a dense model;
@@ -42,7 +43,9 @@ TABLE7 = "Split MNIST (Table 7)"
 def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
                   progress: bool = True, force: bool = False, workers: int | None = None,
                   scheduler: str | None = None, rows_only: bool = False,
-                  data: str | None = None, calibration=None) -> pd.DataFrame:
+                  data: str | None = None, calibration=None,
+                  config: ContinualConfig | None = None,
+                  data_identity: dict | None = None) -> pd.DataFrame:
     """Bricken et al. 2023, §5 (Table 1, Fig. 3), App. E.1 (pixels), F.3 (Split MNIST):
     class-incremental continual learning, every model of ``experiments.kinds.continual_harness.MODELS`` in
     the same harness (``run_continual_model``), the accuracy matrix, final and average
@@ -56,6 +59,8 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
     CIFAR-10 pixels (binary files there). ``calibration``: a file or dict of learning rates
     and λs replacing the preset's calibrated ones
     (``experiments.papers.real_data.read_calibration``; recorded in config.json).
+    ``config`` (a ``ContinualConfig``, exclusive with ``calibration``) and ``data_identity``:
+    as ``run_cifar``'s.
 
     Besides the files of ``run_cifar`` it writes ``accuracy_matrix.csv`` (every R[i, j]:
     model, seed, after_task i, task j, accuracy) and ``continual_accuracy_matrices.png``
@@ -67,40 +72,41 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
         dead_per_task / curve as JSON, params, relu_mlp_params, params_rel_diff,
         params_matched, size, sizing, …).
     """
-    from experiments.kinds.continual_harness import ORACLE, ContinualSettings, run_continual_model
-    from experiments.runner.sweep import run_device
+    from experiments.kinds.continual_harness import MODELS, ContinualSettings, run_continual_model
+    from experiments.kinds.registry import model_kind_names, register_model_kind
     from experiments.runner.rows import resolve_device
 
-    check_choice(preset, "preset", PRESETS)
-    engine = _engine(workers, scheduler, device)
-    torch_device = run_device(device, scheduler)
-    images = _load("continual", preset, data, data_dir)
-    config = _configured("continual", preset, images, seeds, calibration)
+    run = _start("continual", preset, out, data, data_dir, seeds, device, progress, force,
+                 workers, scheduler, calibration, config, data_identity)
+    config, images, settings, engine = run.config, run.images, run.settings, run.engine
     dataset = images.name
-    settings = _fingerprint(config, images)
     out = pathlib.Path(out)
-    table = _prepare(out, "continual", settings, force, config, images)
-    _write_config(out, "continual", config, settings, torch_device, images)
-    _announce("continual", images, progress)
     continual = ContinualSettings(**config.continual)
     data = _flat(images.X_train, images.y_train, images.X_test, images.y_test)
 
-    def job(label, seed):
-        def run(data):  # here or on a worker: the device is the process's own
+    def job(key, seed):
+        entry = MODELS[key]  # a label, or a router's registry name
+        router = entry.router
+
+        def train(data):  # here or on a worker: the device is the process's own
+            if entry.kind not in model_kind_names():  # a user's router, on a worker
+                register_model_kind(router, replace=True)
             torch_device = resolve_device(device)
-            result = run_continual_model(label, data, continual, seed, torch_device,
-                                         matched=config.matched[label])
+            result = run_continual_model(entry, data, continual, seed, torch_device,
+                                         matched=config.matched[key])
             return {**result, "error": 1.0 - result["final_accuracy"],
                     "device": str(torch_device)}
-        return (label, seed, {"dataset": dataset, "model_label": label}, run)
+        return (key, seed, {"dataset": dataset, "model_label": entry.label}, train)
 
-    jobs = [job(label, seed) for seed in config.seeds for label in config.models]
-    frame = _run_rows(out, "continual", settings, jobs, table, progress, data, engine)
+    jobs = [job(key, seed) for seed in config.seeds for key in config.models]
+    frame = _with_names(_run_rows(out, "continual", settings, jobs, run.table, progress, data,
+                                  engine))
     if rows_only:
         return frame
     claims = adjust_family(continual_claims(frame, config)) + real_data_controls(  # Holm,
-        "continual", frame.assign(final="final"), "ReLU MLP", "final", "error",  # controls
-        "test error after the last task", budget=config.budget, positive=ORACLE,
+        "continual", frame.assign(final="final"), label_of(frame, "dense_mlp"),  # controls
+        "final", "error", "test error after the last task", budget=config.budget,
+        positive=label_of(frame, "dense_mlp", joint=True),
         training=f"{continual.epochs_per_task} epochs a task, batch {continual.batch_size}")
     _write_claims(out, claims)
     _write_matrix(frame, out / "accuracy_matrix.csv")
@@ -110,6 +116,65 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
                  "Fig. 3; App. E.1, F.3)", config, frame, claims,
                  _continual_tables(frame, config), images)
     return frame
+
+
+#: The columns naming a row's model: the router's registry name and the harness's options.
+NAME_COLUMNS = ("model", "ewc", "joint")
+
+
+def _with_names(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``NAME_COLUMNS`` filled where a row lacks them (rows written before
+    they were recorded), from the harness entry of its ``model_label``."""
+    from experiments.kinds.continual_harness import MODELS
+
+    frame = frame.copy()
+    for column in NAME_COLUMNS:
+        if column not in frame:
+            frame[column] = None
+    for i in frame.index[frame[list(NAME_COLUMNS)].isna().any(axis=1)]:
+        entry = MODELS.get(frame.at[i, "model_label"])
+        if entry is not None:
+            for column in NAME_COLUMNS:
+                frame.at[i, column] = getattr(entry, "kind" if column == "model" else column)
+    for column in ("ewc", "joint"):
+        frame[column] = frame[column].map(lambda v: v if pd.isna(v) else _truth(v))
+    return frame
+
+
+def _truth(value) -> bool:
+    """A bool read back from results.csv ("True"/"False") or a frame (bool, numpy bool)."""
+    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
+
+
+def label_of(frame: pd.DataFrame, model: str, ewc: bool = False, joint: bool = False) -> str:
+    """The ``model_label`` of ``frame``'s rows of the router ``model`` (its registry name:
+    "sdmlp", "dense_mlp", …) run with the harness options ``ewc`` and ``joint``, so that a
+    claim names its models by registry name; without such a row, the harness entry's label
+    (a claim on it then reads *not tested*), else ``model`` itself.
+
+    Raises:
+        ValueError: two labels of ``frame`` are the same model and options (ambiguous);
+            ``model`` not a string, ``ewc`` or ``joint`` not a bool.
+    """
+    from experiments.kinds.continual_harness import MODELS
+    from routing.validation import check_bool
+
+    if not isinstance(model, str):
+        raise ValueError(f"model must be a router's registry name (a string), got {model!r}")
+    ewc, joint = check_bool(ewc, "ewc"), check_bool(joint, "joint")
+    rows = _with_names(frame) if len(frame) else frame
+    if len(rows):
+        rows = rows[(rows["model"] == model) & (rows["ewc"] == ewc) & (rows["joint"] == joint)]
+    labels = list(dict.fromkeys(rows["model_label"])) if len(rows) else []
+    if len(labels) > 1:
+        raise ValueError(f"frame has rows of {len(labels)} labels for model {model!r} with "
+                         f"ewc={ewc}, joint={joint}: {labels}; the claims need one")
+    if labels:
+        return labels[0]
+    for entry in MODELS.values():
+        if (entry.kind, entry.ewc, entry.joint) == (model, ewc, joint):
+            return entry.label
+    return model
 
 
 def _per_task(frame: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -158,7 +223,11 @@ def continual_claims(frame: pd.DataFrame, config: ContinualConfig) -> list[Claim
     (``training_regime``), the epochs a task and the batch size.
     """
     budget = config.budget
-    frame = frame.assign(final="final")
+    frame = _with_names(frame).assign(final="final")
+    # the rows by registry name and harness options; the texts keep the paper's names
+    sdmlp, relu, ewc = (label_of(frame, "sdmlp"), label_of(frame, "dense_mlp"),
+                        label_of(frame, "dense_mlp", ewc=True))
+    topk, mask = label_of(frame, "topk_mlp"), label_of(frame, "sdmlp_mask")
     s = config.continual
     k = s["k"]
     tag = f" [{config.dataset}, {s['epochs_per_task']} epochs a task]"
@@ -169,44 +238,45 @@ def continual_claims(frame: pd.DataFrame, config: ContinualConfig) -> list[Claim
         return training_regime(frame, labels, common)
 
     def versus(other, text, paper_labels):
-        c = paired_claim("continual", text + tag, frame, "SDMLP", other, "final", "error",
+        c = paired_claim("continual", text + tag, frame, sdmlp, other, "final", "error",
                          "Bricken et al. 2023, App. F.3, Table 7",
                          "test error after the last task", budget=budget,
-                         regime=regime("SDMLP", other))
+                         regime=regime(sdmlp, other))
         return replace(c, evidence=c.evidence + ". " + table7 + table7_rows(*paper_labels))
 
     claims = [
-        versus("ReLU MLP", f"SDMLP (k = {k}) ends with a higher accuracy than ReLU MLP after "
+        versus(relu, f"SDMLP (k = {k}) ends with a higher accuracy than ReLU MLP after "
                f"the last task; Table 7 has SDMLP above at k = 1 and at k = 10",
                ("SDMLP", "ReLU MLP")),
-        versus("EWC (ReLU MLP)", f"SDMLP (k = {k}) ends with a higher accuracy than EWC (ReLU "
+        versus(ewc, f"SDMLP (k = {k}) ends with a higher accuracy than EWC (ReLU "
                f"MLP) after the last task, as the paper's text ranks them; its Table 7 "
                f"disagrees at k = 10 (SDMLP 0.53 < EWC 0.61) and agrees only at k = 1 (0.69)",
                ("SDMLP", "EWC (ReLU MLP)", "MAS (not run here)")),
-        versus("Top-K", f"SDMLP (k = {k}) ends with a higher accuracy than Top-K (k = {k}) "
+        versus(topk, f"SDMLP (k = {k}) ends with a higher accuracy than Top-K (k = {k}) "
                f"after the last task; Table 7 has SDMLP above at k = 1 and at k = 10 (Top-K "
                f"at k = 10)", ("SDMLP", "Top-K")),
     ]
     claims.append(paired_claim(
         "continual", f"SDMLP (k = {k}) forgets less than ReLU MLP across the tasks (the "
-        f"paper's Fig. 20 shows it on Split CIFAR-10, no table row){tag}", frame, "SDMLP",
-        "ReLU MLP", "final", "forgetting", "Bricken et al. 2023, App. F.1, Fig. 20",
-        "forgetting", budget=budget, regime=regime("SDMLP", "ReLU MLP")))
+        f"paper's Fig. 20 shows it on Split CIFAR-10, no table row){tag}", frame, sdmlp,
+        relu, "final", "forgetting", "Bricken et al. 2023, App. F.1, Fig. 20",
+        "forgetting", budget=budget, regime=regime(sdmlp, relu)))
     c = paired_claim("continual", f"subtraction beats masking in continual learning: SDMLP vs "
                      f"SDMLP (mask), both at k = {k} (the paper's Table 2: k = 10, CIFAR-10 "
-                     f"embeddings){tag}", frame, "SDMLP", "SDMLP (mask)", "final", "error",
+                     f"embeddings){tag}", frame, sdmlp, mask, "final", "error",
                      "Bricken et al. 2023, Table 2, App. B.3, Fig. 10a",
                      "test error after the last task", budget=budget,
-                     regime=regime("SDMLP", "SDMLP (mask)"))
+                     regime=regime(sdmlp, mask))
     claims.append(replace(c, evidence=c.evidence + ". Paper (Table 2, CIFAR-10 embeddings, "
                           "k = 10): Linear Subtract 0.63 vs Linear Mask 0.38"))
     dead = _per_task(frame, "dead_per_task")
-    for other, source in (("SDMLP (mask)", "App. B.3, Fig. 10c"), ("Top-K", "App. H")):
+    for other, name, source in ((mask, "SDMLP (mask)", "App. B.3, Fig. 10c"),
+                                (topk, "Top-K", "App. H")):
         claims.append(paired_claim(
-            "continual", f"SDMLP has fewer dead neurons than {other} across tasks, both at "
-            f"k = {k}{tag}", dead, "SDMLP", other, "task", "dead_per_task",
+            "continual", f"SDMLP has fewer dead neurons than {name} across tasks, both at "
+            f"k = {k}{tag}", dead, sdmlp, other, "task", "dead_per_task",
             f"Bricken et al. 2023, {source}", "dead fraction", budget=budget,
-            regime=regime("SDMLP", other)))
+            regime=regime(sdmlp, other)))
     return claims
 
 
@@ -339,7 +409,8 @@ def _plot_continual(frame: pd.DataFrame, path: pathlib.Path, title: str) -> None
     colours = plt.get_cmap("tab20").colors
     for i, (label, rows) in enumerate(frame.groupby("model_label", sort=False)):
         # tab20's dark shades, then its light ones: 20 models before a colour repeats
-        style = dict(color="black", ls="--") if "oracle" in label else dict(
+        joint = "joint" in rows and rows["joint"].fillna(False).astype(bool).any()
+        style = dict(color="black", ls="--") if joint else dict(
             color=colours[(2 * i) % 20 + (2 * i) // 20 % 2])
         curves = [np.array(json.loads(c), dtype=float) for c in rows["curve"]]
         curves = [c for c in curves if c.size]

@@ -171,7 +171,7 @@ def test_unit_activity_reads_each_kind():
     assert torch.equal(unit_activity(topk, x), winners)
     # MoE layers: routed-to experts, from the usage counters
     kind = MODELS["top-k MoE"]
-    moe = kind.build(4, 2, ContinualSettings(n_neurons=16, k=4, n_experts=4), 0)
+    moe = kind.make(4, 2, ContinualSettings(n_neurons=16, k=4, n_experts=4), 0)
     assert unit_activity(moe, x).shape == (4,)
 
 
@@ -279,7 +279,11 @@ def test_sdmlp_with_ewc_is_sdmlp_plus_the_penalty_at_its_own_lambda():
     with pytest.raises(ValueError, match="sdm_ewc_lambda"):
         ContinualSettings(sdm_ewc_lambda=-1.0)
     with pytest.raises(ValueError, match="ewc_lambda must be one of"):
-        ContinualModel("x", kind.build, kind.training, ewc=True, ewc_lambda="lam")
+        ContinualModel("sdmlp", "x", rule="sdm", ewc=True, ewc_lambda="lam")
+    with pytest.raises(ValueError, match="rule must be one of"):
+        ContinualModel("sdmlp", "x", rule="momentum")
+    with pytest.raises(ValueError, match="kind must be a registered router, one of .*'sdmlp'"):
+        ContinualModel("lstm")
 
 
 # -- matched parameters ----------------------------------------------------------------------
@@ -357,17 +361,22 @@ def test_moe_prefers_the_presets_expert_size_within_the_tolerance():
     assert loose["size"] == {"expert_size": 4, "k": 1, "n_experts": 4} and loose["matched"]
 
 
-def test_a_kind_without_a_size_rule_and_a_wrong_record():
+def test_parameter_matching_off_and_a_wrong_record():
+    """Parameter matching is a harness option: off, the preset's sizes are built and
+    reported matched only within the tolerance (σ-MoE's 4 experts of 4 units: +8.6 %)."""
     X, y = tiny_data()
     s = ContinualSettings(n_neurons=16, k=4, n_experts=4, epochs_per_task=1,
                           evals_per_task=1)
-    mine = ContinualModel("mine", lambda d, c, s, seed: MODELS[REFERENCE].build(d, c, s, seed),
-                     lambda s: ("sgd", 0.1))
+    mine = ContinualModel("dense_mlp", "mine", rule="sgd", param_matching=False)
     m = mine.match(16, 10, s)
     assert m["size"] == {} and m["matched"] and m["relative_difference"] == 0.0
-    with pytest.raises(ValueError, match="families must be given with knob 'width'"):
-        ContinualModel("no range", MODELS[REFERENCE].build, lambda s: ("sgd", 0.1),
-                  knob="width").match(16, 10, s)
+    assert m["rule"] == "the preset's sizes (parameter matching off)"
+    preset = ContinualModel("sigma_moe", "σ-MoE, preset sizes", param_matching=False)
+    m = preset.match(16, 10, s)
+    assert m["size"] == {} and not m["matched"] and "not matched: +8.6%" in m["rule"]
+    assert preset.match(16, 10, replace(s, param_tolerance=0.09))["matched"]
+    r = run_continual_model(preset, (X, y, X, y), s, seed=0)
+    assert r["params_rel_diff"] == m["relative_difference"] and r["model"] == "sigma_moe"
     state = torch.get_rng_state()
     MODELS["PKM"].match(16, 10, s)
     assert torch.equal(state, torch.get_rng_state())  # matching draws nothing

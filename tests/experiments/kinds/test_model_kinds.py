@@ -40,7 +40,16 @@ def test_builtin_kinds_are_registered_in_order():
     assert model_kind_names()[:len(MODEL_KINDS)] == MODEL_KINDS
 
 
-@pytest.mark.parametrize("name", MODEL_KINDS)
+#: Every kind registered on import: the built-in ones and Bricken et al.'s baselines that the
+#: continual harness builds from the same registry (topk_mlp, sdmlp_mask).
+ALL_KINDS = model_kind_names()
+
+
+def test_the_continual_baselines_are_routers_registered_after_the_builtin_kinds():
+    assert ALL_KINDS[len(MODEL_KINDS):] == ("topk_mlp", "sdmlp_mask")
+
+
+@pytest.mark.parametrize("name", ALL_KINDS)
 @pytest.mark.parametrize("fit", ["exact", "sgd"])
 def test_contract_every_kind(name, fit):
     """Every kind builds from its example spec, fits under a regime it supports, and
@@ -64,7 +73,7 @@ def test_contract_every_kind(name, fit):
     assert same == {k: v for k, v in row.items() if k != "wall_s"}
 
 
-@pytest.mark.parametrize("name", MODEL_KINDS)
+@pytest.mark.parametrize("name", ALL_KINDS)
 def test_contract_refuses_fields_a_kind_does_not_read(name):
     kind = model_kind(name)
     unread = [f for f in SPEC_FIELDS if f not in kind.fields and f not in ("family", "options")]
@@ -97,10 +106,10 @@ def test_register_checks_its_argument():
 
 
 
-def _hash_layer(spec, dim, seed, epochs):
+def _hash_layer(d_in, d_out, seed, epochs, width):
     from routing.layers import DenseMLP, DenseMLPConfig
 
-    return DenseMLP(DenseMLPConfig(d_in=dim, width=spec.width, d_out=1, seed=seed))
+    return DenseMLP(DenseMLPConfig(d_in=d_in, width=width, d_out=d_out, seed=seed))
 
 
 def test_a_users_router_registers_and_sweeps_beside_the_builtin_ones(tmp_path):

@@ -18,8 +18,8 @@ from experiments.pipeline.config_file import (
     with_overrides,
     write_toml,
 )
-from experiments.papers.catalogue import EXPERIMENTS, experiment_configs
 from experiments.papers.presets import PRESETS
+from experiments.papers.catalogue import EXPERIMENTS, experiment_configs
 from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
 from experiments.runner.rows import canonical_value, settings_fingerprint
 
