@@ -120,6 +120,96 @@ SGD_GRID = {"lsh_sizes": (0, 2, 3), "lsh_tables": (1, 16), "uniform": (6, 12, 15
             "dense": (16, 64, 256, 1024, 2048), "dsm_ks": (16, 64, 256)}
 
 
+#: Control seeds (``ExperimentConfig.control_seeds``) per preset and (experiment, regime — for
+#: the routers, target family): (how many, the widest reference model run there). Only the
+#: reference model (dense; the routers': the trained dense MLP) runs at them, for the
+#: experiment's negative and positive controls (``experiments.analysis.claims.control_claims``).
+#: A control reads *supported* only when the MDE from the measured seed sd is ≤ the SESOI
+#: (ln 1.1 = 0.095), and with 3 seeds (2 for the routers) the positive controls of Figure 3,
+#: Tables 1–2 and the routers could not reach it, while the negative controls had one seed a
+#: side and could not fail at all. The counts come from ``CONTROL_NOISE``: with n seeds and a
+#: true seed sd σ, the measured sd s has (n−1)s²/σ² ~ χ²(n−1), so P(MDE ≤ SESOI) =
+#: P(χ²(n−1) ≤ (n−1)·(SESOI / (d*(n)·σ))²), d*(n) the standardised MDE of the paired t test
+#: (power 0.8, α = 0.05: ``inference.minimal_detectable_effect(1, n)``; 3.26 at n = 3, 1.07 at
+#: 9, 0.89 at 12). The positive control uses all n = run + control seeds, the negative one
+#: h = ⌊n/2⌋ disjoint pairs (its σ is that of a difference of two seeds). The counts give, for
+#: (positive, negative), P = fig2 exact (1.00, 0.93 at n = 12), sgd (1.00, 0.88 at 10); fig3
+#: exact (1.00, 0.80 at 12), sgd (1.00, 0.88 at 12); fig4 exact (1.00, 0.93 at 12), sgd (1.00,
+#: 0.80 at 8); table1 exact (0.98, 0.92 at 12), sgd (0.99, 0.92 at 12); table2 exact (0.92,
+#: 0.35 at 10), sgd (0.93, 0.20 at 13); routers polynomial (0.98, 0.19 at 5), hypercube (1.00,
+#: 0.15 at 5). The effects themselves (−0.19 to −0.80 in Δ ln nMSE) are 2–35 sd from 0, so the
+#: MDE decides. The 2-core time budget (a quick reproduce ≤ 12 min; it took 11:13 before) buys
+#: about 46 s of single-core row time for all of them (measured ``wall_s`` per control seed:
+#: 0.12–0.9 s a regime, 1.3–1.5 s a routers target); so Table 2's and the routers'
+#: negative controls stay *underpowered* — "passed (vacuous)" in the report: their seed-to-seed
+#: sd (0.07–0.10 for Table 2) would need 18–26 seeds, the routers' 8–10 at 1.4 s a seed.
+#: The widest control model: 512 in the exact regime (an exact fit at 1024 costs as much as all
+#: narrower ones together, and the pairs up to 512 still give four x/4 pairs), 1024 under Adam
+#: (the 2048 of the thin grid doubles the cost); Table 2 runs 256 and 1024 (its only x/4
+#: pair), not 512. The paper preset has none: its seed noise is not measured.
+CONTROL_PLAN = {
+    "quick": {("fig2", "exact"): (9, 512), ("fig2", "sgd"): (7, 1024),
+              ("fig3", "exact"): (9, 512), ("fig3", "sgd"): (9, 1024),
+              ("fig4", "exact"): (9, 512), ("fig4", "sgd"): (5, 1024),
+              ("table1", "exact"): (9, 256), ("table1", "sgd"): (9, 256),
+              ("table2", "exact"): (7, 1024), ("table2", "sgd"): (10, 1024),
+              ("routers", "polynomial"): (3, 256), ("routers", "hypercube"): (3, 256)},
+}
+#: Table 2's control widths: its x/4 pair alone (``CONTROL_PLAN``).
+TABLE2_CONTROL_WIDTHS = (256, 1024)
+#: The reference models' seed noise at the quick preset, from which ``CONTROL_PLAN`` was
+#: chosen: (experiment, regime or target family) → (positive control's mean Δ ln nMSE, sd
+#: over seeds of its per-seed Δ, sd of the negative control's per-pair Δ — √2 × the sd over
+#: seeds of the per-seed mean ln nMSE over sizes), on the control models of ``CONTROL_PLAN``;
+#: measured on the reference's rows alone at seeds 0–11 (Figures; Figure 2's rows are Figure
+#: 4's: same target and models), 0–19 (Table 1), 0–15 (Table 2), 0–7 (routers). The tests
+#: simulate the controls at these values (tests/experiments/analysis/test_control_power.py).
+CONTROL_NOISE = {
+    ("fig2", "exact"): (-0.617, 0.0225, 0.0468), ("fig2", "sgd"): (-0.317, 0.0224, 0.0421),
+    ("fig3", "exact"): (-0.706, 0.0459, 0.0549), ("fig3", "sgd"): (-0.332, 0.0385, 0.0501),
+    ("fig4", "exact"): (-0.617, 0.0225, 0.0468), ("fig4", "sgd"): (-0.354, 0.0293, 0.0358),
+    ("table1", "exact"): (-0.613, 0.0755, 0.0470), ("table1", "sgd"): (-0.367, 0.0697, 0.0471),
+    ("table2", "exact"): (-0.720, 0.0731, 0.0720), ("table2", "sgd"): (-0.185, 0.0879, 0.0966),
+    ("routers", "polynomial"): (-0.297, 0.0335, 0.0351),
+    ("routers", "hypercube"): (-0.349, 0.0219, 0.0449),
+}
+
+
+def with_control_seeds(config: ExperimentConfig, reference: str, key: tuple[str, str],
+                       widths=None) -> ExperimentConfig:
+    """``config`` with the control seeds of ``CONTROL_PLAN[config.preset][key]``: that many
+    seeds after the run's largest, at which only the models labelled ``reference`` up to the
+    plan's widest width (or, with ``widths``, of those widths) run; ``config`` itself where
+    the plan has no entry.
+
+    Arguments:
+        config: one config of an experiment.
+        reference: the label of its reference model ("dense", or the routers' trained
+            dense MLP).
+        key: (experiment, regime) or, for the routers, (experiment, target family).
+        widths: the control models' widths, instead of all up to the widest; None: all.
+
+    Raises:
+        ValueError: the plan names a reference the config does not have.
+    """
+    count, widest = CONTROL_PLAN.get(config.preset, {}).get(key, (0, 0))
+    if not count:
+        return config
+    models, keys = [], set()
+    for spec in config.models:
+        if spec.display() != reference or spec.key() in keys or spec.width is None:
+            continue
+        if (spec.width in widths) if widths is not None else spec.width <= widest:
+            models.append(spec)
+            keys.add(spec.key())
+    if not models:
+        raise ValueError(f"config {config.name} has no model labelled {reference!r} up to "
+                         f"width {widest} to run at its control seeds")
+    first = max(config.seeds) + 1
+    return config.with_(control_seeds=tuple(range(first, first + count)),
+                        control_models=tuple(models))
+
+
 def _check_preset(preset: str) -> None:
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
@@ -153,11 +243,14 @@ def _in_regime(config: ExperimentConfig) -> ExperimentConfig:
 
 def _regimes(preset: str, make) -> list[ExperimentConfig]:
     """One config per regime of ``REGIMES``: ``make(fit, thin)`` builds it (``thin``: use
-    ``SGD_GRID``, the quick preset's "sgd" regime), with the preset's sizes and Adam budget."""
+    ``SGD_GRID``, the quick preset's "sgd" regime), with the preset's sizes and Adam budget,
+    and the control seeds of the dense reference (``with_control_seeds``)."""
     configs = []
     for fit in REGIMES:
-        config = make(fit, fit == "sgd" and preset == "quick")
-        configs.append(_in_regime(config.with_(fit=fit, **SGD_BUDGET[preset])))
+        config = _in_regime(make(fit, fit == "sgd" and preset == "quick").with_(
+            fit=fit, **SGD_BUDGET[preset]))
+        widths = TABLE2_CONTROL_WIDTHS if config.name == "table2" else None
+        configs.append(with_control_seeds(config, "dense", (config.name, fit), widths))
     return configs
 
 

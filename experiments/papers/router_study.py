@@ -23,20 +23,20 @@ from experiments.analysis.claims import (
     paired_difference,
     seed_log_errors,
 )
-from experiments.papers.presets import _check_preset, _sizes
-from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.papers.presets import _check_preset, _sizes, with_control_seeds
+from experiments.kinds.routers import router_label
+from experiments.runner.specs import ROUTER_KINDS, ExperimentConfig, ModelSpec, TargetSpec
 from routing.validation import check_real
 
 #: Activated units of the routers experiment; every sparse model has total width 4× that
 #: (25 % of its units active per example, Table 1's sparsest setting), a square for PKM.
 ROUTERS_ACTIVATED = {"tiny": (4, 16), "quick": (16, 64, 256), "paper": (64, 256, 1024)}
-
-
 ROUTERS_EXPERTS = {"tiny": 4, "quick": 16, "paper": 64}
 
 
-ROUTER_LABELS = {"comet": "COMET", "sigma_moe": "σ-MoE", "topk_moe": "top-k MoE",
-                 "pkm": "PKM", "smear": "SMEAR", "sdmlp": "SDMLP"}
+#: The routers' labels in results and plots, from their one registration
+#: (``experiments.kinds.routers.RouterKind``).
+ROUTER_LABELS = {name: router_label(name) for name in ROUTER_KINDS}
 
 
 #: Label of the dense baseline trained end to end beside the routers (``DenseMLP``).
@@ -64,7 +64,9 @@ def routers(preset: str) -> list[ExperimentConfig]:
     top layer (``fit="exact"``); the routers and the trained dense MLP learn their routing or
     features and are trained end to end with their own optimiser for ``sgd_steps`` steps
     (``experiments.kinds.router_training``), so a router is compared with dense both ways: against
-    the paper's frozen features, and against a network that learns its features too.
+    the paper's frozen features, and against a network that learns its features too. At the
+    quick preset the trained dense MLP also runs at 3 control seeds for the controls
+    (``experiments.papers.presets.CONTROL_PLAN``).
 
     Raises:
         ValueError: ``preset`` not one of ``PRESETS`` ("tiny", "quick", "paper").
@@ -89,36 +91,38 @@ def routers(preset: str) -> list[ExperimentConfig]:
     elif preset == "tiny":
         sizes.update(sgd_steps=100, seeds=(0,))
     sizes["fit"] = "exact"
-    return [ExperimentConfig(
+    return [with_control_seeds(ExperimentConfig(
         name="routers", preset=preset, target=TargetSpec(family=family), models=tuple(models),
         panels={"a": {"x": "activated_units", "models": labels,
                       "title": "routers at equal activated units"},
                 "b": {"x": "size", "models": ["dense", TRAINED_DENSE_LABEL, "DSM", "LSH",
                                              *ROUTER_LABELS.values()],
                       "title": "by total width / buckets"}},
-        **sizes) for family in ("polynomial", "hypercube")]
+        **sizes), TRAINED_DENSE_LABEL, ("routers", family))
+        for family in ("polynomial", "hypercube")]
 
 
 #: Each router's source and what that source claims against a dense model; our test at equal
 #: activated units (Baykal et al. §5.2's axis, made for DSM) is our own question for every
 #: router (``_records``: kind "ours"); only the parameter-equal σ-MoE and PKM claims, σ-MoE
-#: against the softmax top-k MoE and SMEAR against top-k are the papers' own.
+#: against the softmax top-k MoE and SMEAR against top-k are the papers' own. Keyed by the
+#: router's registry name (``ROUTER_LABELS`` gives its label in the rows).
 ROUTER_SOURCES = {
-    "COMET": ("COMET §5.2.1, Fig. 4", "COMET beats the 'smaller model' of p_k·N neurons "
+    "comet": ("COMET §5.2.1, Fig. 4", "COMET beats the 'smaller model' of p_k·N neurons "
               "(equal activated units) 'as network capacity increases'; our test over every "
               "size run, on regression, is our question"),
-    "σ-MoE": ("Csordás et al. 2023, §6.3, Tab. 3", "σ-MoE matches its parameter-equal dense "
+    "sigma_moe": ("Csordás et al. 2023, §6.3, Tab. 3", "σ-MoE matches its parameter-equal dense "
               "baseline (tested below at equal total width where the run has it)"),
-    "top-k MoE": ("Csordás et al. 2023, §4 and §6.3, Tab. 4", "the softmax top-K MoE is a "
+    "topk_moe": ("Csordás et al. 2023, §4 and §6.3, Tab. 4", "the softmax top-K MoE is a "
                   "baseline σ-MoE outperforms; no claim against dense at equal activated "
                   "units"),
-    "PKM": ("Csordás et al. 2023, §6.2, Tab. 2", "even the best PKM underperforms its "
+    "pkm": ("Csordás et al. 2023, §6.2, Tab. 2", "even the best PKM underperforms its "
             "parameter-equal dense baseline (tested below at equal total width where the run "
             "has it)"),
-    "SMEAR": ("Muqeeth et al. 2024 (SMEAR), §4, Fig. 2", "SMEAR outperforms the single-expert "
+    "smear": ("Muqeeth et al. 2024 (SMEAR), §4, Fig. 2", "SMEAR outperforms the single-expert "
               "'1× compute' baseline (one expert of a units: equal activated units) and the "
               "'1× parameters' one"),
-    "SDMLP": ("Bricken et al. 2023, §5, Tab. 1", "SDMLP outperforms ReLU and Top-K MLPs at "
+    "sdmlp": ("Bricken et al. 2023, §5, Tab. 1", "SDMLP outperforms ReLU and Top-K MLPs at "
               "class-incremental continual learning; it calls SDM 'suboptimal for maximizing "
               "classification accuracy in non continual learning settings'"),
 }
@@ -161,29 +165,34 @@ def matched_below(sizes, factor: float = 2.0):
     return pick
 
 
-def _router_claims(name: str, frame: pd.DataFrame, sizes: str,
-                   n_train: int | None) -> list[Claim]:
+def _router_claims(name: str, frame: pd.DataFrame, sizes: str, n_train: int | None,
+                   control_frame: pd.DataFrame | None = None,
+                   control_seeds=()) -> list[Claim]:
     """Each router against the dense MLP trained alike (``DenseMLP``) at equal activated units
     a, per target — Baykal et al. §5.2's comparison, which is also COMET §5.2.1's ("smaller
     model" of p_k·N neurons) and SMEAR's ("1× compute" single expert) — with the router's own
     source (``ROUTER_SOURCES``); and, where the run has a trained dense MLP as wide as a
     router's total width, σ-MoE and PKM against it: the parameter-equal comparison of
-    Csordás et al. 2023 (σ-MoE "matches", PKM "underperforms")."""
+    Csordás et al. 2023 (σ-MoE "matches", PKM "underperforms"). The controls, per target, are
+    the trained dense MLP's (``control_claims``) on ``control_frame`` (the rows of the control
+    seeds too; None: ``frame``), whose ``control_seeds`` only the reference ran at."""
 
     claims, controls = [], []
+    control_frame = frame if control_frame is None else control_frame
     for target, rows in frame.groupby("target", sort=False):
         used = rows[rows["model_label"].isin([TRAINED_DENSE_LABEL, *ROUTER_LABELS.values()])]
         regime = "/".join(sorted(set(used["fit"].dropna()))) if "fit" in used else ""
-        if (rows["model_label"] == TRAINED_DENSE_LABEL).any():
-            controls += control_claims(name, seed_log_errors(rows, TRAINED_DENSE_LABEL,
+        reference = control_frame[control_frame["target"] == target]
+        if (reference["model_label"] == TRAINED_DENSE_LABEL).any():
+            controls += control_claims(name, seed_log_errors(reference, TRAINED_DENSE_LABEL,
                                                              "activated_units"),
                                        TRAINED_DENSE_LABEL, "activated_units",
                                        SESOI["ln_error"], regime=regime, sizes=sizes,
-                                       context=str(target))
-        for label in ROUTER_LABELS.values():
+                                       context=str(target), control_seeds=control_seeds)
+        for router, label in ROUTER_LABELS.items():
             if not (rows["model_label"] == label).any():
                 continue
-            source, says = ROUTER_SOURCES.get(label, ("", ""))
+            source, says = ROUTER_SOURCES.get(router, ("", ""))
             describe = _router_usage(rows, label)
             claim = compare_unchecked(name, f"{label} beats the dense MLP trained alike at equal "
                             f"activated units, {target} (our question)", rows, label,
@@ -193,16 +202,18 @@ def _router_claims(name: str, frame: pd.DataFrame, sizes: str,
                             describe=describe)
             claims.append(replace(claim, evidence=f"{claim.evidence}. The source's own "
                                                   f"claim: {says}"))
-        for label, direction in (("σ-MoE", "matches"), ("PKM", "underperforms")):
+        sigma, topk, pkm, smear = (ROUTER_LABELS[router] for router in
+                                   ("sigma_moe", "topk_moe", "pkm", "smear"))
+        for label, direction in ((sigma, "matches"), (pkm, "underperforms")):
             claims += _parameter_equal(name, rows, label, direction, regime, sizes, n_train)
         common = dict(regime=regime, sizes=sizes, n_train=n_train)
         present = set(rows["model_label"])
-        if {"σ-MoE", "top-k MoE"} <= present:
+        if {sigma, topk} <= present:
             claims.append(compare_unchecked(name, f"σ-MoE: lower error than the softmax top-k MoE at "
                                   f"equal activated units and width, {target} (Csordás et "
                                   f"al. 2023, Tab. 4)",
-                                  rows, "σ-MoE", "top-k MoE", "activated_units", **common))
-        if {"SMEAR", "top-k MoE"} <= present:
+                                  rows, sigma, topk, "activated_units", **common))
+        if {smear, topk} <= present:
             claims += _smear_vs_topk(name, rows, target, common)
     return claims + controls
 
@@ -212,14 +223,15 @@ def _smear_vs_topk(name: str, rows: pd.DataFrame, target, common: dict) -> list[
     tested as written: non-inferiority of SMEAR against the top-k MoE at equal activated
     units, the upper one of TOST's tests against +ln 1.1 (the 10 % SESOI; the paper states
     no tolerance)."""
-    smear = seed_log_errors(rows, "SMEAR", "activated_units")
-    topk = seed_log_errors(rows, "top-k MoE", "activated_units")
+    smear_label, topk_label = ROUTER_LABELS["smear"], ROUTER_LABELS["topk_moe"]
+    smear = seed_log_errors(rows, smear_label, "activated_units")
+    topk = seed_log_errors(rows, topk_label, "activated_units")
     pairs = [(a, a) for a in smear.index if a in topk.index]
     if not pairs:
         return []
     stats = paired_difference(smear, topk, pairs)
     ratio = {a: float(np.exp(smear.loc[a].mean() - topk.loc[a].mean())) for a, _ in pairs}
-    diagnosis = comparison_diagnosis(rows, "SMEAR", "top-k MoE", "activated_units", stats,
+    diagnosis = comparison_diagnosis(rows, smear_label, topk_label, "activated_units", stats,
                                      common["regime"].split("/")[0], common["n_train"])
     text = (f"SMEAR vs the learned top-k MoE: matches or outperforms at equal activated units "
             f"(nMSE not above ×1.1 of top-k, one-sided equivalence test), {target} "
@@ -253,7 +265,7 @@ def _parameter_equal(name, rows, label, direction, regime, sizes, n_train) -> li
     "matches" → TOST of the mean Δ ln nMSE within ±ln 1.1 (``MATCHES_BAND_REASON``);
     "underperforms" → the router's error higher, decided on the interval like "beats"."""
 
-    source = ROUTER_SOURCES[label][0]
+    source = next(ROUTER_SOURCES[r][0] for r, lab in ROUTER_LABELS.items() if lab == label)
     router = seed_log_errors(rows, label, "width")
     dense = seed_log_errors(rows, TRAINED_DENSE_LABEL, "width")
     pairs = [(w, w) for w in router.index if not dense.empty and w in dense.index]

@@ -20,6 +20,7 @@ from experiments.papers.catalogue import EXPERIMENTS, experiment_configs
 from experiments.papers.presets import PRESETS
 from experiments.papers.router_study import _router_claims
 from experiments.papers.subspace import _subspace_claims
+from experiments.runner.sweep import run_rows
 from routing.validation import check_choice
 
 #: Where each experiment's sizes stand against the paper's.
@@ -63,8 +64,12 @@ def sizes_text(name: str, configs) -> str:
         if values:
             spans.append(f"{word} {values[0]:g}–{values[-1]:g}" if len(values) > 1
                          else f"{word} {values[0]:g}")
+    controls = max(len(config.control_seeds) for config in configs)
     ours = (f"this run (preset {c.preset}): n_train {c.n_train:,}, n_eval {c.n_eval:,}, "
-            f"{len(c.seeds)} seeds" + (f"; {', '.join(spans)}" if spans else ""))
+            f"{len(c.seeds)} seeds"
+            + (f" (the reference model at up to {controls} control seeds more, for the "
+               f"controls)" if controls else "")
+            + (f"; {', '.join(spans)}" if spans else ""))
     paper = PAPER_SIZES.get(name)
     if paper and name in EXPERIMENTS and c.preset in PRESETS:
         # a config file's own target: the paper's settings describe another function
@@ -80,16 +85,18 @@ def claims_for(name: str, frame: pd.DataFrame, configs: list, fits: pd.DataFrame
                ) -> list[Claim]:
     """The claims that experiment ``name`` tests (Baykal et al. §5.2; for ``routers``, each
     router against the dense MLP trained alike; for ``subspace``, Theorem 4.1's exponent),
-    judged on ``frame`` per regime (``fit``) present, after the experiment's negative and
-    positive controls (``control_claims`` on the dense model; none for subspace), with Holm's
+    judged on ``frame``'s rows at the run's seeds per regime (``fit``) present, after the
+    experiment's negative and positive controls (``control_claims`` on the dense model, on
+    the run's seeds and the configs' control seeds; none for subspace), with Holm's
     adjustment over the experiment's claims (``adjust_family``).
 
     Arguments:
         name: the experiment.
-        frame: its results rows (a subspace frame without the geometry columns gets them from
-            ``experiments.papers.subspace.with_geometry``, which redraws the inputs).
+        frame: its results rows, control seeds' rows included (a subspace frame without the
+            geometry columns gets them from ``experiments.papers.subspace.with_geometry``,
+            which redraws the inputs).
         configs: its configs (may be empty: sizes and subspace claims then come from the rows
-            alone or are skipped).
+            alone or are skipped, and no row is told apart as a control seed's).
         fits: ``experiments.analysis.fits.experiment_fits``'s table, to reuse its offset-law fits
             (subspace); None to fit here.
 
@@ -102,21 +109,26 @@ def claims_for(name: str, frame: pd.DataFrame, configs: list, fits: pd.DataFrame
     from experiments.analysis.plots import with_size
 
     check_choice(name, "name", CLAIM_EXPERIMENTS)
-    frame = with_size(frame)
+    everything = with_size(frame)
+    frame = run_rows(everything, configs)  # the claims: the run's seeds only
+    control_seeds = sorted({s for c in configs for s in c.control_seeds})
     sizes = sizes_text(name, configs)
     n_train = configs[0].n_train if configs else None
     claims: list[Claim] = []
     if name == "routers":
-        return _with_controls(_router_claims(name, frame, sizes, n_train))
+        return _with_controls(_router_claims(name, frame, sizes, n_train, everything,
+                                             control_seeds))
     if name == "subspace":
         return _subspace_claims(frame, configs, fits, sizes)
     x = {"table1": "flops_paper", "table2": "width"}.get(name, "activated_units")
     controls = []
-    for regime, rows in fit_regimes(frame):
-        common = dict(regime=regime, sizes=sizes, n_train=n_train)
+    for regime, rows in fit_regimes(everything):  # the controls: the control seeds too
         if (rows["model_label"] == "dense").any() and x in rows:
             controls += control_claims(name, seed_log_errors(rows, "dense", x), "dense", x,
-                                       SESOI["ln_error"], regime=regime, sizes=sizes)
+                                       SESOI["ln_error"], regime=regime, sizes=sizes,
+                                       control_seeds=control_seeds)
+    for regime, rows in fit_regimes(frame):
+        common = dict(regime=regime, sizes=sizes, n_train=n_train)
         if name in ("fig2", "fig3", "fig4"):
             claims += _figure_claims(name, rows, common)
         elif name == "table1":

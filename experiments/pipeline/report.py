@@ -167,7 +167,9 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
         frame = with_geometry(frame, configs)
     what = "eval nMSE" if error_column(frame) == "eval_nmse" else "eval MSE"
     lines = [f"## {name}", "", f"Target: {', '.join(sorted({c.target.label() for c in configs}))}; "
-             f"fit: {_fits(frame, configs[0].fit)}; seeds: {list(configs[0].seeds)}; n_train = "
+             f"fit: {_fits(frame, configs[0].fit)}; seeds: {list(configs[0].seeds)}"
+             + (f" (and {len(configs[0].control_seeds)} control seeds of the reference model, "
+                f"for the controls)" if configs[0].control_seeds else "") + "; n_train = "
              f"{configs[0].n_train}, n_eval = {configs[0].n_eval}; preset: "
              f"{configs[0].preset}.", "",
              f"Sizes: {sizes_text(name, configs)}.", ""]
@@ -510,6 +512,9 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
     (``experiments.papers.subspace.bucket_geometry``), computed before any fit; its fits use
     ``experiments.papers.subspace.SUBSPACE_BOOT`` bootstrap resamples.
 
+    Rows at the configs' control seeds (``experiments.runner.sweep.control_rows``) feed the
+    controls alone (``claims_for``); the fits, plots, table and claims use the run's seeds.
+
     ``claims`` names the experiment whose claims are judged (``claims_for``; an experiment
     from a config file may judge fig2's claims under its own name), "none" for none; None:
     ``name``'s own (none for a name outside ``claims.CLAIM_EXPERIMENTS``). A config without
@@ -535,14 +540,18 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
         paths.append(geometry_path)
         frame = with_geometry(frame, configs, geometry)
         n_boot = SUBSPACE_BOOT
-    fits = experiment_fits(name, configs, frame, n_boot=n_boot)
     from experiments.papers.scaling_claims import CLAIM_EXPERIMENTS
+    from experiments.runner.sweep import run_rows
+
+    everything, frame = frame, run_rows(frame, configs)  # control seeds: the controls' only
+    fits = experiment_fits(name, configs, frame, n_boot=n_boot)
 
     # None: the experiment's own claims; a name without claims of its own (a config file's
     # experiment) judges none
     claim_set = claims if claims is not None else (
         name if name in CLAIM_EXPERIMENTS else "none")
-    claims = [] if claim_set == "none" else claims_for(claim_set, frame, configs, fits=fits)
+    claims = [] if claim_set == "none" else claims_for(claim_set, everything, configs,
+                                                        fits=fits)
     fits_path = out / "fits.csv"
     fits.to_csv(fits_path, index=False)
     for i, config in enumerate(configs):

@@ -266,11 +266,24 @@ class ExperimentConfig:
             without an entry are fitted whole. None: every fit uses every row. Written to
             ``config.json``; it changes no row of ``results.csv``, so it is no setting of the
             resume fingerprint (``experiments.runner.rows.NOT_SETTINGS``).
+        control_seeds: seeds, disjoint from ``seeds``, at which only ``control_models`` run:
+            extra seeds of the experiment's reference model for its negative and positive
+            controls (``experiments.analysis.claims.control_claims``), cheap beside the
+            compared models. Their rows are ordinary rows of ``results.csv`` (resumed like
+            any other); the claims, fits and plots use the run's ``seeds`` only
+            (``experiments.runner.sweep.run_rows``). Like ``seeds`` and ``models`` they are
+            no setting of the fingerprint: a row's key holds its seed and model.
+        control_models: the reference models run at ``control_seeds``, each one of
+            ``models`` (same ``ModelSpec.key``); given exactly when ``control_seeds`` is.
 
     Raises:
         ValueError: a field out of its range, naming it (``fit`` not one of ``FITS``;
             ``n_train``, ``n_eval``, ``sgd_steps``, ``sgd_batch`` < 1; ``sgd_lr`` <= 0;
-            ``ridge`` or ``noise_std`` < 0; bad seeds or ``fit_window``).
+            ``ridge`` or ``noise_std`` < 0; bad seeds or ``fit_window``; control seeds that
+            repeat, meet ``seeds`` or come without control models, or the reverse; a control
+            model that is not one of ``models``).
+
+    Source: the controls of the sparselab protocol (VERDICTS.md, "Controls").
     """
 
     name: str
@@ -288,6 +301,8 @@ class ExperimentConfig:
     noise_std: float = 0.0
     panels: dict[str, Any] = field(default_factory=dict)
     fit_window: dict[str, tuple[float | None, float | None]] | None = None
+    control_seeds: tuple[int, ...] = ()
+    control_models: tuple[ModelSpec, ...] = ()
 
     def __post_init__(self):
         if self.fit not in FITS:
@@ -302,6 +317,42 @@ class ExperimentConfig:
         check_real(self.noise_std, "noise_std", 0.0)
         if self.fit_window is not None:
             object.__setattr__(self, "fit_window", _check_fit_window(self.fit_window))
+        self._check_controls()
+
+    def _check_controls(self) -> None:
+        """``control_seeds`` and ``control_models`` as tuples, checked (class docstring)."""
+        seeds, models = self.control_seeds, self.control_models
+        if isinstance(seeds, (list, tuple, range, np.ndarray)) and len(seeds) == 0:
+            seeds = ()
+        else:
+            seeds = check_seeds(seeds, "control_seeds")
+        if not isinstance(models, (list, tuple)):
+            raise ValueError(f"control_models must be a sequence of ModelSpec, got {models!r}")
+        models = tuple(ModelSpec(**m) if isinstance(m, dict) else m for m in models)
+        for i, spec in enumerate(models):
+            if not isinstance(spec, ModelSpec):
+                raise ValueError(f"control_models[{i}] must be a ModelSpec, got {spec!r}")
+        shared = sorted(set(seeds) & set(self.seeds))
+        if shared:
+            raise ValueError(f"control_seeds must be disjoint from seeds {list(self.seeds)}: "
+                             f"{shared} are in both")
+        if bool(seeds) != bool(models):
+            raise ValueError(f"control_seeds and control_models come together (the reference "
+                             f"models run at the control seeds), got {len(seeds)} control "
+                             f"seeds and {len(models)} control models")
+        keys = {spec.key() for spec in self.models}
+        for i, spec in enumerate(models):
+            if spec.key() not in keys:
+                raise ValueError(f"control_models[{i}] ({spec.display()}, {spec.key()}) must "
+                                 f"be one of the config's models")
+        object.__setattr__(self, "control_seeds", seeds)
+        object.__setattr__(self, "control_models", models)
+
+    def jobs(self) -> list[tuple[int, ModelSpec]]:
+        """The rows of this sweep as (seed, model) in the serial order: every model at each
+        of ``seeds``, then each control model at each of ``control_seeds``."""
+        return ([(seed, spec) for seed in self.seeds for spec in self.models]
+                + [(seed, spec) for seed in self.control_seeds for spec in self.control_models])
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -313,6 +364,10 @@ class ExperimentConfig:
         target["hidden"] = tuple(target.get("hidden", (64, 64)))
         models = tuple(ModelSpec(**m) for m in data.pop("models"))
         data["seeds"] = tuple(data["seeds"])
+        if "control_seeds" in data:  # a config.json written before control seeds: none
+            data["control_seeds"] = tuple(data["control_seeds"])
+        if "control_models" in data:
+            data["control_models"] = tuple(ModelSpec(**m) for m in data["control_models"])
         return cls(target=TargetSpec(**target), models=models, **data)
 
     def make_data(self, seed: int):
@@ -353,6 +408,18 @@ class ExperimentConfig:
         return X[train], y_train, X[held_out], y[held_out]
 
     def with_(self, **changes) -> "ExperimentConfig":
+        """This config with ``changes`` (``dataclasses.replace``). New ``seeds`` that meet the
+        control seeds (``--seeds 0,1,2,3,4`` at a preset whose control seeds start at 3) move
+        the control seeds, as many, to just after the largest new seed, unless
+        ``control_seeds`` is changed too.
+
+        Raises:
+            ValueError: as the constructor, naming the field."""
+        if "seeds" in changes and "control_seeds" not in changes and self.control_seeds:
+            seeds = check_seeds(changes["seeds"])
+            if set(seeds) & set(self.control_seeds):
+                first = max(seeds) + 1
+                changes["control_seeds"] = tuple(range(first, first + len(self.control_seeds)))
         return replace(self, **changes)
 
 

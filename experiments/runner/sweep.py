@@ -245,7 +245,9 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
     sweep (rows of models no longer in ``configs`` stay in the file but are left out).
 
     Arguments:
-        configs: the sweep (one experiment may have several configs, e.g. one per k).
+        configs: the sweep (one experiment may have several configs, e.g. one per k):
+            each config's models at its seeds, and its control models at its control
+            seeds (``ExperimentConfig.jobs``).
         out: output folder, created if needed; this process is its only writer for the
             sweep (``experiments.runner.output_folder``).
         device: "auto", "cpu" or "cuda" (on Dask workers: each worker's own device; with
@@ -297,21 +299,20 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
         pending, n_jobs, order = [], 0, {}
         for config in configs:
             settings = settings_fingerprint(config)
-            for seed in config.seeds:
-                for spec in config.models:
-                    n_jobs += 1
-                    key = tuple(map(str, (config.name, config.target.label(), spec.key(),
-                                          fit_of(spec, config), seed, settings)))
-                    order.setdefault(key, len(order))
-                    if key not in done:
-                        pending.append((config, seed, spec, key))
-                        done.add(key)  # a model listed twice is computed once
-                    elif key in unnormalised:
-                        old = rows[unnormalised.pop(key)]
-                        X, y, X_eval, y_eval = cached_data(config, seed)
-                        old.update(normalised_errors(old["train_mse"], old["eval_mse"], y,
-                                                     y_eval))
-                        filled = True
+            for seed, spec in config.jobs():  # the control seeds' reference models last
+                n_jobs += 1
+                key = tuple(map(str, (config.name, config.target.label(), spec.key(),
+                                      fit_of(spec, config), seed, settings)))
+                order.setdefault(key, len(order))
+                if key not in done:
+                    pending.append((config, seed, spec, key))
+                    done.add(key)  # a model listed twice is computed once
+                elif key in unnormalised:
+                    old = rows[unnormalised.pop(key)]
+                    X, y, X_eval, y_eval = cached_data(config, seed)
+                    old.update(normalised_errors(old["train_mse"], old["eval_mse"], y,
+                                                 y_eval))
+                    filled = True
 
         kept = [n_jobs - len(pending)]  # this sweep's rows in results.csv
 
@@ -346,9 +347,47 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
     # rows of models no longer in the configs stay on disk but are not part of this sweep
     wanted = {tuple(map(str, (c.name, c.target.label(), m.key(), fit_of(m, c), s,
                               settings_fingerprint(c))))
-              for c in configs for s in c.seeds for m in c.models}
+              for c in configs for s, m in c.jobs()}
     keep = [tuple(map(str, key)) in wanted for key in frame[ROW_KEY].itertuples(index=False)]
     return frame[keep].reset_index(drop=True)
+
+
+def control_rows(frame: pd.DataFrame, configs: list[ExperimentConfig]) -> np.ndarray:
+    """Which rows of ``frame`` were run at a control seed (``ExperimentConfig.control_seeds``):
+    a row whose target is a config's and whose seed is one of that config's control seeds
+    (never one of its run seeds: the two are disjoint).
+
+    Arguments:
+        frame: results rows with ``target`` and ``seed`` columns (``run_sweep``'s, or
+            ``results.csv`` read back: seeds compared as integers).
+        configs: the experiment's configs (empty: no row is a control row).
+
+    Returns:
+        bool array (len(frame),): True at the control rows.
+
+    Raises:
+        ValueError: ``frame`` lacks ``target`` or ``seed`` while a config has control seeds.
+    """
+    mask = np.zeros(len(frame), dtype=bool)
+    for config in configs:
+        if not config.control_seeds:
+            continue
+        missing = [c for c in ("target", "seed") if c not in frame]
+        if missing:
+            raise ValueError(f"frame must have columns target and seed to tell the control "
+                             f"rows, lacks {missing}")
+        seeds = pd.to_numeric(frame["seed"], errors="coerce")
+        mask |= ((frame["target"].astype(str) == config.target.label())
+                 & seeds.isin(config.control_seeds)).to_numpy()
+    return mask
+
+
+def run_rows(frame: pd.DataFrame, configs: list[ExperimentConfig]) -> pd.DataFrame:
+    """``frame`` without its control rows (``control_rows``): the rows at the run's seeds,
+    on which an experiment's claims, fits, plots and tables are computed (only its controls
+    read the control seeds). Same columns; the index is kept."""
+    mask = control_rows(frame, configs)
+    return frame[~mask] if mask.any() else frame
 
 
 @contextlib.contextmanager

@@ -1,15 +1,22 @@
-"""Each experiment's negative and positive controls, from rows the sweep already has, decided
+"""Each experiment's negative and positive controls, from the reference model's rows, decided
 by the same paired rule as its claims (``experiments.analysis.claims``).
 
-- Negative control: the reference model against itself on disjoint seeds at the same sizes.
-  The sweep runs every model on the same seeds, so the run's seeds are split in two halves
-  (seeds[:h] against seeds[h:2h], h = ⌊n_seeds / 2⌋, paired in order) and the report says so.
-  It must not read *supported*. With fewer than 4 seeds there is a single disjoint pair: no
-  seed noise can be measured, the control reads *inconclusive (no seed noise measured)* and
-  passes without having been able to fail — ``control_status`` says "passed (vacuous)".
+The reference's rows are those at the run's seeds plus, where the config has them, its
+control seeds (``experiments.runner.specs.ExperimentConfig.control_seeds``: seeds at which
+only the reference model runs, cheap beside the compared models). Both controls use the
+sizes the reference has at every one of those seeds.
+
+- Negative control: the reference model against itself on disjoint seeds at the same sizes:
+  the sorted seeds split in two halves (seeds[:h] against seeds[h:2h], h = ⌊n_seeds / 2⌋,
+  paired in order). It must not read *supported*. With h < 2 there is a single disjoint
+  pair: no seed noise can be measured, the control reads *inconclusive (no seed noise
+  measured)*; with MDE > SESOI it reads *underpowered*. Either way it could not have read
+  *supported*, so it passes without having been able to fail — ``control_status`` says
+  "passed (vacuous)".
 - Positive control: the reference model at x against itself at x' ≤ x/4 (its widest size at
-  most a quarter of x; more capacity, lower error), over every such pair. It must read
-  *supported*.
+  most a quarter of x; more capacity, lower error), over every such pair and every seed. It
+  must read *supported*: the effect is large (a factor 4 in width), but *supported* also
+  needs the MDE from the measured seed sd ≤ the SESOI, which is what the control seeds buy.
 
 Controls stay outside the experiment's family-wise adjustment: each is decided at ``ALPHA``
 alone, which makes the negative control's test no easier to pass than a claim's.
@@ -21,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.analysis.claims._paired import Claim, claim_line, decided, paired_difference
-from experiments.analysis.claims._rules import Rule, Sesoi
+from experiments.analysis.claims._rules import NO_NOISE, Rule, Sesoi
 
 #: The roles a control claim carries.
 CONTROL_ROLES = ("negative control", "positive control")
@@ -46,18 +53,21 @@ def _quarter_pairs(sizes) -> list[tuple[float, float]]:
 
 def control_claims(name: str, table: pd.DataFrame, reference: str, x: str, sesoi: Sesoi,
                    unit: str = "Δ ln nMSE", regime: str = "", sizes: str = "",
-                   context: str = "") -> list[Claim]:
+                   context: str = "", control_seeds=()) -> list[Claim]:
     """The negative and positive controls of one experiment (module docstring).
 
     Arguments:
         name: the experiment.
-        table: the reference model's values by ``x`` (rows, ascending) and seed (columns):
-            ``seed_log_errors`` for the synthetic experiments, raw test errors for real data;
-            lower is better.
+        table: the reference model's values by ``x`` (rows, ascending) and seed (columns),
+            the run's seeds and its control seeds: ``seed_log_errors`` for the synthetic
+            experiments, raw test errors for real data; lower is better. Only the sizes
+            every seed has are used.
         reference: the reference model's label; x: the size column's name.
         sesoi: the claim family's SESOI (the controls use the claims' rule).
         unit: the differences' unit; regime: the rows' fit; sizes: the run's sizes text;
         context: appended to the control's line (e.g. the target).
+        control_seeds: which of the table's seeds are control seeds (only the reference ran
+            there), for the control's line; () for none.
 
     Returns:
         [negative control, positive control] as ``Claim`` with ``role`` set; a control the
@@ -71,13 +81,17 @@ def control_claims(name: str, table: pd.DataFrame, reference: str, x: str, sesoi
                         f"{type(table).__name__}")
     where = f", {context}" if context else ""
     common = dict(regime=regime, sizes=sizes, source="experiments.analysis.claims, controls")
+    table = table.dropna(axis=0, how="any")  # the sizes every seed has
     seeds = sorted(table.columns)
+    control = sorted(set(control_seeds) & set(seeds))
     half = len(seeds) // 2
     first, second = seeds[:half], seeds[half:2 * half]
-    negative_text = claim_line(f"negative control: {reference} on seeds {first} vs itself on seeds "
-                          f"{second} (a split of the run's seeds: the sweep runs every model "
-                          f"on the same seeds), same {x}{where}; must not read supported",
-                          regime)
+    origin = (f"a split of the run's seeds and {len(control)} control seeds, at which only "
+              f"{reference} runs" if control else
+              "a split of the run's seeds: the sweep runs every model on the same seeds")
+    negative_text = claim_line(f"negative control: {reference} on seeds {_seed_list(first)} vs "
+                               f"itself on seeds {_seed_list(second)} ({origin}), same "
+                               f"{x}{where}; must not read supported", regime)
     claims = []
     if half and len(table.index):
         a = table[first].set_axis(range(half), axis=1)
@@ -93,8 +107,9 @@ def control_claims(name: str, table: pd.DataFrame, reference: str, x: str, sesoi
         claims.append(Claim(name, negative_text, "not tested", "fewer than 2 seeds: no "
                             "disjoint seeds", role="negative control", **common))
     pairs = _quarter_pairs(table.index)
+    over = f" (over {len(seeds)} seeds, {len(control)} of them control seeds)" if control else ""
     positive_text = claim_line(f"positive control: {reference} at {x} x beats itself at x' ≤ "
-                          f"x/{POSITIVE_RATIO:g}{where}; must read supported", regime)
+                               f"x/{POSITIVE_RATIO:g}{where}{over}; must read supported", regime)
     if pairs:
         stats = paired_difference(table, table, pairs)
         evidence = "; ".join(f"{v:g} vs {r:g}: mean {unit} "
@@ -109,10 +124,19 @@ def control_claims(name: str, table: pd.DataFrame, reference: str, x: str, sesoi
     return claims
 
 
+def _seed_list(seeds) -> str:
+    """Seeds in a control's line: all of them up to 6, else "[0, 1, …, 9] (n seeds)"."""
+    seeds = [int(s) if float(s).is_integer() else s for s in seeds]
+    if len(seeds) <= 6:
+        return str(seeds)
+    return f"[{seeds[0]}, {seeds[1]}, …, {seeds[-1]}] ({len(seeds)} seeds)"
+
+
 def control_status(role: str, verdict: str) -> str:
     """A control's status from its verdict: a negative control "passed" unless *supported*
-    ("passed (vacuous)" when no seed noise was measured), a positive control "passed" only
-    when *supported*; "not run" for *not tested*.
+    ("passed (vacuous)" when it could not have read *supported*: no seed noise measured, or
+    *underpowered*, MDE > SESOI), a positive control "passed" only when *supported*; "not
+    run" for *not tested*.
 
     Raises:
         ValueError: ``role`` not one of ``CONTROL_ROLES``.
@@ -125,5 +149,6 @@ def control_status(role: str, verdict: str) -> str:
     if role == "negative control":
         if verdict == "supported":
             return "FAILED"
-        return "passed (vacuous)" if verdict.startswith("inconclusive (no seed") else "passed"
+        could_not_fail = verdict == NO_NOISE or verdict == "underpowered"
+        return "passed (vacuous)" if could_not_fail else "passed"
     return "passed" if verdict == "supported" else "FAILED"

@@ -25,7 +25,7 @@ def _synthetic_routers(preset="quick", seeds=(0,)):
     """A results frame shaped like the routers experiment's (every model of the preset), with
     eval MSE falling with the model's size: numbers need not be real here. (One seed: no
     bootstrap intervals to compute, so the report and plots are quick.)"""
-    configs = experiment_configs("routers", preset)
+    configs = [c.with_(seeds=seeds) for c in experiment_configs("routers", preset)]
     rows = []
     for config in configs:
         for spec in config.models:

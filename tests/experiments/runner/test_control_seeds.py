@@ -1,0 +1,162 @@
+"""Control seeds (``ExperimentConfig.control_seeds``): seeds at which only the reference model
+runs — checked on construction, no setting of the resume fingerprint, resumed like any row,
+and kept apart from the run's rows (``run_rows``)."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from experiments.runner.rows import settings_fingerprint, settings_of
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.runner.sweep import control_rows, run_rows, run_sweep
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+
+
+class Interrupt(Exception):
+    pass
+
+
+def _config(**changes):
+    dense = (ModelSpec("dense", width=8, label="dense"), ModelSpec("dense", width=32,
+                                                                   label="dense"))
+    models = dense + (ModelSpec("dsm", width=16, k=4, label="DSM"),)
+    config = ExperimentConfig(name="fig4", preset="tiny", target=TargetSpec("polynomial"),
+                              models=models, seeds=(0, 1), n_train=300, n_eval=200)
+    return config.with_(**changes)
+
+
+def _with_controls(config, seeds=(2, 3, 4)):
+    return config.with_(control_seeds=seeds, control_models=config.models[:2])
+
+
+def test_control_seeds_are_no_setting_of_the_fingerprint():
+    plain = _config()
+    controlled = _with_controls(plain)
+    for config in (plain, controlled):
+        assert not {"control_seeds", "control_models"} & set(settings_of(config))
+    assert settings_fingerprint(controlled) == settings_fingerprint(plain)
+    # read back from config.json: the same fingerprint, and the same config
+    data = json.loads(json.dumps(controlled.to_dict()))
+    assert settings_fingerprint(data) == settings_fingerprint(plain)
+    back = ExperimentConfig.from_dict(data)
+    assert back.control_seeds == (2, 3, 4) and back.control_models == controlled.control_models
+    # a config.json written before control seeds existed reads back without them
+    old = {k: v for k, v in plain.to_dict().items() if not k.startswith("control_")}
+    assert ExperimentConfig.from_dict(json.loads(json.dumps(old))).control_seeds == ()
+
+
+def _head_fingerprints(tmp_path) -> dict:
+    """Each quick and tiny scaling config's fingerprint computed by the code of git's HEAD
+    (exported to ``tmp_path``), in a fresh interpreter."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed: no HEAD to compare with")
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "HEAD"],
+                          capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout with a HEAD commit")
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "HEAD", "experiments",
+                              "routing", "lipschitz", "inference"], capture_output=True,
+                             check=True)
+    tar = tmp_path / "head.tar"
+    tar.write_bytes(archive.stdout)
+    shutil.unpack_archive(tar, tmp_path / "head")
+    code = ("import json; from experiments.papers.catalogue import EXPERIMENTS, "
+            "experiment_configs; from experiments.runner.rows import settings_fingerprint; "
+            "print(json.dumps({f'{n} {p} {i}': settings_fingerprint(c) for n in EXPERIMENTS "
+            "for p in ('tiny', 'quick') for i, c in enumerate(experiment_configs(n, p))}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=tmp_path / "head",
+                         env={**os.environ, "PYTHONPATH": str(tmp_path / "head")})
+    return json.loads(out.stdout)
+
+
+def test_every_existing_folder_keeps_its_fingerprint(tmp_path):
+    """The fingerprints of every scaling experiment's configs are HEAD's, control seeds or
+    not: a folder written before them resumes."""
+    from experiments.papers.catalogue import EXPERIMENTS, experiment_configs
+
+    head = _head_fingerprints(tmp_path)
+    now = {f"{n} {p} {i}": settings_fingerprint(c) for n in EXPERIMENTS
+           for p in ("tiny", "quick") for i, c in enumerate(experiment_configs(n, p))}
+    assert any(c.control_seeds for c in experiment_configs("fig3", "quick"))
+    assert now == head
+
+
+@pytest.mark.parametrize("changes, words", [
+    (dict(control_seeds=(1, 2)), "disjoint from seeds"),
+    (dict(control_seeds=(2, 2)), "distinct"),
+    (dict(control_seeds=(2,), control_models=()), "come together"),
+    (dict(control_seeds=(), control_models=(ModelSpec("dense", width=8),)), "come together"),
+    (dict(control_seeds=(2,), control_models=(ModelSpec("dense", width=64),)),
+     "one of the config's models"),
+    (dict(control_seeds=(-1,)), "control_seeds"),
+    (dict(control_seeds=(2,), control_models=("dense",)), "must be a ModelSpec"),
+])
+def test_bad_control_seeds_are_refused_naming_the_field(changes, words):
+    changes = {"control_models": _config().models[:1], **changes}
+    with pytest.raises(ValueError, match=words):
+        _config(**changes)
+
+
+def test_the_sweep_runs_only_the_control_models_at_a_control_seed(tmp_path):
+    config = _with_controls(_config())
+    frame = run_sweep([config], tmp_path, device="cpu", progress=False)
+    at = {seed: sorted(rows["model_key"]) for seed, rows in frame.groupby("seed")}
+    everything = sorted(m.key() for m in config.models)
+    references = sorted(m.key() for m in config.control_models)
+    assert at == {0: everything, 1: everything, 2: references, 3: references, 4: references}
+    assert len(frame) == len(config.jobs()) == 2 * 3 + 3 * 2
+    mask = control_rows(frame, [config])
+    assert list(frame.loc[mask, "seed"].unique()) == [2, 3, 4]
+    assert set(run_rows(frame, [config])["seed"]) == {0, 1}
+    assert run_rows(frame, []).equals(frame)  # no configs: no row told apart
+    # rows read back from results.csv: the same split
+    on_disk = pd.read_csv(tmp_path / "results.csv", dtype={"settings": str})
+    assert control_rows(on_disk, [config]).sum() == 6
+
+
+def test_control_rows_resume_and_a_folder_without_them_gains_them(tmp_path):
+    plain = _config()
+    run_sweep([plain], tmp_path / "a", device="cpu", progress=False)
+    controlled = _with_controls(plain)
+    new = []
+    frame = run_sweep([controlled], tmp_path / "a", device="cpu", progress=False,
+                      on_row=new.append)
+    # the folder made without control seeds resumes: only the control rows are computed
+    assert sorted(r["seed"] for r in new) == [2, 2, 3, 3, 4, 4] and len(frame) == 12
+
+    seen = []
+
+    def stop_in_the_control_rows(row):
+        seen.append(row)
+        if len(seen) == 8:  # the 6 run rows, then 2 of the 6 control rows
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        run_sweep([controlled], tmp_path / "b", device="cpu", progress=False,
+                  on_row=stop_in_the_control_rows)
+    again = []
+    resumed = run_sweep([controlled], tmp_path / "b", device="cpu", progress=False,
+                        on_row=again.append)
+    assert len(again) == 4 and all(r["seed"] in (3, 4) for r in again)
+    keys = ["model_key", "seed"]
+    pd.testing.assert_frame_equal(
+        resumed.sort_values(keys).reset_index(drop=True)[keys + ["eval_mse"]],
+        frame.sort_values(keys).reset_index(drop=True)[keys + ["eval_mse"]])
+
+
+def test_new_run_seeds_that_meet_the_control_seeds_move_them_after_the_run():
+    config = _with_controls(_config())  # seeds (0, 1), control seeds (2, 3, 4)
+    assert config.with_(seeds=(0,)).control_seeds == (2, 3, 4)  # disjoint still: kept
+    moved = config.with_(seeds=(0, 1, 2, 3))
+    assert moved.seeds == (0, 1, 2, 3) and moved.control_seeds == (4, 5, 6)
+    assert config.with_(seeds=(9, 3)).control_seeds == (10, 11, 12)
+    with pytest.raises(ValueError, match="disjoint"):  # asked for explicitly: refused
+        config.with_(seeds=(0, 1, 2), control_seeds=(2, 3))
