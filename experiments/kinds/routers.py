@@ -25,13 +25,14 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from experiments.kinds.registry import ModelKind, model_kind, register_model_kind
+from experiments.kinds.registry import END_TO_END, ModelKind, model_kind, register_model_kind
 from routing.validation import check_int, check_seed
 
 
 class RouterKind(ModelKind):
-    """A ``routing.layers.RouterLayer`` with d_out = 1 trained end to end by SGD
-    (``experiments.kinds.router_training.train_router``, the spec's ``lr`` or the layer's own).
+    """A ``routing.layers.RouterLayer`` with d_out = 1 trained end to end (regime
+    ``END_TO_END``: the layer's own optimiser, ``experiments.kinds.router_training.train_router``,
+    at the spec's ``lr`` or the layer's own).
 
     Arguments:
         name: the kind's name.
@@ -48,7 +49,7 @@ class RouterKind(ModelKind):
     activated unit), and the dead fraction and usage spread on the evaluation data.
     """
 
-    regimes = ("sgd",)
+    regimes = (END_TO_END,)
 
     def __init__(self, name: str, build_layer: Callable, fields: tuple[str, ...] = ("width", "k"),
                  check: Callable | None = None, description: str = "",
@@ -79,13 +80,13 @@ class RouterKind(ModelKind):
         from experiments.kinds.router_training import RouterRegressor
 
         n = config.n_train
-        epochs = max(1, config.sgd_steps * min(config.sgd_batch, n) // n)
+        epochs = max(1, config.train_steps * min(config.train_batch, n) // n)
         return RouterRegressor(self.build_layer(spec, dim, seed, epochs=epochs))
 
     def fit(self, model, spec, config, X, y, regime, seed) -> float:
         from experiments.kinds.router_training import RouterTraining, train_router
 
-        training = RouterTraining(steps=config.sgd_steps, batch_size=config.sgd_batch,
+        training = RouterTraining(steps=config.train_steps, batch_size=config.train_batch,
                                   lr=spec.lr)
         return train_router(model, X, y, training, seed=seed).train_mse
 
