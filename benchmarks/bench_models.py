@@ -10,9 +10,9 @@ Measured in one run, interleaved so that machine load hits every model alike:
   - "full": from the inputs (DSM: the fused Numba routing kernel, then the k-column top
     layer; Dense: addmm, ReLU, the width-column top layer);
   - "cached": from the frozen features cached for the training set, which is what
-    ``fit_model(fit="sgd")`` does when they fit in memory (N·k values for DSM, N·width for
+    ``fit_model(fit="adam")`` does when they fit in memory (N·k values for DSM, N·width for
     Dense);
-* samples/s of ``fit_model(fit="sgd")`` for every model (feature caching included) and of the
+* samples/s of ``fit_model(fit="adam")`` for every model (feature caching included) and of the
   uncached training loop, and the wall time of ``fit_model(fit="exact")``;
 * the same step timings on CUDA when a GPU is present;
 * the machine's state: a reference float32 matmul's GFLOP/s just before and after the CPU
@@ -36,7 +36,7 @@ import time
 import numpy as np
 import torch
 
-from experiments.kinds.fitting import SGDConfig, adam_optimizer, fit_model
+from experiments.kinds.fitting import AdamConfig, adam_optimizer, fit_model
 from routing.models import DSM, Dense, LSHModel, RandomHashModel
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -49,7 +49,7 @@ BURST = 4  # consecutive steps per model and round: the first right after anothe
 
 def _step_fn(model, X, y, cached):
     """A closure running one Adam step of ``model`` on (X, y)."""
-    # as fit_model(fit="sgd") does it: fused Adam where torch has one
+    # as fit_model(fit="adam") does it: fused Adam where torch has one
     optimizer = adam_optimizer([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     # the cache as fit_model keeps it: sparse columns in the narrowest integer type
     features = model.features(model.prepare(X)).narrowed(model.n_coef) if cached else None
@@ -106,8 +106,8 @@ def training_throughput(n_train: int, steps: int) -> dict:
     for name, make in makers.items():
         row = {}
         for cache in (True, False):
-            cfg = SGDConfig(batch_size=BATCH, steps=steps, cache_features=cache)
-            report = fit_model(make(), X, y, "sgd", sgd=cfg)
+            cfg = AdamConfig(batch_size=BATCH, steps=steps, cache_features=cache)
+            report = fit_model(make(), X, y, "adam", adam=cfg)
             row["samples_per_s_cached" if cache else "samples_per_s_uncached"] = (
                 steps * BATCH / report.wall_s)
         row["exact_fit_s"] = fit_model(make(), X, y, "exact").wall_s
@@ -125,7 +125,7 @@ def main(out: pathlib.Path, threads: int = 1, quick: bool = False) -> dict:
         result["reference_matmul_gflops"] = {"before": before, "after": reference_gflops()}
         n_train, steps = (8192, 10) if quick else (16384, 40)
         result["cpu_training"] = training_throughput(n_train, steps)
-        result["cpu_training_setup"] = {"n_train": n_train, "sgd_steps": steps}
+        result["cpu_training_setup"] = {"n_train": n_train, "train_steps": steps}
         if torch.cuda.is_available():
             result["cuda_step"] = step_times("cuda", 17)
             result["cuda_device"] = torch.cuda.get_device_name()
@@ -155,7 +155,7 @@ def _print(result):
         g = result["reference_matmul_gflops"]
         print(f"    machine state: reference matmul {g['before']:.0f} GFLOP/s before the step "
               f"timings, {g['after']:.0f} after")
-    print("  fit_model(sgd) samples/s (sparse features cached | recomputed; dense features are "
+    print("  fit_model(adam) samples/s (sparse features cached | recomputed; dense features are "
           "never cached), exact fit seconds:")
     for name, row in result["cpu_training"].items():
         print(f"    {name:12s} {row['samples_per_s_cached']:12.0f} | "

@@ -78,7 +78,7 @@ def sweep(out: pathlib.Path) -> None:
         models=(ModelSpec("hash_moe", width=width, k=k, n_experts=n_experts),
                 ModelSpec("sigma_moe", width=width, k=k, n_experts=n_experts),
                 ModelSpec("dense_mlp", width=k)),
-        seeds=(0, 1), n_train=4_000, n_eval=2_000, sgd_steps=300, sgd_batch=256)
+        seeds=(0, 1), n_train=4_000, n_eval=2_000, train_steps=300, train_batch=256)
     table = run_sweep([config], out, device="cpu", progress=False)
     summary = table.groupby("model")[["activated_units", "params", "eval_nmse",
                                       "dead_fraction"]].mean()

@@ -397,7 +397,8 @@ EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 
 @functools.cache
 def _golden_frame():
-    return pd.read_csv(GOLDEN, dtype={"settings": str})
+    # written before the regimes' rename: its "sgd" rows read as today's names
+    return x_runner_rows.with_current_fits(pd.read_csv(GOLDEN, dtype={"settings": str}))
 
 
 def _golden():
@@ -422,8 +423,8 @@ def _tiny_config_cached(fit, n_train, _type):
     return ExperimentConfig(name="fuzz", preset="tiny", target=TargetSpec(n_inputs=2, degree=2),
                             models=(ModelSpec("dense", width=4),
                                     ModelSpec("lsh_table", n_hashes=1, bucket_width=1.0)),
-                            seeds=(0,), n_train=n_train, n_eval=32, fit=fit, sgd_steps=5,
-                            sgd_batch=16)
+                            seeds=(0,), n_train=n_train, n_eval=32, fit=fit, train_steps=5,
+                            train_batch=16)
 
 
 def _subspace_rows(k=2, seeds=(0, 1)):
@@ -797,11 +798,11 @@ _EXPERIMENT = CHOICE("fig2", "fig3", "fig4", "table1", "table2", "subspace", "ro
 
 EXPERIMENT_CASES: dict[str, Case] = {
     # experiments.analysis.claims: the verdicts of the report, on the golden tiny sweep
-    "experiments.papers.baykal_tables.anomaly_diagnoses": Case(lambda regime: x_baykal_tables.anomaly_diagnoses(_golden(), regime), {"regime": CHOICE("exact", "sgd")}),
+    "experiments.papers.baykal_tables.anomaly_diagnoses": Case(lambda regime: x_baykal_tables.anomaly_diagnoses(_golden(), regime), {"regime": CHOICE("exact", "adam")}),
     "experiments.papers.scaling_claims.claims_for": Case(lambda name: [c.verdict for c in x_scaling_claims.claims_for(name, _golden(), [])], {"name": CHOICE("fig2", "fig3", "fig4", "table1", "table2", "routers")}),
     # a "not tested" claim (no shared x) has effect nan by definition: only a measured one is checked
     "experiments.analysis.claims.compare_unchecked": Case(lambda better_label, worse_label, x, n_train: (lambda c: c.verdict if c.verdict == "not tested" else (c.verdict, c.effect))(x_claims.compare_unchecked("e", "t", _golden(), better_label, worse_label, x, n_train=n_train)), {"better_label": ARG(st.sampled_from(["DSM k=4", "dense", "no such model"])), "worse_label": Kind(st.sampled_from(["dense", "dense_mlp", "no such model"]), st.sampled_from([None, 3])), "x": _X, "n_train": OPTIONAL_INT(1, 10**6)}),
-    "experiments.analysis.claims.claim_line": Case(lambda text, regime: x_claims.claim_line(text, regime), {"text": TEXT, "regime": Kind(st.sampled_from(["", "exact", "sgd", "other"]), st.sampled_from([None, 3]))}),
+    "experiments.analysis.claims.claim_line": Case(lambda text, regime: x_claims.claim_line(text, regime), {"text": TEXT, "regime": Kind(st.sampled_from(["", "exact", "adam", "other"]), st.sampled_from([None, 3]))}),
     "experiments.analysis.claims.fit_regimes": Case(lambda n: [(fit, len(rows)) for fit, rows in x_claims.fit_regimes(_golden().iloc[:n])], {"n": H_INT(0, 12)}),
     "experiments.analysis.claims.geometric_mean": Case(lambda n, column: x_claims.geometric_mean(_golden().iloc[:n], column), {"n": H_INT(1, 12), "column": ARG(st.sampled_from(["eval_mse", "eval_nmse", "train_mse"]))}),
     "experiments.analysis.claims.model_key_fields": Case(lambda key: x_claims.model_key_fields(key), {"key": Kind(st.sampled_from(["lsh;n_bits=8;n_tables=1;family=sign", "dense;width=4", "", "a=b=c"]), st.sampled_from([None, 3, b"dense"]))}),
@@ -812,7 +813,7 @@ EXPERIMENT_CASES: dict[str, Case] = {
     "experiments.runner.rows.cached_data": Case(lambda seed: [a.shape for a in x_runner_rows.cached_data(_tiny_config(), seed)], {"seed": INT(0)}),
     "experiments.runner.rows.canonical_value": Case(lambda n: x_runner_rows.canonical_value({"n": n, 1: [n, (2, "x")], "b": True, "none": None}), {"n": H_INT(0, 5)}),
     "experiments.analysis.claims.compare": Case(lambda better_label, worse_label, x, n_train: (lambda c: c.verdict if c.verdict == "not tested" else (c.verdict, c.effect))(x_claims.compare("e", "t", _golden(), better_label, worse_label, x, n_train=n_train)), {"better_label": _LABELS, "worse_label": CHOICE("dense", "dense_mlp"), "x": _X, "n_train": OPTIONAL_INT(1, 10**6)}),
-    "experiments.analysis.claims.comparison_diagnosis": Case(lambda x, regime, n_train: x_claims.comparison_diagnosis(_golden(), "dsm", "dense", x, _stats(), regime, n_train), {"x": _X, "regime": CHOICE("exact", "sgd"), "n_train": OPTIONAL_INT(1, 10**6)}),
+    "experiments.analysis.claims.comparison_diagnosis": Case(lambda x, regime, n_train: x_claims.comparison_diagnosis(_golden(), "dsm", "dense", x, _stats(), regime, n_train), {"x": _X, "regime": CHOICE("exact", "adam"), "n_train": OPTIONAL_INT(1, 10**6)}),
     "experiments.analysis.claims.comparison_verdict": Case(lambda sesoi, direction, p_adjusted: x_claims.comparison_verdict(_stats(), sesoi, direction, p_adjusted), {"sesoi": REAL(0, 1, True), "direction": CHOICE("lower", "higher"), "p_adjusted": _P_VALUE}),
     "experiments.analysis.claims.equivalence_verdict": Case(lambda band, p_adjusted: x_claims.equivalence_verdict(x_claims.equivalence_stats(_stats(), 0.2), band, p_adjusted), {"band": REAL(0, 1, True), "p_adjusted": _P_VALUE}),
     "experiments.analysis.claims.equivalence_stats": Case(lambda band: {k: v for k, v in x_claims.equivalence_stats(_stats(), band).items() if k in ("p_tost", "p_beyond")}, {"band": REAL(0, 1, True)}),
@@ -919,11 +920,11 @@ EXPERIMENT_CASES |= {
     "experiments.runner.threads.limit_process_threads": Case(lambda: _in_subprocess("from experiments.runner.threads import limit_process_threads as f; print(f())"), heavy=True),
     "experiments.runner.threads.single_threaded": Case(lambda n: _single_threaded(n), {"n": H_INT(0, 1)}),
     # experiments.kinds.fitting: the frozen-feature models' top layer
-    "experiments.kinds.fitting.SGDConfig": Case(lambda lr, batch_size, steps, epochs, schedule, cache_features, max_cache_bytes: x_fitting.SGDConfig(lr, batch_size, steps, epochs, schedule, (0.9, 0.999), cache_features, max_cache_bytes).lr, {"lr": REAL(0, 1, True), "batch_size": INT(1, 99), "steps": OPTIONAL_INT(1, 99), "epochs": INT(1, 9), "schedule": CHOICE("cosine", "constant"), "cache_features": BOOL, "max_cache_bytes": INT(0, 10**6)}),
+    "experiments.kinds.fitting.AdamConfig": Case(lambda lr, batch_size, steps, epochs, schedule, cache_features, max_cache_bytes: x_fitting.AdamConfig(lr, batch_size, steps, epochs, schedule, (0.9, 0.999), cache_features, max_cache_bytes).lr, {"lr": REAL(0, 1, True), "batch_size": INT(1, 99), "steps": OPTIONAL_INT(1, 99), "epochs": INT(1, 9), "schedule": CHOICE("cosine", "constant"), "cache_features": BOOL, "max_cache_bytes": INT(0, 10**6)}),
     "experiments.kinds.fitting.adam_optimizer": Case(lambda lr, b1, b2: type(x_fitting.adam_optimizer([torch.nn.Parameter(torch.zeros(2))], lr, (b1, b2))).__name__, {"lr": REAL(0, 1, True), "b1": REAL(0, 0.99), "b2": REAL(0, 0.999)}, names=("betas",)),
     "experiments.kinds.fitting.clear_grads": Case(lambda optimizer: _cleared(optimizer), {"optimizer": Kind(st.builds(_optimizer_with_grads), st.sampled_from([None, "adam", 3, [torch.zeros(2)]]))}),
     "experiments.kinds.fitting.evaluate": Case(lambda X, batch_size: x_fitting.evaluate(_fitted_dense(), X, np.zeros(len(X)), batch_size), {"X": POINTS(2, n_min=1), "batch_size": INT(1, 9)}, names=("y",)),
-    "experiments.kinds.fitting.fit_model": Case(lambda X, fit, ridge, seed, progress: x_fitting.fit_model(x_models.Dense(2, 4, seed=0), X, _labels(X), fit, sgd=x_fitting.SGDConfig(steps=3, batch_size=4), ridge=ridge, seed=seed, progress=progress).train_mse, {"X": POINTS(2, n_min=4), "fit": CHOICE("exact", "sgd"), "ridge": REAL(0, 1), "seed": INT(0), "progress": BOOL}, names=("y",)),
+    "experiments.kinds.fitting.fit_model": Case(lambda X, fit, ridge, seed, progress: x_fitting.fit_model(x_models.Dense(2, 4, seed=0), X, _labels(X), fit, adam=x_fitting.AdamConfig(steps=3, batch_size=4), ridge=ridge, seed=seed, progress=progress).train_mse, {"X": POINTS(2, n_min=4), "fit": CHOICE("exact", "adam"), "ridge": REAL(0, 1), "seed": INT(0), "progress": BOOL}, names=("y",)),
     # experiments.analysis.gallery: the target gallery
     "experiments.analysis.gallery.GalleryConfig": Case(lambda n_inputs, degree, n_seeds, n_points, resolution: x_gallery.GalleryConfig(n_inputs=n_inputs, degree=degree, hidden=(4,), n_seeds=n_seeds, n_points=n_points, resolution=resolution).n_inputs, {"n_inputs": INT(2, 6), "degree": INT(0, 4), "n_seeds": INT(1, 4), "n_points": INT(2, 50), "resolution": INT(2, 9)}),
     "experiments.analysis.gallery.lipschitz_ratios": Case(lambda n_inputs, n_points, progress: x_gallery.lipschitz_ratios(x_gallery.GalleryConfig(n_inputs=n_inputs, degree=2, hidden=(4,), n_seeds=1, n_points=n_points), progress=progress)["ratio"].to_numpy(), {"n_inputs": INT(2, 4), "n_points": INT(2, 30), "progress": BOOL}),
@@ -934,7 +935,7 @@ EXPERIMENT_CASES |= {
     "experiments.kinds.image_models.ConvNet": Case(lambda width, k, X: x_image_models.ConvNet((1, 4, 4), (2, 2, 2), width, k, n_classes=3)(_images(X)), {"width": INT(1, 6), "k": INT(1, 6), "X": POINTS(16)}, names=("image_shape", "x")),
     "experiments.kinds.image_models.SDMLPMask": Case(lambda k_target, x: _layer(x_image_models.SDMLPMask, RL.SDMLPConfig, x, d_in=3, n_neurons=8, k_target=k_target), {"k_target": INT(1, 8, True), "x": POINTS(3)}, names=("n_neurons",)),
     "experiments.kinds.image_models.TopKMLP": Case(lambda width, k, x: _layer(lambda c: x_image_models.TopKMLP(3, width, k, 2), lambda: None, x), {"width": INT(1, 6), "k": INT(1, 6), "x": POINTS(3)}, names=("d_in",)),
-    "experiments.kinds.image_models.TrainSettings": Case(lambda epochs, batch_size, optimizer, lr, grad_clip: x_image_models.TrainSettings(epochs, batch_size, optimizer, lr, grad_clip).lr, {"epochs": INT(1, 9), "batch_size": INT(1, 99), "optimizer": CHOICE("adam", "sgd"), "lr": REAL(0, 1, True), "grad_clip": Kind(st.one_of(st.none(), st.floats(0, 5, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True, -1.0]))}),
+    "experiments.kinds.image_models.TrainSettings": Case(lambda epochs, batch_size, optimizer, lr, grad_clip: x_image_models.TrainSettings(epochs, batch_size, optimizer, lr, grad_clip).lr, {"epochs": INT(1, 9), "batch_size": INT(1, 99), "optimizer": CHOICE("adam", "adam"), "lr": REAL(0, 1, True), "grad_clip": Kind(st.one_of(st.none(), st.floats(0, 5, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True, -1.0]))}),
     "experiments.kinds.image_models.accuracy": Case(lambda X: x_image_models.accuracy(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), torch.zeros(len(X), dtype=torch.int64)), {"X": POINTS(3, n_min=1)}, names=("y", "x")),
     "experiments.kinds.image_models.fit_classifier": Case(lambda X, epochs, seed, epoch_offset: x_image_models.fit_classifier(x_image_models.TopKMLP(3, 8, 2, 2), _tensor(X), torch.zeros(len(X), dtype=torch.int64), x_image_models.TrainSettings(epochs, batch_size=2), seed, epoch_offset), {"X": POINTS(3, n_min=1), "epochs": INT(1, 3), "seed": INT(0), "epoch_offset": INT(0, 5)}, names=("y", "x")),
     "experiments.kinds.image_models.four_layer_mlp": Case(lambda width, p_k, seed, smaller, X: x_image_models.four_layer_mlp(3, width, p_k, 2, seed, smaller)(_tensor(X))[0], {"width": INT(1, 9), "p_k": REAL(0, 1, True, True), "seed": INT(0), "smaller": BOOL, "X": POINTS(3)}, names=("x",)),
@@ -969,11 +970,11 @@ EXPERIMENT_CASES |= {
     "experiments.cli.plot.plot_results": Case(lambda x, y, by, tmp: (_golden().to_csv(tmp / "results.csv", index=False), x_plot_cli.plot_results(tmp, x, y, by)[1])[1], {"x": _X, "y": CHOICE("eval_mse", "eval_nmse"), "by": CHOICE("model_label", None, "seed"), "tmp": FIXED(None)}, heavy=True, names=("--x", "--y", "--by")),
     "experiments.cli.plot.read_results": Case(lambda n, tmp: (_golden().iloc[:n].to_csv(tmp / "results.csv", index=False), len(x_plot_cli.read_results(tmp)))[1], {"n": H_INT(1, 60), "tmp": FIXED(None)}, names=("run_dir", "results.csv")),
     "experiments.analysis.plots.axis_label": Case(lambda x, labels: x_plots.axis_label(x_plots.with_size(_golden()), x, labels), {"x": CHOICE("size", "width", "activated_units"), "labels": CHOICE(["dense"], ["dsm", "lsh"], [])}),
-    "experiments.analysis.plots.experiment_figure": Case(lambda x, fit: (lambda f: (len(f.axes), __import__("matplotlib.pyplot").pyplot.close(f))[0])(x_plots.experiment_figure([("a", {"x": x, "models": ["dense", "dsm"], "fit": fit}, x_plots.with_size(_golden()))], "t")), {"x": _X, "fit": CHOICE("exact", "sgd", None)}, heavy=True, names=("spec",)),
-    "experiments.analysis.plots.panel_rows": Case(lambda fit: len(x_plots.panel_rows({"x": "width", "labels": ["dense"], "fit": fit}, _golden())), {"fit": Kind(st.sampled_from([None, "exact", "sgd"]), st.sampled_from(["nope", 3]))}, names=("spec",)),
+    "experiments.analysis.plots.experiment_figure": Case(lambda x, fit: (lambda f: (len(f.axes), __import__("matplotlib.pyplot").pyplot.close(f))[0])(x_plots.experiment_figure([("a", {"x": x, "models": ["dense", "dsm"], "fit": fit}, x_plots.with_size(_golden()))], "t")), {"x": _X, "fit": CHOICE("exact", "adam", None)}, heavy=True, names=("spec",)),
+    "experiments.analysis.plots.panel_rows": Case(lambda fit: len(x_plots.panel_rows({"x": "width", "labels": ["dense"], "fit": fit}, _golden())), {"fit": Kind(st.sampled_from([None, "exact", "adam"]), st.sampled_from(["nope", 3]))}, names=("spec",)),
     "experiments.analysis.plots.plot_experiment": Case(lambda x, tmp: len(x_plots.plot_experiment([("a", {"x": x, "models": ["dense", "dsm"]}, x_plots.with_size(_golden()))], tmp / "f", "t")), {"x": _X, "tmp": FIXED(None)}, heavy=True, names=("spec",)),
-    "experiments.analysis.plots.panel_regime": Case(lambda fit, labels: x_plots.panel_regime(_tiny_config(fit) if fit else None, labels, _golden()), {"fit": ARG(st.sampled_from(["exact", "sgd", None])), "labels": _LABEL_LISTS}),
-    "experiments.analysis.plots.panel_title": Case(lambda name, title, labels, fit: x_plots.panel_title(name, {"title": title, "models": labels}, _golden(), _tiny_config(fit) if fit else None), {"name": TEXT, "title": TEXT, "labels": _LABEL_LISTS, "fit": ARG(st.sampled_from(["exact", "sgd", None]))}, names=("spec",)),
+    "experiments.analysis.plots.panel_regime": Case(lambda fit, labels: x_plots.panel_regime(_tiny_config(fit) if fit else None, labels, _golden()), {"fit": ARG(st.sampled_from(["exact", "adam", None])), "labels": _LABEL_LISTS}),
+    "experiments.analysis.plots.panel_title": Case(lambda name, title, labels, fit: x_plots.panel_title(name, {"title": title, "models": labels}, _golden(), _tiny_config(fit) if fit else None), {"name": TEXT, "title": TEXT, "labels": _LABEL_LISTS, "fit": ARG(st.sampled_from(["exact", "adam", None]))}, names=("spec",)),
     "experiments.analysis.plots.plot_panel": Case(lambda x, labels, theory_alpha: _on_axes(lambda ax: x_plots.plot_panel(ax, x_plots.with_size(_golden()), x, labels, theory_alpha=theory_alpha)), {"x": _X, "labels": CHOICE(["dense"], ["dsm", "comet"]), "theory_alpha": Kind(st.one_of(st.none(), st.floats(0, 2, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True]))}, heavy=True),
     "experiments.analysis.plots.spaced_ticks": Case(lambda values, min_gap: x_plots.spaced_ticks(values, min_gap), {"values": VECTOR(-4, 1024, 8), "min_gap": Kind(st.floats(0, 1, exclude_min=True, exclude_max=True), st.sampled_from([0.0, 1.0, -0.5, float("nan"), float("inf"), "0.1", True, None]))}),
     "experiments.analysis.plots.with_size": Case(lambda n: x_plots.with_size(_golden().iloc[:n])["size"].to_numpy(float), {"n": H_INT(0, 60)}, names=("frame",)),
@@ -985,8 +986,8 @@ EXPERIMENT_CASES |= {
     # nan and inf buckets are valid (documented: never in the regime); "huge" would be inf
     "experiments.analysis.fit_window.in_sample_regime": Case(lambda buckets, k, n_train: x_fit_window.in_sample_regime(buckets, k, n_train), {"buckets": Kind(VECTOR(1, 1000).valid, st.sampled_from(["object", "complex", "str"]), array=True), "k": INT(1, 6), "n_train": INT(1, 10**5)}),
     "experiments.papers.presets.lsh_label": Case(lambda family, n_tables: x_presets.lsh_label(family, n_tables), {"family": CHOICE("sign", "affine", "euclidean"), "n_tables": INT(1, 16)}),
-    "experiments.papers.presets.with_control_seeds": Case(lambda name, fit: x_presets.with_control_seeds(_tiny_config(fit), "dense", (name, fit)).control_seeds, {"name": ARG(st.sampled_from(["fig3", "table2", "nope"])), "fit": CHOICE("exact", "sgd")}, names=("config", "key")),
-    "experiments.papers.presets.regime_title": Case(lambda fit: x_presets.regime_title(_tiny_config(fit)), {"fit": CHOICE("exact", "sgd")}, names=("config",)),
+    "experiments.papers.presets.with_control_seeds": Case(lambda name, fit: x_presets.with_control_seeds(_tiny_config(fit), "dense", (name, fit)).control_seeds, {"name": ARG(st.sampled_from(["fig3", "table2", "nope"])), "fit": CHOICE("exact", "adam")}, names=("config", "key")),
+    "experiments.papers.presets.regime_title": Case(lambda fit: x_presets.regime_title(_tiny_config(fit)), {"fit": CHOICE("exact", "adam")}, names=("config",)),
     "experiments.papers.router_study.routers": Case(lambda preset: len(x_papers_router_study.routers(preset)), {"preset": _PRESET}),
     "experiments.papers.subspace.subspace": Case(lambda preset: len(x_subspace.subspace(preset)), {"preset": _PRESET}),
     "experiments.papers.subspace.subspace_widths": Case(lambda k, preset: x_subspace.subspace_widths(k, preset), {"k": INT(2, 6, True), "preset": _PRESET}),
@@ -1075,12 +1076,15 @@ EXPERIMENT_CASES |= {
     "experiments.papers.sdm_curves.sdm_curves_tables": Case(lambda n, radius, weighting, beta: [t.select_dtypes("number").drop(columns="weighting_beta").to_numpy(float) for t in x_papers_sdm_curves.sdm_curves_tables(x_papers_sdm_curves.SdmCurvesConfig(n, (radius,), (weighting,), beta))], {"n": INT(2, 32), "radius": INT(1, 3), "weighting": CHOICE("binary", "linear", "exponential"), "beta": REAL(0, 1, True)}, neg_inf=True, names=("radii", "weightings")),
     "experiments.papers.sdm_curves.write_sdm_curves": Case(lambda n, radius, beta, sub, tmp: len(x_papers_sdm_curves.write_sdm_curves(_under(tmp, sub), n, (radius,), ("linear",), beta)), {"n": INT(2, 32), "radius": INT(1, 3), "beta": REAL(0, 1, True), "sub": _path_kind("out"), "tmp": FIXED(None)}, heavy=True, names=("radii", "out_dir", "FILE")),
     # experiments.runner.specs: what a sweep is made of
-    "experiments.runner.specs.ExperimentConfig": Case(lambda seeds, n_train, n_eval, fit, sgd_steps, sgd_lr, sgd_batch, ridge, noise_std: x_specs.ExperimentConfig("e", "tiny", x_specs.TargetSpec(n_inputs=2, degree=1), (x_specs.ModelSpec("dense", width=4),), seeds, n_train, n_eval, fit, sgd_steps, sgd_lr, sgd_batch, ridge, noise_std).make_data(0)[1], {"seeds": CHOICE((0,), (0, 1)), "n_train": INT(1, 20), "n_eval": INT(1, 20), "fit": CHOICE("exact", "sgd"), "sgd_steps": INT(1, 99), "sgd_lr": REAL(0, 1, True), "sgd_batch": INT(1, 99), "ridge": REAL(0, 1), "noise_std": REAL(0, 1)}),
+    "experiments.runner.specs.ExperimentConfig": Case(lambda seeds, n_train, n_eval, fit, train_steps, train_lr, train_batch, ridge, noise_std: x_specs.ExperimentConfig("e", "tiny", x_specs.TargetSpec(n_inputs=2, degree=1), (x_specs.ModelSpec("dense", width=4),), seeds, n_train, n_eval, fit, train_steps, train_lr, train_batch, ridge, noise_std).make_data(0)[1], {"seeds": CHOICE((0,), (0, 1)), "n_train": INT(1, 20), "n_eval": INT(1, 20), "fit": CHOICE("exact", "adam", "sgd"), "train_steps": INT(1, 99), "train_lr": REAL(0, 1, True), "train_batch": INT(1, 99), "ridge": REAL(0, 1), "noise_std": REAL(0, 1)}),
     "experiments.runner.specs.ModelSpec": Case(lambda kind, width, k, n_tables, lr: x_specs.ModelSpec(kind, width=width, k=k, n_tables=n_tables, lr=lr).key(), {"kind": CHOICE("dsm", "random_hash"), "width": INT(1, 64), "k": INT(1, 8), "n_tables": INT(1, 4), "lr": Kind(st.one_of(st.none(), st.floats(0, 1, exclude_min=True)), st.sampled_from([float("nan"), float("inf"), "1.0", True, 0.0, -1.0]))}),
     "experiments.runner.specs.TargetSpec": Case(lambda family, n_inputs, degree, subspace_k, seed, X: x_specs.TargetSpec(family, n_inputs, degree, (4,), subspace_k, seed).build()[0](X), {"family": CHOICE("polynomial", "hypercube", "mlp"), "n_inputs": INT(2, 5), "degree": INT(0, 4), "subspace_k": INT(1, 2), "seed": INT(0), "X": POINTS("n_inputs")}),
     "experiments.runner.specs.check_seeds": Case(lambda seeds: x_specs.check_seeds(seeds), {"seeds": Kind(st.lists(st.integers(0, 2**63 - 1), min_size=1, max_size=4, unique=True), st.sampled_from([3, "0", [], [0, 0], [-1], [2.5], [True], None]))}),
     "experiments.runner.specs.data_seeds": Case(lambda seed: x_specs.data_seeds(seed), {"seed": INT(0)}),
-    "experiments.runner.specs.fit_of": Case(lambda kind, fit: x_specs.fit_of(x_specs.ModelSpec(kind, **x_model_kinds.model_kind(kind).example), _tiny_config(fit)), {"kind": CHOICE("dense", "lsh_table", "sdmlp"), "fit": CHOICE("exact", "sgd")}, names=("spec",)),
+    "experiments.runner.specs.canonical_fit": Case(lambda fit, kind: x_specs.canonical_fit(fit, kind), {"fit": ARG(st.sampled_from(["exact", "adam", "sgd", "end_to_end"])), "kind": ARG(st.sampled_from(["dense", "sdmlp", "lsh_table", None]))}),
+    "experiments.runner.specs.with_current_names": Case(lambda steps, fit: x_specs.with_current_names({"sgd_steps": steps, "fit": fit, "panels": {"a": {"fit": fit}}}), {"steps": ARG(st.integers(1, 99)), "fit": ARG(st.sampled_from(["exact", "adam", "sgd"]))}, names=("data",)),
+    "experiments.runner.rows.with_current_fits": Case(lambda fit, kind: list(x_runner_rows.with_current_fits(pd.DataFrame({"fit": [fit], "model": [kind]}))["fit"]), {"fit": Kind(st.sampled_from(["exact", "adam", "sgd", "nope"]), st.sampled_from([3, 1.5, True])), "kind": ARG(st.sampled_from(["dense", "sdmlp", None]))}, names=("table",)),
+    "experiments.runner.specs.fit_of": Case(lambda kind, fit: x_specs.fit_of(x_specs.ModelSpec(kind, **x_model_kinds.model_kind(kind).example), _tiny_config(fit)), {"kind": CHOICE("dense", "lsh_table", "sdmlp"), "fit": CHOICE("exact", "adam")}, names=("spec",)),
     # experiments.papers.subspace: Theorem 4.1's exponent 2/k
     "experiments.papers.subspace.bucket_geometry": Case(lambda seed: x_subspace.bucket_geometry(_subspace_config(), (seed,)).select_dtypes("number").to_numpy(float), {"seed": INT(0, 3)}, heavy=True, names=("seeds",)),
     "experiments.papers.subspace.exponent_verdict": Case(lambda alpha_low, alpha_high, k: x_subspace.exponent_verdict(alpha_low, alpha_high, k), {"alpha_low": Kind(st.floats(0, 1), st.sampled_from([float("inf"), "1.0", True, None])), "alpha_high": Kind(st.floats(1, 2), st.sampled_from([float("-inf"), "1.0", True, None])), "k": INT(1, 6)}),
@@ -1135,7 +1139,7 @@ EXPERIMENT_CASES |= {
 
 def _model_timer(config, spec, seed, device):
     """A model of a row's time for ``estimate_sweeps``: linear in the data and the steps."""
-    return 1e-6 * config.n_train, 1e-6 * (config.n_train + config.n_eval + config.sgd_steps)
+    return 1e-6 * config.n_train, 1e-6 * (config.n_train + config.n_eval + config.train_steps)
 
 
 EXPERIMENT_CASES |= {

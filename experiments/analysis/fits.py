@@ -122,7 +122,7 @@ def experiment_fits(name: str, configs, frame: pd.DataFrame, n_boot: int | None 
 
 def _fit_value(rows: pd.DataFrame) -> str:
     """The training regime(s) of a fit's rows for ``fits.csv``'s ``fit`` column: "exact",
-    "sgd", both joined by "+" when a curve mixes them, "" when the rows carry none."""
+    "adam", both joined by "+" when a curve mixes them, "" when the rows carry none."""
     if "fit" not in rows:
         return ""
     return "+".join(sorted(map(str, pd.unique(rows["fit"].dropna()))))

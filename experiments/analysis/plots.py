@@ -17,6 +17,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa
 
 from experiments.analysis.tables import check_column, check_labels  # noqa: E402
 from experiments.analysis.scaling import error_column, fit_power_law  # noqa: E402
+from experiments.kinds.registry import FIT_REGIMES  # noqa: E402
 from routing.validation import as_numpy, check_real  # noqa: E402
 
 
@@ -160,7 +161,7 @@ def panel_regime(config, labels: list[str], rows: pd.DataFrame) -> str:
     least squares", "Adam on the top layer, 30 steps of 256, lr 0.01", or — for a panel of
     models trained end to end (the routers) beside frozen-feature models — both, each with
     its models. Read from the rows' ``fit`` and ``model`` (kind) and the config's
-    ``sgd_steps``, ``sgd_batch`` and ``sgd_lr``; "" when ``config`` is None or the rows carry
+    ``train_steps``, ``train_batch`` and ``train_lr``; "" when ``config`` is None or the rows carry
     no ``fit`` or none of ``labels``.
 
     Raises:
@@ -182,11 +183,11 @@ def panel_regime(config, labels: list[str], rows: pd.DataFrame) -> str:
         if fit == "exact":
             words = "exact least squares"
         elif trained:
-            words = (f"trained end to end, {config.sgd_steps} steps of {config.sgd_batch} "
+            words = (f"trained end to end, {config.train_steps} steps of {config.train_batch} "
                      f"(own optimiser, lr)")
         else:
-            words = (f"Adam on the top layer, {config.sgd_steps} steps of "
-                     f"{config.sgd_batch}, lr {config.sgd_lr:g}")
+            words = (f"Adam on the top layer, {config.train_steps} steps of "
+                     f"{config.train_batch}, lr {config.train_lr:g}")
         groups.setdefault(words, []).append(label)
     if len(groups) <= 1:  # none: no rows of ``labels``
         return next(iter(groups), "")
@@ -296,14 +297,15 @@ def plot_panel(ax, frame: pd.DataFrame, x: str, labels: list[str], title: str = 
 
 def panel_rows(spec: dict, rows: pd.DataFrame) -> pd.DataFrame:
     """The rows a panel plots: those of its training regime when the panel names one
-    (``spec["fit"]``, "exact" or "sgd": ``experiments.papers.presets.REGIMES``) and the rows carry a
+    (``spec["fit"]``: one of ``experiments.kinds.registry.FIT_REGIMES``) and the rows carry a
     ``fit`` column; all of ``rows`` otherwise.
 
     Raises:
-        ValueError: ``spec["fit"]`` is neither None, "exact" nor "sgd".
+        ValueError: ``spec["fit"]`` is neither None nor one of ``FIT_REGIMES``.
     """
-    if spec.get("fit") not in (None, "exact", "sgd"):
-        raise ValueError(f"spec['fit'] must be None, 'exact' or 'sgd', got {spec.get('fit')!r}")
+    if spec.get("fit") is not None and spec["fit"] not in FIT_REGIMES:
+        raise ValueError(f"spec['fit'] must be None or one of {FIT_REGIMES}, got "
+                         f"{spec.get('fit')!r}")
     if spec.get("fit") is None or "fit" not in rows:
         return rows
     return rows[rows["fit"] == spec["fit"]]

@@ -179,7 +179,7 @@ LAWS = ("power", "offset")
 #: Distinct x values a law needs: its number of parameters (2 or 3).
 MIN_POINTS = {"power": 2, "offset": 3}
 #: Columns of ``fits.csv`` (``experiment_fits``), in order; ``fit`` is the training regime of
-#: the fitted rows ("exact", "sgd": ``experiments.papers.presets.REGIMES``).
+#: the fitted rows ("exact", "adam": ``experiments.papers.presets.REGIMES``).
 FIT_COLUMNS = ["experiment", "target", "panel", "fit", "x", "y", "model_label", "law", "E",
                "E_low", "E_high", "A", "A_low", "A_high", "alpha", "alpha_low", "alpha_high",
                "alpha_tied_low", "alpha_tied_high", "window", "x_min", "x_max", "n_points",

@@ -43,7 +43,9 @@ def read_results(run_dir: pathlib.Path) -> pd.DataFrame:
     if not path.is_file():
         raise ValueError(f"{path} does not exist: RUN_DIR must hold a sweep's results.csv")
     try:
-        return pd.read_csv(path, dtype={"settings": str})
+        from experiments.runner.rows import with_current_fits
+
+        return with_current_fits(pd.read_csv(path, dtype={"settings": str}))
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as error:
         raise ValueError(f"{path} is not a readable CSV table: "
                          f"{str(error).splitlines()[0]}") from None

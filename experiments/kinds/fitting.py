@@ -43,7 +43,7 @@ the exact solution is the same as on y; for the LSH model, which has none, a buc
 training point reaches predicts ȳ rather than 0 (``routing.LSHTable``'s fallback), in both
 fits alike.
 
-``fit="sgd"`` runs Adam on the mean squared error (``SGDConfig``) of standardised targets
+``fit="adam"`` runs Adam on the mean squared error (``AdamConfig``) of standardised targets
 z = (y − ȳ)/s_y (s_y the training targets' population standard deviation; 1 if they are
 constant), then maps the top layer back to the units of y (θ ← s_y·θ, bias ← s_y·bias, and
 the mean through ``shift_output``): Adam's steps have a fixed size in parameter space, so
@@ -53,7 +53,7 @@ relative errors; ``experiments.kinds.router_training`` standardises the routers'
 way. The loss history is on the standardised scale; ``train_mse`` is in the units of y. The
 sparse frozen features
 of the training set (N·k indices and values; the routing of DSM, RandomHashModel, LSHModel)
-are computed once and cached when they fit in ``SGDConfig.max_cache_bytes``, so a step costs
+are computed once and cached when they fit in ``AdamConfig.max_cache_bytes``, so a step costs
 only the top layer; dense features (N·width values) and larger caches are recomputed per
 batch (at small dim, gathering cached dense rows is no faster than recomputing them: measured
 2.5× slower for width 4096). Deterministic given ``seed`` on CPU.
@@ -77,10 +77,10 @@ from tqdm.auto import tqdm
 from routing.models import Features, RegressionModel
 from routing.validation import check_bool, check_int, check_real, check_seed, check_tensor
 
-__all__ = ["SGDConfig", "FitReport", "fit_model", "evaluate", "adam_optimizer", "clear_grads",
+__all__ = ["AdamConfig", "FitReport", "fit_model", "evaluate", "adam_optimizer", "clear_grads",
            "MAX_DENSE_COEF"]
 
-FITS = ("exact", "sgd")
+FITS = ("exact", "adam")
 SCHEDULES = ("cosine", "constant")
 # Dense normal equations of at most this many coefficients (2 GiB in float64).
 MAX_DENSE_COEF = 16384
@@ -95,8 +95,8 @@ _CHUNK_ELEMENTS = 2**22  # feature values (or scattered block entries) per chunk
 
 
 @dataclass(frozen=True)
-class SGDConfig:
-    """Settings of ``fit="sgd"`` (Adam on the MSE of the top layer).
+class AdamConfig:
+    """Settings of ``fit="adam"`` (Adam on the MSE of the top layer).
 
     Attributes:
         lr: Adam learning rate (default 1e-3, Adam's usual default).
@@ -147,23 +147,23 @@ class FitReport:
     """What ``fit_model`` did.
 
     Attributes:
-        fit: "exact" or "sgd".
+        fit: "exact" or "adam".
         train_mse: mean squared error of the fitted model on the training set (recomputed
             after fitting, not a running average).
         steps: optimiser steps (0 for the exact fit).
-        epochs: passes over the training data (steps·batch_size/N for SGD; 1 for exact).
+        epochs: passes over the training data (steps·batch_size/N for Adam; 1 for exact).
         wall_s: seconds spent in ``fit_model``.
         n_train: training examples.
         device: where the fit ran.
         solver: "cholesky" or "eigh-pinv" (dense normal equations), "diagonal" (bucket
-            means), "sparse-lu" or "lsqr" (sparse normal equations); "adam" (sgd).
+            means), "sparse-lu" or "lsqr" (sparse normal equations); "adam" (the Adam fit).
         ridge: the relative ridge argument; ridge_abs: the λ actually added (exact only).
-        features_cached: whether SGD trained on cached features (None for exact).
-        loss_history: (step, batch loss) about 100 times during SGD, the loss on the
+        features_cached: whether Adam trained on cached features (None for exact).
+        loss_history: (step, batch loss) about 100 times during the Adam fit, the loss on the
             standardised targets (dimensionless).
-        sgd: the ``SGDConfig`` as a dict (None for exact).
+        adam: the ``AdamConfig`` as a dict (None for exact).
         target_mean: ȳ, the training targets' mean both fits centre by (units of y).
-        target_scale: s_y, the standard deviation SGD divides the centred targets by (units
+        target_scale: s_y, the standard deviation the Adam fit divides the centred targets by (units
             of y; None for exact, which does not scale).
     """
 
@@ -179,7 +179,7 @@ class FitReport:
     ridge_abs: float | None = None
     features_cached: bool | None = None
     loss_history: list[tuple[int, float]] = field(default_factory=list)
-    sgd: dict | None = None
+    adam: dict | None = None
     target_mean: float | None = None
     target_scale: float | None = None
 
@@ -187,7 +187,7 @@ class FitReport:
         return asdict(self)
 
 
-def fit_model(model: RegressionModel, X, y, fit: str = "exact", *, sgd: SGDConfig | None = None,
+def fit_model(model: RegressionModel, X, y, fit: str = "exact", *, adam: AdamConfig | None = None,
               ridge: float = 1e-6, seed: int = 0, progress: bool = False) -> FitReport:
     """Fit the top layer of ``model`` to (X, y) in place.
 
@@ -195,12 +195,12 @@ def fit_model(model: RegressionModel, X, y, fit: str = "exact", *, sgd: SGDConfi
         model: an ``routing.models`` model; its device and dtype are used.
         X: (N, dim) array or tensor, N >= 1; moved to the model's device.
         y: (N,) targets.
-        fit: "exact" (ridge least squares on centred targets) or "sgd" (Adam on standardised
+        fit: "exact" (ridge least squares on centred targets) or "adam" (Adam on standardised
             targets); both add the targets' mean back (module docstring).
-        sgd: the SGD settings (default ``SGDConfig()``); ignored by the exact fit.
+        adam: the Adam settings (default ``AdamConfig()``); ignored by the exact fit.
         ridge: relative ridge of the exact fit, >= 0 (see the module docstring).
-        seed: seed of the SGD batch order (the model's own seed fixes its frozen parts).
-        progress: show a progress bar (SGD steps, exact-fit chunks).
+        seed: seed of the Adam batch order (the model's own seed fixes its frozen parts).
+        progress: show a progress bar (Adam steps, exact-fit chunks).
 
     Returns:
         ``FitReport``.
@@ -209,7 +209,7 @@ def fit_model(model: RegressionModel, X, y, fit: str = "exact", *, sgd: SGDConfi
         ValueError: for an unknown ``fit``, a negative ridge, X or y of the wrong shape or
             not finite, or an exact fit too large for memory (more than MAX_DENSE_COEF
             coefficients with dense features, or a sparse normal matrix beyond
-            MAX_SPARSE_GRAM entries): use fit="sgd" then; an SGD fit that diverged (NaN or
+            MAX_SPARSE_GRAM entries): use fit="adam" then; an Adam fit that diverged (NaN or
             infinite parameters or loss), naming ``lr``.
         NotImplementedError: a model with neither an output bias nor its own
             ``shift_output`` (the fits add the targets' mean back through it).
@@ -221,10 +221,10 @@ def fit_model(model: RegressionModel, X, y, fit: str = "exact", *, sgd: SGDConfi
     ridge = check_real(ridge, "ridge", 0.0)
     seed = check_seed(seed)
     progress = check_bool(progress, "progress")
-    if sgd is None:
-        sgd = SGDConfig()
-    elif not isinstance(sgd, SGDConfig):
-        raise ValueError(f"sgd must be an SGDConfig, got {type(sgd).__name__}")
+    if adam is None:
+        adam = AdamConfig()
+    elif not isinstance(adam, AdamConfig):
+        raise ValueError(f"adam must be an AdamConfig, got {type(adam).__name__}")
     X = model.prepare(X)
     y = _prepare_targets(y, len(X), model)
     if len(X) == 0:
@@ -234,7 +234,7 @@ def fit_model(model: RegressionModel, X, y, fit: str = "exact", *, sgd: SGDConfi
     if fit == "exact":
         report = _fit_exact(model, X, y, mean, ridge, progress)
     else:
-        report = _fit_sgd(model, X, y, mean, sgd, seed, progress)
+        report = _fit_adam(model, X, y, mean, adam, seed, progress)
     report.wall_s = time.perf_counter() - start
     return report
 
@@ -315,11 +315,11 @@ def _fit_exact(model, X, y, mean, ridge, progress) -> FitReport:
         if gram_entries > MAX_SPARSE_GRAM:
             raise ValueError(f"fit='exact' would need a sparse normal matrix of up to "
                              f"{gram_entries} entries (at most {MAX_SPARSE_GRAM}); "
-                             f"use fit='sgd'")
+                             f"use fit='adam'")
         theta, bias, solver, lam = _solve_sparse(model, X, y_centred, ridge, progress)
     else:
         raise ValueError(f"fit='exact' needs a {n_coef}×{n_coef} normal matrix; at most "
-                         f"{MAX_DENSE_COEF} coefficients (width) are supported; use fit='sgd'")
+                         f"{MAX_DENSE_COEF} coefficients (width) are supported; use fit='adam'")
     model.set_coefficients(theta, bias)
     model.shift_output(mean)
     train_mse = evaluate(model, X, y)["mse"]
@@ -551,7 +551,7 @@ def _lsqr_jacobi(Phi, y: np.ndarray, penalty: np.ndarray, diag: np.ndarray) -> n
 
 
 # --------------------------------------------------------------------------------------------
-# SGD
+# Adam
 
 
 def adam_optimizer(params, lr: float = 1e-3, betas=(0.9, 0.999)) -> torch.optim.Adam:
@@ -599,7 +599,7 @@ def clear_grads(optimizer: torch.optim.Optimizer) -> None:
             p.grad = None
 
 
-def _fit_sgd(model, X, y, mean, cfg: SGDConfig, seed: int, progress: bool) -> FitReport:
+def _fit_adam(model, X, y, mean, cfg: AdamConfig, seed: int, progress: bool) -> FitReport:
     """Adam on the standardised targets z = (y − mean)/s_y; the top layer is then mapped back
     to the units of y (θ and the bias times s_y, then ``shift_output(mean)``)."""
     n = len(X)
@@ -626,7 +626,7 @@ def _fit_sgd(model, X, y, mean, cfg: SGDConfig, seed: int, progress: bool) -> Fi
     whole = cache is not None and 2 * cache.nbytes() <= cfg.max_cache_bytes
     order, pos = None, n
     model.train()
-    for step in tqdm(range(steps), desc=f"sgd {model.name}", disable=not progress, leave=False):
+    for step in tqdm(range(steps), desc=f"adam {model.name}", disable=not progress, leave=False):
         if pos + bs > n:
             order = torch.randperm(n, generator=generator).to(X.device)
             pos = 0
@@ -656,15 +656,15 @@ def _fit_sgd(model, X, y, mean, cfg: SGDConfig, seed: int, progress: bool) -> Fi
                                None if bias is None else bias.detach() * scale)
         model.shift_output(mean)
     train_mse = _mse_from_cache(model, cache, y) if cache is not None else evaluate(model, X, y)["mse"]
-    return FitReport(fit="sgd", train_mse=train_mse, steps=steps, epochs=steps * bs / n,
+    return FitReport(fit="adam", train_mse=train_mse, steps=steps, epochs=steps * bs / n,
                      wall_s=0.0, n_train=n, device=str(X.device), solver="adam",
-                     features_cached=cache is not None, loss_history=history, sgd=asdict(cfg),
+                     features_cached=cache is not None, loss_history=history, adam=asdict(cfg),
                      target_mean=mean, target_scale=scale)
 
 
 @torch.no_grad()
 def _check_not_diverged(params, history, lr: float) -> None:
-    """Raise a ValueError naming lr when SGD diverged: a parameter or a recorded loss is not
+    """Raise a ValueError naming lr when the Adam fit diverged: a parameter or a recorded loss is not
     finite (a diverged fit must never report train_mse = nan as a result)."""
     finite = all(bool(torch.isfinite(p).all()) for p in params)
     losses = [loss for _, loss in history]
@@ -672,12 +672,12 @@ def _check_not_diverged(params, history, lr: float) -> None:
         return
     last = next((step for step, loss in history if not math.isfinite(loss)), None)
     where = f" (the loss is not finite from step {last})" if last is not None else ""
-    raise ValueError(f"the SGD fit diverged{where}: the top layer's parameters are NaN or "
-                     f"infinite with lr={lr:g}; lower lr (SGDConfig.lr)")
+    raise ValueError(f"the Adam fit diverged{where}: the top layer's parameters are NaN or "
+                     f"infinite with lr={lr:g}; lower lr (AdamConfig.lr)")
 
 
 @torch.no_grad()
-def _feature_cache(model, X, cfg: SGDConfig) -> Features | None:
+def _feature_cache(model, X, cfg: AdamConfig) -> Features | None:
     """The frozen features of all of X, or None if not wanted or larger than allowed; their
     columns in the narrowest integer type the top layer's kernels read (``Features.narrowed``).
     """

@@ -2,7 +2,7 @@
 LSH model (``routing.models``), each a frozen bottom layer under a trainable top layer.
 
 They are linear in their trainable parameters, so they are fitted under either regime:
-"exact" (ridge least squares, ``experiments.kinds.fitting``) or "sgd" (Adam). Source: Baykal et al.
+"exact" (ridge least squares, ``experiments.kinds.fitting``) or "adam" (Adam). Source: Baykal et al.
 2022, §2.2 and §5.1.
 """
 
@@ -27,7 +27,7 @@ MAX_FEATURE_BYTES = 4 << 30
 
 class LinearKind(ModelKind):
     """A model of ``routing.models``: built by ``factory(spec, dim, seed)``, fitted by
-    ``experiments.kinds.fitting.fit_model`` (exact or SGD), measured by its own size and cost
+    ``experiments.kinds.fitting.fit_model`` (exact or Adam), measured by its own size and cost
     properties.
 
     Arguments:
@@ -36,7 +36,7 @@ class LinearKind(ModelKind):
             line.
     """
 
-    regimes = ("exact", "sgd")
+    regimes = ("exact", "adam")
 
     def __init__(self, name: str, factory: Callable, fields: tuple[str, ...],
                  check: Callable | None = None, description: str = "",
@@ -58,10 +58,11 @@ class LinearKind(ModelKind):
         return self.factory(spec, dim, seed)
 
     def fit(self, model, spec, config, X, y, regime, seed) -> float:
-        from experiments.kinds.fitting import SGDConfig, fit_model
+        from experiments.kinds.fitting import AdamConfig, fit_model
 
-        sgd = SGDConfig(steps=config.sgd_steps, lr=config.sgd_lr, batch_size=config.sgd_batch)
-        return fit_model(model, X, y, fit=regime, sgd=sgd, ridge=config.ridge,
+        adam = AdamConfig(steps=config.train_steps, lr=config.train_lr,
+                          batch_size=config.train_batch)
+        return fit_model(model, X, y, fit=regime, adam=adam, ridge=config.ridge,
                          seed=seed).train_mse
 
     def evaluate(self, model, X, y) -> dict[str, float]:

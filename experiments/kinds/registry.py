@@ -3,7 +3,8 @@
 A kind turns a ``ModelSpec`` into a fitted, measured model, in four steps a sweep calls in
 this order (``ModelKind.run``): ``build`` (the model, from the spec, the input dimension
 and a seed), ``fit`` (under a regime: "exact" for kinds linear in their trainable
-parameters, "sgd" for everything trained end to end), ``evaluate`` (errors on held-out
+parameters, "adam" for Adam on their top layer, "end_to_end" for everything trained end to
+end), ``evaluate`` (errors on held-out
 data, and the unit usage where the model counts it) and ``describe`` (activated units,
 parameters, FLOPs: the columns plots compare at). The sweep (``experiments.runner.sweep``) never
 asks which kind it holds.
@@ -12,11 +13,12 @@ The built-in kinds register themselves in ``experiments.kinds`` (loaded on the f
 
 =================================  ===========================================================
 dense, dsm, random_hash, lsh       Baykal et al. 2022's regression models (``routing.models``):
-                                   linear in their top layer, so "exact" (least squares) or "sgd"
+                                   linear in their top layer, so "exact" (least squares) or "adam"
 lsh_table                          ``routing.LSHTable`` (bucket means; Theorem 4.1): "exact" only
 comet, sigma_moe, topk_moe, pkm,   the ``routing.layers`` layers trained end to end as regressors
-smear, sdmlp, dense_mlp            (``experiments.kinds.router_training``): "sgd" only
-topk_mlp, sdmlp_mask               Bricken et al. 2023's Top-K MLP and SDMLP with masking: "sgd"
+smear, sdmlp, dense_mlp            (``experiments.kinds.router_training``): "end_to_end" only
+topk_mlp, sdmlp_mask               Bricken et al. 2023's Top-K MLP and SDMLP with masking:
+                                   "end_to_end"
 =================================  ===========================================================
 
 The routers (``experiments.kinds.routers.RouterKind``) are the one registry of router layers:
@@ -40,7 +42,7 @@ import time
 from typing import Any
 
 __all__ = ["ModelKind", "register_model_kind", "model_kind", "model_kind_names",
-           "unregister_model_kind", "load_kind_module", "SPEC_FIELDS"]
+           "unregister_model_kind", "END_TO_END", "FIT_REGIMES", "load_kind_module", "SPEC_FIELDS"]
 
 #: ``ModelSpec`` fields a kind may read (``ModelKind.fields`` names a subset; the spec's
 #: ``label`` and ``lr`` are open to every kind, ``options`` to any kind that lists it).
@@ -48,7 +50,11 @@ SPEC_FIELDS = ("width", "k", "n_bits", "n_tables", "n_hashes", "bucket_width", "
                "family", "options")
 #: Values a spec field takes when not given (a kind need not list fields left at these).
 SPEC_DEFAULTS = {"n_tables": 1}
-FIT_REGIMES = ("exact", "sgd")
+#: The regime of the kinds trained end to end (the routers and their dense MLP): each layer's
+#: own optimiser (Adam; plain SGD for SDMLP, Bricken et al. 2023 §4) for the config's
+#: ``train_steps``.
+END_TO_END = "end_to_end"
+FIT_REGIMES = ("exact", "adam", END_TO_END)
 
 #: Modules that register the built-in kinds on import (loaded on the first lookup, so that
 #: reading a spec imports no torch).
@@ -63,9 +69,9 @@ class ModelKind:
 
     Attributes:
         name: the ``ModelSpec.kind`` it answers to.
-        regimes: the fit regimes it supports, a non-empty subset of ("exact", "sgd"); the
+        regimes: the fit regimes it supports, a non-empty subset of ``FIT_REGIMES``; the
             first is used when a config asks for one it does not support (the LSH table is
-            always fitted exactly, a router always by SGD).
+            always fitted exactly, a router always end to end, ``END_TO_END``).
         fields: the ``ModelSpec`` fields it reads (``SPEC_FIELDS``); a spec setting any other
             field is refused, naming it.
         cpu_only: the model runs on the CPU whatever the sweep's device (results say so).
@@ -170,7 +176,7 @@ def register_model_kind(kind: ModelKind, replace: bool = False) -> ModelKind:
 
     Raises:
         TypeError: ``kind`` is not a ``ModelKind``.
-        ValueError: an empty name, regimes outside ("exact", "sgd"), fields outside
+        ValueError: an empty name, regimes outside ``FIT_REGIMES``, fields outside
             ``SPEC_FIELDS``, or a name already registered without ``replace``; ``replace``
             not a bool.
     """

@@ -206,7 +206,6 @@ def train_router(model: RouterRegressor, X, y, training: RouterTraining | None =
     model.y_std.fill_(max(float(y64.std(unbiased=False)), 1e-12))
     z = ((y64 - model.y_mean) / model.y_std).to(y.dtype)  # standardised targets
     bs = min(training.batch_size, n)
-    per_epoch = n // bs
     name = training.optimizer or getattr(layer.config, "optimizer", "adam")
     lr = training.lr or layer.config.lr
     params = [p for p in layer.parameters() if p.requires_grad]

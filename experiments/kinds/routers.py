@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from experiments.kinds.registry import (ModelKind, model_kind, model_kind_names,
+from experiments.kinds.registry import (END_TO_END, ModelKind, model_kind, model_kind_names,
                                         register_model_kind)
 from routing.validation import check_int, check_seed
 
@@ -58,9 +58,10 @@ def _spec_sizes(fields: tuple[str, ...]) -> Callable:
 
 
 class RouterKind(ModelKind):
-    """A router, registered once: a layer trained end to end by SGD in a sweep (``fit``,
-    ``evaluate``: ``experiments.kinds.router_training``, the spec's ``lr`` or the layer's own)
-    and built the same way by the continual harness.
+    """A router, registered once: a layer trained end to end in a sweep (regime
+    ``END_TO_END``: the layer's own optimiser; ``fit``, ``evaluate``:
+    ``experiments.kinds.router_training``, the spec's ``lr`` or the layer's own) and built the
+    same way by the continual harness.
 
     Arguments:
         name: the kind's name (the registry key, ``ModelSpec.kind``).
@@ -97,7 +98,7 @@ class RouterKind(ModelKind):
         ValueError: ``label``, ``source``, ``knob`` or ``size_rule`` not a string.
     """
 
-    regimes = ("sgd",)
+    regimes = (END_TO_END,)
 
     def __init__(self, name: str, layer: Callable, sizes: Callable | None = None, *,
                  label: str = "", source: str = "", knob: str = "",
@@ -165,13 +166,13 @@ class RouterKind(ModelKind):
         from experiments.kinds.router_training import RouterRegressor
 
         n = config.n_train
-        epochs = max(1, config.sgd_steps * min(config.sgd_batch, n) // n)
+        epochs = max(1, config.train_steps * min(config.train_batch, n) // n)
         return RouterRegressor(self.build_layer(spec, dim, seed, epochs=epochs))
 
     def fit(self, model, spec, config, X, y, regime, seed) -> float:
         from experiments.kinds.router_training import RouterTraining, train_router
 
-        training = RouterTraining(steps=config.sgd_steps, batch_size=config.sgd_batch,
+        training = RouterTraining(steps=config.train_steps, batch_size=config.train_batch,
                                   lr=spec.lr)
         return train_router(model, X, y, training, seed=seed).train_mse
 

@@ -18,7 +18,7 @@ from experiments.papers.presets import (
     EQUAL_UNITS_DENSE_LABEL,
     LSH_FAMILY_NAMES,
     LSH_TABLES,
-    SGD_GRID,
+    ADAM_GRID,
     UNIFORM_BITS,
     UNIFORM_HASH_LABEL,
     _check_preset,
@@ -65,12 +65,12 @@ def _dsm_vs_dense_and_lsh(name, family, preset):
                            dsm_widths=[2048, 8192, 16384], ks=[64, 128, 256, 512, 1024])}[preset]
 
     def make(fit, thin):
-        dense = SGD_GRID["dense"] if thin else scale["dense"]
-        ks = SGD_GRID["dsm_ks"] if thin else scale["ks"]
-        bits = SGD_GRID["uniform"] if thin else UNIFORM_BITS[preset]
+        dense = ADAM_GRID["dense"] if thin else scale["dense"]
+        ks = ADAM_GRID["dsm_ks"] if thin else scale["ks"]
+        bits = ADAM_GRID["uniform"] if thin else UNIFORM_BITS[preset]
         uniform = [ModelSpec("lsh", n_bits=b, family="uniform", label=UNIFORM_HASH_LABEL)
                    for b in bits]
-        tables = SGD_GRID["lsh_tables"] if thin else LSH_TABLES
+        tables = ADAM_GRID["lsh_tables"] if thin else LSH_TABLES
         models = (_dense(dense) + _dsm(scale["dsm_widths"], ks) + _lsh(preset, thin) + uniform
                   + _dense_at_tables(tables, dense))
         dsm_labels = [f"DSM width {W}" for W in scale["dsm_widths"]]
@@ -117,7 +117,7 @@ def fig4(preset: str) -> list[ExperimentConfig]:
         "tiny": (128, [8, 32], 128),
         "quick": (1024, [16, 32, 64, 128, 256], 2048),
         "paper": (8192, [64, 128, 256, 512, 1024], 8192)}[preset]
-    tables = SGD_GRID["lsh_tables"] if preset == "quick" else LSH_TABLES
+    tables = ADAM_GRID["lsh_tables"] if preset == "quick" else LSH_TABLES
 
     def make(fit, thin):
         units = [ks[i] for i in (0, 2, 4)] if thin else ks

@@ -175,7 +175,7 @@ def anomaly_diagnoses(frame: pd.DataFrame, regime: str) -> list[str]:
                          f"fits worse"
                          + (" — under Adam with a fixed budget, each of the wider layer's "
                             "units is active for fewer examples and trained less"
-                            if regime == "sgd" else " — its top-k features are worse"))
+                            if regime == "adam" else " — its top-k features are worse"))
         if k:
             text += f"; active fraction k/width {k / w0:.3g} → {k / w1:.3g}"
         lines.append(text)

@@ -4,13 +4,13 @@ Figures 2–4 in ``baykal_figures``, Tables 1–2 in ``baykal_tables``; the subs
 presets: ``tiny`` (seconds; for tests), ``quick`` (widths scaled down; these seven
 experiments together: about 620 s, summed over their rows, in a ``sparselab
 reproduce --workers 2`` on a slow 2-core VM — 820 s before the 2-core time budget halved the
-"sgd" regime's and the routers' Adam steps) and ``paper`` (the paper's sizes; meant for a
+"adam" regime's and the routers' Adam steps) and ``paper`` (the paper's sizes; meant for a
 GPU).
 
 Every frozen-feature experiment (Figures 2–4, Tables 1–2) runs in both training regimes
 (``REGIMES``, one config each): the top layer solved exactly ("exact", ridge least squares:
-the best top layer the frozen features allow) and trained as the paper did ("sgd": Adam on
-the top layer, §5.1, with one budget ``SGD_BUDGET`` for every model, dense and sparse). The
+the best top layer the frozen features allow) and trained as the paper did ("adam": Adam on
+the top layer, §5.1, with one budget ``ADAM_BUDGET`` for every model, dense and sparse). The
 row key holds the fit, so the two regimes never share a row, and every panel names its
 regime (``regime_title``) and plots only its rows (``"fit"`` in the panel).
 
@@ -32,10 +32,10 @@ Quick sizes against the paper's (paper preset = the paper's sizes where it gives
 * Fig. 4: sparse models of total width 1024 (paper 8192); LSH of the three families at
   s ∈ {1, 16} with 3 sizes each, in one panel (Fig. 2 has the full grid on the same target);
 * Tables 1–2: activated units 64–256 and widths 256–1024 (paper 1024–4096);
-* the "sgd" regime: Adam, 200 steps of 512 examples (5.1 epochs of 20 000), learning rate
+* the "adam" regime: Adam, 200 steps of 512 examples (5.1 epochs of 20 000), learning rate
   2e-2 with a cosine decay, on standardised targets (paper preset: 20 000 steps of 1 024 at
   1e-3; the paper's budget is not in our copy). In the quick preset it fits a thinner grid
-  (``SGD_GRID``): the LSH tables at s ∈ {1, 16} with 3 sizes, dense at 5 widths and DSM at
+  (``ADAM_GRID``): the LSH tables at s ∈ {1, 16} with 3 sizes, dense at 5 widths and DSM at
   3 k per total width.
 
 The paper's appendix with the training details is not available:
@@ -50,9 +50,9 @@ from routing.validation import check_choice, check_int
 
 PRESETS = ("tiny", "quick", "paper")
 #: The training regimes of the frozen-feature experiments: ``ExperimentConfig.fit`` values.
-REGIMES = ("exact", "sgd")
-#: The "sgd" regime's Adam budget per preset, the same for every model of an experiment
-#: (``ExperimentConfig`` fields; batches of ``sgd_batch`` examples, cosine decay of the learning
+REGIMES = ("exact", "adam")
+#: The "adam" regime's Adam budget per preset, the same for every model of an experiment
+#: (``ExperimentConfig`` fields; batches of ``train_batch`` examples, cosine decay of the learning
 #: rate, standardised targets: ``experiments.kinds.fitting``). Quick: 200 steps of 512 examples, 5.1
 #: epochs of the 20 000 training points, at 20× Adam's default rate since the budget is short.
 #: It was 400 steps until the 2-core time budget halved it, by cost alone (the regime's rows
@@ -66,10 +66,10 @@ REGIMES = ("exact", "sgd")
 #: 0.20, 0.46, 0.74 in 0.6–2.3 s; 2 000×256 at 1e-3 left dense 2048 at 0.14 and a 16-table LSH
 #: at 0.71. The budget undertrains the widest dense models most: the regime the paper's flat
 #: dense column of Table 1 suggests, and why both regimes are reported.
-SGD_BUDGET = {
-    "tiny": dict(sgd_steps=60, sgd_batch=256, sgd_lr=1e-2),
-    "quick": dict(sgd_steps=200, sgd_batch=512, sgd_lr=2e-2),
-    "paper": dict(sgd_steps=20_000, sgd_batch=1_024, sgd_lr=1e-3),
+ADAM_BUDGET = {
+    "tiny": dict(train_steps=60, train_batch=256, train_lr=1e-2),
+    "quick": dict(train_steps=200, train_batch=512, train_lr=2e-2),
+    "paper": dict(train_steps=20_000, train_batch=1_024, train_lr=1e-3),
 }
 #: Hash families of the LSH models of Figures 2–4, in words (``ModelSpec.family``).
 LSH_FAMILY_NAMES = {"sign": "sign hyperplanes through 0", "affine": "affine hyperplanes",
@@ -112,11 +112,11 @@ LSH_GRID = {
 }
 #: Buckets (2^n_bits) of the uniform random hash table of Figures 2 and 3.
 UNIFORM_BITS = {"tiny": (4, 8), "quick": (6, 9, 12, 15), "paper": (6, 8, 10, 12, 14, 16)}
-#: The quick preset's thinner grid for the "sgd" regime (Adam costs 0.3–1 s per model where an
+#: The quick preset's thinner grid for the "adam" regime (Adam costs 0.3–1 s per model where an
 #: exact LSH or small dense fit costs milliseconds): LSH sizes kept per (family, s) — the
 #: first, third and last of ``LSH_GRID`` at s ∈ {1, 16}, none at s = 4 — uniform hash sizes,
 #: dense widths and DSM k of Figures 2 and 3. Other presets fit their full grid in both regimes.
-SGD_GRID = {"lsh_sizes": (0, 2, 3), "lsh_tables": (1, 16), "uniform": (6, 12, 15),
+ADAM_GRID = {"lsh_sizes": (0, 2, 3), "lsh_tables": (1, 16), "uniform": (6, 12, 15),
             "dense": (16, 64, 256, 1024, 2048), "dsm_ks": (16, 64, 256)}
 
 
@@ -133,10 +133,10 @@ SGD_GRID = {"lsh_sizes": (0, 2, 3), "lsh_tables": (1, 16), "uniform": (6, 12, 15
 #: (power 0.8, α = 0.05: ``inference.minimal_detectable_effect(1, n)``; 3.26 at n = 3, 1.07 at
 #: 9, 0.89 at 12). The positive control uses all n = run + control seeds, the negative one
 #: h = ⌊n/2⌋ disjoint pairs (its σ is that of a difference of two seeds). The counts give, for
-#: (positive, negative), P = fig2 exact (1.00, 0.93 at n = 12), sgd (1.00, 0.88 at 10); fig3
-#: exact (1.00, 0.80 at 12), sgd (1.00, 0.88 at 12); fig4 exact (1.00, 0.93 at 12), sgd (1.00,
-#: 0.80 at 8); table1 exact (0.98, 0.92 at 12), sgd (0.99, 0.92 at 12); table2 exact (0.92,
-#: 0.35 at 10), sgd (0.93, 0.20 at 13); routers polynomial (0.98, 0.19 at 5), hypercube (1.00,
+#: (positive, negative), P = fig2 exact (1.00, 0.93 at n = 12), adam (1.00, 0.88 at 10); fig3
+#: exact (1.00, 0.80 at 12), adam (1.00, 0.88 at 12); fig4 exact (1.00, 0.93 at 12), adam (1.00,
+#: 0.80 at 8); table1 exact (0.98, 0.92 at 12), adam (0.99, 0.92 at 12); table2 exact (0.92,
+#: 0.35 at 10), adam (0.93, 0.20 at 13); routers polynomial (0.98, 0.19 at 5), hypercube (1.00,
 #: 0.15 at 5). The effects themselves (−0.19 to −0.80 in Δ ln nMSE) are 2–35 sd from 0, so the
 #: MDE decides. The 2-core time budget (a quick reproduce ≤ 12 min; it took 11:13 before) buys
 #: about 46 s of single-core row time for all of them (measured ``wall_s`` per control seed:
@@ -148,11 +148,11 @@ SGD_GRID = {"lsh_sizes": (0, 2, 3), "lsh_tables": (1, 16), "uniform": (6, 12, 15
 #: (the 2048 of the thin grid doubles the cost); Table 2 runs 256 and 1024 (its only x/4
 #: pair), not 512. The paper preset has none: its seed noise is not measured.
 CONTROL_PLAN = {
-    "quick": {("fig2", "exact"): (9, 512), ("fig2", "sgd"): (7, 1024),
-              ("fig3", "exact"): (9, 512), ("fig3", "sgd"): (9, 1024),
-              ("fig4", "exact"): (9, 512), ("fig4", "sgd"): (5, 1024),
-              ("table1", "exact"): (9, 256), ("table1", "sgd"): (9, 256),
-              ("table2", "exact"): (7, 1024), ("table2", "sgd"): (10, 1024),
+    "quick": {("fig2", "exact"): (9, 512), ("fig2", "adam"): (7, 1024),
+              ("fig3", "exact"): (9, 512), ("fig3", "adam"): (9, 1024),
+              ("fig4", "exact"): (9, 512), ("fig4", "adam"): (5, 1024),
+              ("table1", "exact"): (9, 256), ("table1", "adam"): (9, 256),
+              ("table2", "exact"): (7, 1024), ("table2", "adam"): (10, 1024),
               ("routers", "polynomial"): (3, 256), ("routers", "hypercube"): (3, 256)},
 }
 #: Table 2's control widths: its x/4 pair alone (``CONTROL_PLAN``).
@@ -165,11 +165,11 @@ TABLE2_CONTROL_WIDTHS = (256, 1024)
 #: 4's: same target and models), 0–19 (Table 1), 0–15 (Table 2), 0–7 (routers). The tests
 #: simulate the controls at these values (tests/experiments/analysis/test_control_power.py).
 CONTROL_NOISE = {
-    ("fig2", "exact"): (-0.617, 0.0225, 0.0468), ("fig2", "sgd"): (-0.317, 0.0224, 0.0421),
-    ("fig3", "exact"): (-0.706, 0.0459, 0.0549), ("fig3", "sgd"): (-0.332, 0.0385, 0.0501),
-    ("fig4", "exact"): (-0.617, 0.0225, 0.0468), ("fig4", "sgd"): (-0.354, 0.0293, 0.0358),
-    ("table1", "exact"): (-0.613, 0.0755, 0.0470), ("table1", "sgd"): (-0.367, 0.0697, 0.0471),
-    ("table2", "exact"): (-0.720, 0.0731, 0.0720), ("table2", "sgd"): (-0.185, 0.0879, 0.0966),
+    ("fig2", "exact"): (-0.617, 0.0225, 0.0468), ("fig2", "adam"): (-0.317, 0.0224, 0.0421),
+    ("fig3", "exact"): (-0.706, 0.0459, 0.0549), ("fig3", "adam"): (-0.332, 0.0385, 0.0501),
+    ("fig4", "exact"): (-0.617, 0.0225, 0.0468), ("fig4", "adam"): (-0.354, 0.0293, 0.0358),
+    ("table1", "exact"): (-0.613, 0.0755, 0.0470), ("table1", "adam"): (-0.367, 0.0697, 0.0471),
+    ("table2", "exact"): (-0.720, 0.0731, 0.0720), ("table2", "adam"): (-0.185, 0.0879, 0.0966),
     ("routers", "polynomial"): (-0.297, 0.0335, 0.0351),
     ("routers", "hypercube"): (-0.349, 0.0219, 0.0449),
 }
@@ -219,36 +219,36 @@ def _sizes(preset):
     return {
         "tiny": dict(seeds=(0, 1), n_train=2_000, n_eval=1_000),
         "quick": dict(seeds=(0, 1, 2), n_train=20_000, n_eval=5_000),
-        "paper": dict(seeds=(0, 1, 2), n_train=200_000, n_eval=20_000, sgd_steps=20_000,
-                      sgd_batch=1024),
+        "paper": dict(seeds=(0, 1, 2), n_train=200_000, n_eval=20_000, train_steps=20_000,
+                      train_batch=1024),
     }[preset]
 
 
 def regime_title(config: ExperimentConfig) -> str:
     """How a config fits its frozen-feature models, in words for figure titles: "exact least
-    squares", or e.g. "Adam, 1000 steps of 256, lr 0.01" (``config.fit`` "sgd")."""
+    squares", or e.g. "Adam, 1000 steps of 256, lr 0.01" (``config.fit`` "adam")."""
     if config.fit == "exact":
         return "exact least squares"
-    return f"Adam, {config.sgd_steps} steps of {config.sgd_batch}, lr {config.sgd_lr:g}"
+    return f"Adam, {config.train_steps} steps of {config.train_batch}, lr {config.train_lr:g}"
 
 
 def _in_regime(config: ExperimentConfig) -> ExperimentConfig:
     """``config`` with each panel plotting its regime: the regime's fit as the panel's
     ``"fit"`` (``experiments.analysis.plots`` plots only those rows). The regime's words are not
     copied into the title: the plot writes them from the config that ran
-    (``experiments.analysis.plots.panel_regime``), so an edited ``sgd_steps`` shows in every panel."""
+    (``experiments.analysis.plots.panel_regime``), so an edited ``train_steps`` shows in every panel."""
     panels = {name: {**spec, "fit": config.fit} for name, spec in config.panels.items()}
     return config.with_(panels=panels)
 
 
 def _regimes(preset: str, make) -> list[ExperimentConfig]:
     """One config per regime of ``REGIMES``: ``make(fit, thin)`` builds it (``thin``: use
-    ``SGD_GRID``, the quick preset's "sgd" regime), with the preset's sizes and Adam budget,
+    ``ADAM_GRID``, the quick preset's "adam" regime), with the preset's sizes and Adam budget,
     and the control seeds of the dense reference (``with_control_seeds``)."""
     configs = []
     for fit in REGIMES:
-        config = _in_regime(make(fit, fit == "sgd" and preset == "quick").with_(
-            fit=fit, **SGD_BUDGET[preset]))
+        config = _in_regime(make(fit, fit == "adam" and preset == "quick").with_(
+            fit=fit, **ADAM_BUDGET[preset]))
         widths = TABLE2_CONTROL_WIDTHS if config.name == "table2" else None
         configs.append(with_control_seeds(config, "dense", (config.name, fit), widths))
     return configs
@@ -293,15 +293,15 @@ def _lsh_spec(family: str, n_tables: int, size) -> ModelSpec:
 
 def _lsh(preset: str, thin: bool) -> list[ModelSpec]:
     """The LSH models of Figures 2–4: every family of ``LSH_FAMILY_NAMES`` at each s of
-    ``LSH_TABLES`` with the sizes of ``LSH_GRID`` (``thin``: ``SGD_GRID``'s subset)."""
+    ``LSH_TABLES`` with the sizes of ``LSH_GRID`` (``thin``: ``ADAM_GRID``'s subset)."""
     models = []
     for family in LSH_FAMILY_NAMES:
         for s in LSH_TABLES:
-            if thin and s not in SGD_GRID["lsh_tables"]:
+            if thin and s not in ADAM_GRID["lsh_tables"]:
                 continue
             sizes = LSH_GRID[preset][family][s]
             if thin:
-                sizes = [sizes[i] for i in SGD_GRID["lsh_sizes"]]
+                sizes = [sizes[i] for i in ADAM_GRID["lsh_sizes"]]
             models += [_lsh_spec(family, s, size) for size in sizes]
     return models
 

@@ -62,7 +62,7 @@ def routers(preset: str) -> list[ExperimentConfig]:
     ("dense MLP, trained"; COMET §5.2.1's smaller model). The LSH model has 4a buckets (panel
     b, by size). The frozen-feature models (dense, DSM, LSH) get their exact least-squares
     top layer (``fit="exact"``); the routers and the trained dense MLP learn their routing or
-    features and are trained end to end with their own optimiser for ``sgd_steps`` steps
+    features and are trained end to end with their own optimiser for ``train_steps`` steps
     (``experiments.kinds.router_training``), so a router is compared with dense both ways: against
     the paper's frozen features, and against a network that learns its features too. At the
     quick preset the trained dense MLP also runs at 3 control seeds for the controls
@@ -87,9 +87,9 @@ def routers(preset: str) -> list[ExperimentConfig]:
     labels = ["dense", TRAINED_DENSE_LABEL, "DSM", *ROUTER_LABELS.values()]
     sizes = _sizes(preset)
     if preset == "quick":
-        sizes.update(n_train=16_384, n_eval=4_096, seeds=(0, 1), sgd_steps=QUICK_ROUTER_STEPS)
+        sizes.update(n_train=16_384, n_eval=4_096, seeds=(0, 1), train_steps=QUICK_ROUTER_STEPS)
     elif preset == "tiny":
-        sizes.update(sgd_steps=100, seeds=(0,))
+        sizes.update(train_steps=100, seeds=(0,))
     sizes["fit"] = "exact"
     return [with_control_seeds(ExperimentConfig(
         name="routers", preset=preset, target=TargetSpec(family=family), models=tuple(models),

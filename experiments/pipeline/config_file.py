@@ -44,7 +44,7 @@ from typing import Any
 from experiments.pipeline._toml import check_keys as _check_keys
 from experiments.pipeline._toml import check_seeds as _seeds
 from experiments.pipeline._toml import inline_arrays as _inline_arrays
-from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec
+from experiments.runner.specs import ExperimentConfig, ModelSpec, TargetSpec, with_current_names
 
 __all__ = ["ExperimentFile", "read_config_file", "config_file_from_mapping", "write_toml",
            "with_overrides", "parse_seeds"]
@@ -131,6 +131,7 @@ def config_file_from_mapping(data: dict, base: pathlib.Path | None = None) -> Ex
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise ValueError(f"defaults must be a table, got {defaults!r}")
+    defaults = with_current_names(defaults)  # sgd_* and the fit "sgd": their old names
     _check_keys(defaults, _CONFIG_FIELDS, "defaults")
     entries = data.get("configs")
     if not isinstance(entries, list) or not entries:
@@ -140,7 +141,7 @@ def config_file_from_mapping(data: dict, base: pathlib.Path | None = None) -> Ex
         where = f"configs[{i}]"
         if not isinstance(entry, dict):
             raise ValueError(f"{where} must be a table, got {entry!r}")
-        merged = _merge(defaults, entry)
+        merged = _merge(defaults, with_current_names(entry))
         merged.setdefault("name", experiment)
         merged.setdefault("preset", preset)
         try:

@@ -22,7 +22,7 @@ from experiments.runner.specs import ExperimentConfig
 
 
 def _fits(frame: pd.DataFrame, default: str) -> str:
-    """'exact', or e.g. 'exact (dense, DSM), sgd (COMET, …)' when models were fitted differently."""
+    """'exact', or e.g. 'exact (dense, DSM), adam (COMET, …)' when models were fitted differently."""
     if "fit" not in frame or frame["fit"].nunique() <= 1:
         return default
     return ", ".join(f"{fit} ({', '.join(pd.unique(rows['model_label']))})"

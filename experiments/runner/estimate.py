@@ -9,7 +9,7 @@ will run on:
    trained router can take 30× a bucket table), each with the sweep's first seed.
 2. Time at two reduced sizes. Each sampled row is computed (``experiments.runner.rows.compute_row``,
    one thread: the thread policy every worker runs) with its training size, evaluation size
-   and SGD steps all multiplied by a factor s — once at s₁ and once at s₂ = 2·s₁ (CPU time
+   and Adam steps all multiplied by a factor s — once at s₁ and once at s₂ = 2·s₁ (CPU time
    of the thread on a CPU, so that a busy machine does not inflate it; wall time on a GPU)
    (s₁ the
    smallest factor that keeps at least ``MIN_N_TRAIN`` training points, ``MIN_N_EVAL``
@@ -21,7 +21,7 @@ will run on:
    system, several times slower — timed there, one 16 384-wide DSM row of the paper's
    Table 1 took over 700 s on 2 000 rows). A row's cost is
    the sum of parts linear in those three (drawing data, the Gram matrix of an exact fit,
-   SGD steps, evaluation) and of parts that do not depend on them (building the model, the
+   Adam steps, evaluation) and of parts that do not depend on them (building the model, the
    w³ solve of an exact fit), so t(s) = a + b·s, and the full row takes
    t(1) = t(s₁) + (t(s₂) − t(s₁))·(1 − s₁)/(s₂ − s₁). (The first row of each model kind is
    computed once untimed first: Numba compiles on first use.) A row that grows more than
@@ -60,7 +60,7 @@ __all__ = ["Estimate", "estimate_sweeps", "MIN_N_TRAIN", "MIN_N_EVAL", "MIN_STEP
            "MIN_SCALE", "ROWS_PER_COEF", "SUPERLINEAR"]
 
 #: The smallest sizes a calibration row is computed at (below these a row is mostly
-#: overhead, and an SGD batch could exceed the training set).
+#: overhead, and an Adam batch could exceed the training set).
 MIN_N_TRAIN, MIN_N_EVAL, MIN_STEPS = 2_000, 200, 50
 #: The smallest factor s of a calibration row.
 MIN_SCALE = 0.01
@@ -149,7 +149,7 @@ class Estimate:
                      for name, (rows, seconds) in self.per_experiment.items()),
                  f"  based on: {self.sampled} rows sampled at random from the sweeps' model "
                  f"kinds, each timed {self.timed_on} ({self.clock}) at two reduced sizes "
-                 f"(training and evaluation sizes and SGD steps × s and × 2s, "
+                 f"(training and evaluation sizes and Adam steps × s and × 2s, "
                  f"s ≥ {MIN_SCALE:g}, and for an exact fit ≥ {ROWS_PER_COEF} training points "
                  f"per coefficient) and "
                  f"extrapolated linearly to the full size; calibration took "
@@ -201,9 +201,9 @@ def _extrapolate(t1: float, t2: float, s1: float, s2: float) -> float:
 def _calibration_scale(config) -> float:
     """The factor s₁ of a sweep's calibration rows: the smallest factor ≥ ``MIN_SCALE`` that
     keeps ``MIN_N_TRAIN`` training points, ``MIN_N_EVAL`` evaluation points and
-    ``MIN_STEPS`` SGD steps (each capped at the sweep's own), at most 1."""
+    ``MIN_STEPS`` Adam steps (each capped at the sweep's own), at most 1."""
     return min(1.0, max(MIN_SCALE, MIN_N_TRAIN / config.n_train, MIN_N_EVAL / config.n_eval,
-                        MIN_STEPS / config.sgd_steps))
+                        MIN_STEPS / config.train_steps))
 
 
 def _row_scale(config, spec, scale: float) -> float:
@@ -248,7 +248,7 @@ def _submission_order(tasks: list[tuple]) -> list[int]:
 
 
 def _scaled(config, scale: float):
-    """``config`` with its training and evaluation sizes and SGD steps multiplied by
+    """``config`` with its training and evaluation sizes and Adam steps multiplied by
     ``scale`` (rounded, at least 1).
 
     Raises:
@@ -259,7 +259,7 @@ def _scaled(config, scale: float):
     check_real(scale, "scale", low=0.0, high=1.0, low_open=True)
     return config.with_(n_train=max(1, round(config.n_train * scale)),
                         n_eval=max(1, round(config.n_eval * scale)),
-                        sgd_steps=max(1, round(config.sgd_steps * scale)))
+                        train_steps=max(1, round(config.train_steps * scale)))
 
 
 def _time_row(config, spec, seed: int, device) -> tuple[float, float]:

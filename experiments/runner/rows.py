@@ -13,10 +13,12 @@ import hashlib
 import json
 
 import numpy as np
+import pandas as pd
 import torch
 
 from experiments.kinds.registry import model_kind
-from experiments.runner.specs import ExperimentConfig, ModelSpec, fit_of
+from experiments.runner.specs import (LEGACY_FIELDS, ExperimentConfig, ModelSpec, canonical_fit,
+                                      fit_of)
 from routing.validation import as_numpy, check_points, check_real, check_seed
 
 COLUMNS = ["experiment", "target", "model", "model_label", "model_key", "width", "k", "buckets",
@@ -39,6 +41,38 @@ NOT_SETTINGS = ("name", "preset", "models", "seeds", "fit", "panels", "fit_windo
 
 #: TargetSpec fields added after fingerprints existed: part of the settings only when set.
 TARGET_FIELDS_ADDED = ("path", "sha256")
+
+#: Fields renamed after fingerprints existed: the fingerprint hashes them under the name they
+#: had (``experiments.runner.specs.LEGACY_FIELDS``), so a folder written before the rename
+#: resumes under the new names.
+FINGERPRINT_NAMES = {new: old for old, new in LEGACY_FIELDS.items()}
+
+
+def with_current_fits(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows read from a ``results.csv`` with each ``fit`` under today's name
+    (``experiments.runner.specs.canonical_fit``: the legacy "sgd" becomes "adam" or
+    "end_to_end" by the row's model kind), so rows written before the rename resume and plot
+    as today's. A table without a ``fit`` column is returned as it is.
+
+    Raises:
+        TypeError: ``table`` is not a DataFrame.
+        ValueError: a ``fit`` that is neither a string nor empty.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be a DataFrame of results rows, got "
+                        f"{type(table).__name__}")
+    if "fit" not in table:
+        return table
+    bad = [fit for fit in table["fit"] if not isinstance(fit, str) and not pd.isna(fit)]
+    if bad:
+        raise ValueError(f"table['fit'] must hold regime names (str) or be empty, got "
+                         f"{bad[0]!r}")
+    if not (table["fit"] == "sgd").any():
+        return table
+    kinds = table["model"] if "model" in table else pd.Series(None, index=table.index)
+    fits = [canonical_fit(fit, kind if isinstance(kind, str) else None)
+            for fit, kind in zip(table["fit"], kinds)]
+    return table.assign(fit=fits)
 
 
 def resolve_device(device: str) -> torch.device:
@@ -119,7 +153,8 @@ def settings_of(config: ExperimentConfig | dict) -> dict:
         raise TypeError(f"config must be an ExperimentConfig or its to_dict(), got "
                         f"{type(config).__name__}")
     data = config.to_dict() if isinstance(config, ExperimentConfig) else dict(config)
-    settings = {name: value for name, value in data.items() if name not in NOT_SETTINGS}
+    settings = {FINGERPRINT_NAMES.get(name, name): value for name, value in data.items()
+                if name not in NOT_SETTINGS}
     if isinstance(settings.get("target"), dict):
         # fields a target gained later (a data file's path and hash) count only when set, so
         # that every folder written before them keeps its fingerprint

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.kinds.registry import model_kind
+from experiments.kinds.registry import END_TO_END, model_kind, model_kind_names
 from routing.validation import check_int, check_real, check_seed
 
 #: Generated targets (``lipschitz``), and "data": (X, y) read from a file of one's own
@@ -28,7 +28,57 @@ TRAINED_KINDS = ROUTER_KINDS + ("dense_mlp",)
 MODEL_KINDS = ("dense", "dsm", "random_hash", "lsh", "lsh_table") + TRAINED_KINDS
 #: Routers whose units are experts of width // n_experts hidden units each.
 EXPERT_KINDS = ("sigma_moe", "topk_moe", "smear")
-FITS = ("exact", "sgd")
+FITS = ("exact", "adam")
+#: Names written before the regimes were named for what they are, read as their new names:
+#: the regime "sgd" was Adam on the top layer for the frozen-feature kinds and end-to-end
+#: training for the trained kinds (``canonical_fit``); its settings were ``sgd_*``.
+LEGACY_FIELDS = {"sgd_steps": "train_steps", "sgd_lr": "train_lr", "sgd_batch": "train_batch"}
+LEGACY_FIT = "sgd"
+
+
+def canonical_fit(fit: str, kind: str | None = None) -> str:
+    """A results row's ``fit`` under today's names: the legacy "sgd" becomes "end_to_end" for
+    a kind trained end to end (``TRAINED_KINDS`` or a registered kind whose only regime is
+    that) and "adam" for every other kind; any other value is returned as it is.
+
+    Arguments:
+        fit: the row's ``fit`` (str; nan-like values are returned unchanged).
+        kind: the row's model kind (``ModelSpec.kind``), None when the row has none.
+    """
+    if fit != LEGACY_FIT:
+        return fit
+    if kind in TRAINED_KINDS:
+        return END_TO_END
+    if kind is not None:
+        if kind in model_kind_names() and model_kind(kind).regimes == (END_TO_END,):
+            return END_TO_END
+    return "adam"
+
+
+def with_current_names(data: dict[str, Any]) -> dict[str, Any]:
+    """A config dict (``config.json``, a TOML table) with the legacy names of
+    ``LEGACY_FIELDS`` and the fit "sgd" (the config's and its panels') under today's names (a
+    copy; a dict setting both a legacy name and its new one keeps the new one's value only if
+    they agree).
+
+    Raises:
+        ValueError: a legacy field and its new name both set, to different values.
+    """
+    data = dict(data)
+    for old, new in LEGACY_FIELDS.items():
+        if old in data:
+            value = data.pop(old)
+            if new in data and data[new] != value:
+                raise ValueError(f"{old} (the old name of {new}) = {value!r} and {new} = "
+                                 f"{data[new]!r} disagree: set {new} only")
+            data[new] = value
+    if data.get("fit") == LEGACY_FIT:
+        data["fit"] = "adam"
+    if isinstance(data.get("panels"), dict):
+        data["panels"] = {name: ({**panel, "fit": "adam"} if isinstance(panel, dict)
+                                 and panel.get("fit") == LEGACY_FIT else panel)
+                          for name, panel in data["panels"].items()}
+    return data
 
 
 @dataclass(frozen=True)
@@ -255,8 +305,12 @@ class ExperimentConfig:
         seeds: each seed draws new training / evaluation data and new random model parts;
             the target itself is fixed by ``target.seed``.
         n_train, n_eval: sample sizes.
-        fit: "exact" (least squares / bucket means) or "sgd" (Adam).
-        sgd_steps, sgd_lr, sgd_batch: Adam settings used when fit == "sgd".
+        fit: "exact" (least squares / bucket means) or "adam" (Adam on the top layer); the
+            kinds trained end to end ignore it (``END_TO_END``). "sgd", its old name, is
+            read as "adam".
+        train_steps, train_lr, train_batch: the training budget: Adam's when fit == "adam",
+            and the steps and batch of the kinds trained end to end (their rate is their own).
+            Written ``sgd_steps``, ``sgd_lr``, ``sgd_batch`` before (``LEGACY_FIELDS``).
         ridge: ridge penalty of the exact fit.
         noise_std: label noise of the training data.
         panels: plot panels: name -> (x column, list of model labels).
@@ -278,7 +332,7 @@ class ExperimentConfig:
 
     Raises:
         ValueError: a field out of its range, naming it (``fit`` not one of ``FITS``;
-            ``n_train``, ``n_eval``, ``sgd_steps``, ``sgd_batch`` < 1; ``sgd_lr`` <= 0;
+            ``n_train``, ``n_eval``, ``train_steps``, ``train_batch`` < 1; ``train_lr`` <= 0;
             ``ridge`` or ``noise_std`` < 0; bad seeds or ``fit_window``; control seeds that
             repeat, meet ``seeds`` or come without control models, or the reverse; a control
             model that is not one of ``models``).
@@ -294,9 +348,9 @@ class ExperimentConfig:
     n_train: int = 20_000
     n_eval: int = 5_000
     fit: str = "exact"
-    sgd_steps: int = 2_000
-    sgd_lr: float = 1e-3
-    sgd_batch: int = 256
+    train_steps: int = 2_000
+    train_lr: float = 1e-3
+    train_batch: int = 256
     ridge: float = 1e-6
     noise_std: float = 0.0
     panels: dict[str, Any] = field(default_factory=dict)
@@ -305,14 +359,16 @@ class ExperimentConfig:
     control_models: tuple[ModelSpec, ...] = ()
 
     def __post_init__(self):
+        if self.fit == LEGACY_FIT:  # the old name of the Adam regime
+            object.__setattr__(self, "fit", "adam")
         if self.fit not in FITS:
             raise ValueError(f"fit must be one of {FITS}, got {self.fit!r}")
         check_int(self.n_train, "n_train", low=1)
         check_int(self.n_eval, "n_eval", low=1)
         object.__setattr__(self, "seeds", check_seeds(self.seeds))
-        check_int(self.sgd_steps, "sgd_steps", low=1)
-        check_real(self.sgd_lr, "sgd_lr", 0.0, low_open=True)
-        check_int(self.sgd_batch, "sgd_batch", low=1)
+        check_int(self.train_steps, "train_steps", low=1)
+        check_real(self.train_lr, "train_lr", 0.0, low_open=True)
+        check_int(self.train_batch, "train_batch", low=1)
         check_real(self.ridge, "ridge", 0.0)
         check_real(self.noise_std, "noise_std", 0.0)
         if self.fit_window is not None:
@@ -359,7 +415,7 @@ class ExperimentConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ExperimentConfig":
-        data = dict(data)
+        data = with_current_names(data)
         target = dict(data.pop("target"))
         target["hidden"] = tuple(target.get("hidden", (64, 64)))
         models = tuple(ModelSpec(**m) for m in data.pop("models"))
@@ -451,7 +507,7 @@ def _check_fit_window(window) -> dict[str, tuple[float | None, float | None]]:
 def fit_of(spec: ModelSpec, config: ExperimentConfig | None) -> str:
     """The fit regime a model of a sweep gets: the config's where the model's kind supports
     it, else the kind's own (the LSH table is always exact: bucket means; the routers and
-    their trained dense baseline always "sgd": they learn their routing or features, no closed
+    their trained dense baseline always "adam": they learn their routing or features, no closed
     form). ``config`` None asks for the kind's default regime."""
     kind = model_kind(spec.kind)
     return kind.regime(config.fit if config is not None else kind.regimes[0])

@@ -43,8 +43,9 @@ from experiments.runner.rows import (
     resolve_device,
     settings_fingerprint,
     settings_of,
+    with_current_fits,
 )
-from experiments.runner.specs import ExperimentConfig, fit_of
+from experiments.runner.specs import LEGACY_FIELDS, ExperimentConfig, fit_of
 from experiments.runner.threads import single_threaded
 from routing.validation import check_bool, check_choice
 
@@ -79,13 +80,14 @@ def run_device(device: str, scheduler: str | None = None) -> torch.device | str:
 def load_results(path: pathlib.Path) -> pd.DataFrame:
     """``results.csv`` as a DataFrame (empty with the right columns if missing); the
     ``settings`` fingerprints stay strings (an all-digit one would otherwise be read as a
-    number), and columns added since the file was written (``settings``,
+    number), a legacy ``fit`` "sgd" is read under today's name (``with_current_fits``),
+    and columns added since the file was written (``settings``,
     ``flops_cost_formula``, ``train_nmse``, ``eval_nmse``) are there, empty (nan). A resumed
     sweep fills the normalised errors of its own rows (``run_sweep``)."""
     path = pathlib.Path(path)
     if not path.exists():
         return pd.DataFrame(columns=COLUMNS)
-    table = pd.read_csv(path, dtype={"settings": str})
+    table = with_current_fits(pd.read_csv(path, dtype={"settings": str}))
     missing = [column for column in COLUMNS if column not in table]
     return table.assign(**{column: np.nan for column in missing})
 
@@ -170,7 +172,9 @@ def _settings_difference(config_path: pathlib.Path, config: ExperimentConfig,
     if not match:
         return f"(The {config_path.name} beside it does not describe those rows.) "
     old, new = _flat(settings_of(match[0])), _flat(settings_of(config))
-    changed = [f"{key} {_show(old.get(key))} there, {_show(new.get(key))} now"
+    # the fingerprint's old spellings (sgd_*) named as the fields are called today
+    changed = [f"{LEGACY_FIELDS.get(key, key)} {_show(old.get(key))} there, "
+               f"{_show(new.get(key))} now"
                for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
     if not changed:
         return f"{source} records this run's settings, but the rows cannot be checked. "

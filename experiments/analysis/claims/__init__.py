@@ -24,7 +24,7 @@ Rules, fixed in code (``_rules``):
 - The subspace exponent: ``experiments.papers.subspace``.
 
 Each claim is judged per training regime present in the rows (column ``fit``: "exact" least
-squares or "sgd", i.e. Adam), and the regime is named in the claim line.
+squares, "adam": Adam on the top layer, or "end_to_end"), and the regime is named in the claim line.
 
 Every claim is written down once (``_records.RECORDS``): the paper's own short phrase
 (verbatim, or a paraphrase marked so), source, kind ("paper", "derived" or "ours"), axis of

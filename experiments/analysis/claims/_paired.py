@@ -19,7 +19,8 @@ LEVEL = 0.95
 
 
 #: The regimes, as claim lines name them.
-REGIME_TEXT = {"exact": "exact least-squares top layer", "sgd": "trained with Adam", "": ""}
+REGIME_TEXT = {"exact": "exact least-squares top layer", "adam": "top layer trained with Adam",
+               "end_to_end": "trained end to end (Adam; plain SGD for SDMLP)", "": ""}
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,8 @@ class Claim:
             (``experiments.analysis.claims._rules``).
         evidence: the comparison behind the verdict (numbers are nMSEs, or MSEs for rows
             without ``eval_nmse``).
-        regime: the rows' ``fit`` ("exact", "sgd"; "" when the rows carry none).
+        regime: the rows' ``fit`` ("exact", "adam", "end_to_end"; "" when the rows carry
+            none).
         source: paper and section the claim comes from.
         effect: the effect size (comparisons: mean paired Δ ln nMSE, < 0 where the first model
             is better; subspace: α − 2/k; Table 2: ln(DSM / dense) of the deciding
@@ -114,7 +116,7 @@ NUMERIC_CLAIM_COLUMNS = ("effect", "effect_low", "effect_high", "sesoi", "mde", 
 
 
 #: The regimes (``fit`` values) a diagnosis speaks of; "" for rows without one.
-REGIMES = ("exact", "sgd", "")
+REGIMES = ("exact", "adam", "end_to_end", "")
 
 
 # -- seeds and paired statistics ------------------------------------------------------------
@@ -393,7 +395,8 @@ def comparison_diagnosis(frame: pd.DataFrame, better_label: str, worse_label: st
                          + (f" at n_train = {n_train:,}" if n_train else "") + ")")
             else:
                 cause = ("is worse on its training data too: the model class (approximation)"
-                         + (" or the optimisation (Adam budget)" if regime == "sgd" else "")
+                         + (" or the optimisation (training budget)" if regime in ("adam", "end_to_end")
+                            else "")
                          + " limits it, not the sample")
             parts.append(f"at {x} = {worst['x']:g}, {better_label} train/eval nMSE "
                          f"{a_train:.3g}/{a_eval:.3g} vs {worse_label} {b_train:.3g}/"
@@ -403,8 +406,12 @@ def comparison_diagnosis(frame: pd.DataFrame, better_label: str, worse_label: st
                      "so dense gets its best possible top layer; the paper trains its "
                      "synthetic models' top layer (optimiser in its Appendix D, not in our "
                      "copy; it names Adam only for CIFAR-10)")
-    elif regime == "sgd":
-        parts.append("regime: trained with Adam for a fixed budget, the same for both models")
+    elif regime == "adam":
+        parts.append("regime: top layer trained with Adam for a fixed budget, the same for "
+                     "both models")
+    elif regime == "end_to_end":
+        parts.append("regime: trained end to end for a fixed number of steps, the same for "
+                     "both models")
     return "; ".join(parts)
 
 
@@ -470,7 +477,7 @@ def claim_line(text: str, regime: str) -> str:
     [regime in words]" (``REGIME_TEXT``), or ``text`` alone when ``regime`` is "".
 
     Arguments:
-        text: the claim's text (str). regime: a ``fit`` value ("exact", "sgd", …) or "".
+        text: the claim's text (str). regime: a ``fit`` value ("exact", "adam", …) or "".
 
     Returns:
         str.

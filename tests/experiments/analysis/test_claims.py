@@ -67,15 +67,15 @@ def test_claims_are_judged_per_regime_and_name_it():
             noise = 1 + 0.01 * seed
             rows += [_row("dense", x, 1.0, seed, fit="exact"),
                      _row("DSM width 64", x, 0.5 * noise, seed, fit="exact"),
-                     _row("dense", x, 1.0, seed, fit="sgd"),
-                     _row("DSM width 64", x, 2.0 * noise, seed, fit="sgd")]
+                     _row("dense", x, 1.0, seed, fit="adam"),
+                     _row("DSM width 64", x, 2.0 * noise, seed, fit="adam")]
     claims = claims_for("fig2", pd.DataFrame(rows), [])
     by_regime = {c.regime: c for c in claims if c.role == "claim"}
-    assert set(by_regime) == {"exact", "sgd"}
+    assert set(by_regime) == {"exact", "adam"}
     assert by_regime["exact"].verdict == "supported" and "[exact least-squares top layer]" in \
         by_regime["exact"].claim
-    assert by_regime["sgd"].verdict == "not supported" and "[trained with Adam]" in \
-        by_regime["sgd"].claim and "Adam" in by_regime["sgd"].diagnosis
+    assert by_regime["adam"].verdict == "not supported" and "[top layer trained with Adam]" in \
+        by_regime["adam"].claim and "Adam" in by_regime["adam"].diagnosis
 
 
 def test_table1_rule_is_the_papers_sentence():
@@ -130,7 +130,7 @@ def test_a_dsm_that_gets_worse_with_width_is_explained():
     assert len(overfit) == 1 and overfit[0].startswith("DSM k=32: nMSE rises")
     assert "beyond seed noise" in overfit[0] and "overfitting" in overfit[0]
     assert "active fraction k/width 0.5 → 0.25" in overfit[0]
-    worse = anomaly_diagnoses(_table2_rows(rise_train=True), "sgd")
+    worse = anomaly_diagnoses(_table2_rows(rise_train=True), "adam")
     assert "fits worse" in worse[0] and "Adam" in worse[0]
     claim = claims_for("table2", _table2_rows(rise_train=False), [])[0]
     # "can": one configuration not worse than 1.5 × dense suffices (k=16 at 128: 0.65)

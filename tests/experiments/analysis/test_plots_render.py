@@ -87,8 +87,8 @@ def test_every_experiment_figure_has_apart_ticks_and_named_regimes(name, index):
 
 def test_titles_come_from_the_config_that_ran():
     config = catalogue.fig3("tiny")[1]
-    assert config.fit == "sgd"
-    edited = config.with_(sgd_steps=30)
+    assert config.fit == "adam"
+    edited = config.with_(train_steps=30)
     fig = figure_of(edited)
     try:
         titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
@@ -100,7 +100,7 @@ def test_titles_come_from_the_config_that_ran():
 
 
 def test_a_title_copied_by_an_older_config_loses_its_stale_regime():
-    config = catalogue.fig3("tiny")[1].with_(sgd_steps=30)
+    config = catalogue.fig3("tiny")[1].with_(train_steps=30)
     spec = {**config.panels["a"], "title": "DSM vs dense\n— Adam, 60 steps of 256, lr 0.01"}
     title = plots.panel_title("a", spec, synthetic_rows(config), config)
     assert "60 steps" not in title and "30 steps" in title

@@ -1,4 +1,4 @@
-"""experiments.kinds.fitting: exact fits against numpy least squares, SGD against the exact fit."""
+"""experiments.kinds.fitting: exact fits against numpy least squares, Adam against the exact fit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import experiments.kinds.fitting as fitting
-from experiments.kinds.fitting import FitReport, SGDConfig, evaluate, fit_model
+from experiments.kinds.fitting import FitReport, AdamConfig, evaluate, fit_model
 from routing.models import DSM, Dense, LSHModel, RandomHashModel
 from routing.models._base import Features, _uint16_rows_work
 from lipschitz import RandomPolynomial, UniformCube, make_dataset
@@ -233,56 +233,56 @@ def test_singular_dense_system_falls_back_to_pseudo_inverse():
 
 def test_exact_fit_is_too_large_for_a_very_wide_dense_model(data):
     X, y = data
-    with pytest.raises(ValueError, match="fit='sgd'"):
+    with pytest.raises(ValueError, match="fit='adam'"):
         fit_model(Dense(4, fitting.MAX_DENSE_COEF + 1), X[:10], y[:10], "exact")
 
 
 # --------------------------------------------------------------------------------------------
-# SGD
+# Adam
 
 
 @pytest.mark.parametrize("make,cfg", [
-    (lambda: LSHModel(4, n_bits=5, seed=1), SGDConfig(lr=0.05, batch_size=100, epochs=60)),
-    (lambda: DSM(4, 48, 6, seed=1), SGDConfig(lr=0.05, batch_size=100, epochs=150)),
-    (lambda: RandomHashModel(4, 48, 6, seed=1), SGDConfig(lr=0.05, batch_size=100, epochs=150)),
+    (lambda: LSHModel(4, n_bits=5, seed=1), AdamConfig(lr=0.05, batch_size=100, epochs=60)),
+    (lambda: DSM(4, 48, 6, seed=1), AdamConfig(lr=0.05, batch_size=100, epochs=150)),
+    (lambda: RandomHashModel(4, 48, 6, seed=1), AdamConfig(lr=0.05, batch_size=100, epochs=150)),
     # dense random features are ill-conditioned: a narrow layer and a larger step converge
-    (lambda: Dense(4, 8, seed=2), SGDConfig(lr=0.2, batch_size=100, epochs=150)),
+    (lambda: Dense(4, 8, seed=2), AdamConfig(lr=0.2, batch_size=100, epochs=150)),
 ], ids=["lsh", "dsm", "random_hash", "dense"])
-def test_sgd_agrees_with_the_exact_fit(data, make, cfg):
+def test_adam_agrees_with_the_exact_fit(data, make, cfg):
     """The problem is convex: Adam with a decaying learning rate must reach the minimum.
 
-    The exact fit is the minimiser of the training MSE (up to the 1e-6 jitter), so SGD can
+    The exact fit is the minimiser of the training MSE (up to the 1e-6 jitter), so Adam can
     only be above it; 2 % above and predictions within 0.05 (targets have unit variance)
-    allows for the remaining optimiser noise and nothing else: an SGD or feature bug gives
+    allows for the remaining optimiser noise and nothing else: an Adam or feature bug gives
     errors of the order of the target's variance.
     """
     X, y = data
-    exact, sgd = make(), make()
+    exact, trained = make(), make()
     best = fit_model(exact, X, y, "exact").train_mse
-    report = fit_model(sgd, X, y, "sgd", sgd=cfg, seed=0)
+    report = fit_model(trained, X, y, "adam", adam=cfg, seed=0)
     assert best * (1 - 1e-4) <= report.train_mse <= best * 1.02
-    gap = predictions(sgd, X) - predictions(exact, X)
+    gap = predictions(trained, X) - predictions(exact, X)
     assert np.sqrt(np.mean(gap**2)) < 0.05
-    assert report.fit == "sgd" and report.solver == "adam"
-    assert report.features_cached == (type(sgd) is not Dense)  # only sparse ones cached
+    assert report.fit == "adam" and report.solver == "adam"
+    assert report.features_cached == (type(trained) is not Dense)  # only sparse ones cached
     assert report.steps == cfg.epochs * (len(X) // cfg.batch_size)
-    assert report.train_mse == pytest.approx(evaluate(sgd, X, y)["mse"], rel=1e-5)
+    assert report.train_mse == pytest.approx(evaluate(trained, X, y)["mse"], rel=1e-5)
 
 
 @pytest.mark.parametrize("make", [lambda: LSHModel(4, n_bits=5, n_tables=2, seed=1),
                                   lambda: DSM(4, 48, 6, seed=1), lambda: Dense(4, 16, seed=2)],
                          ids=["lsh", "dsm", "dense"])
-def test_sgd_standardises_targets_so_their_scale_does_not_matter(data, make):
+def test_adam_standardises_targets_so_their_scale_does_not_matter(data, make):
     """Adam's step is fixed in parameter space: on raw targets the same budget would train
     y and 1e-3·y to different relative errors. On standardised targets both runs are the same
     up to rounding: equal nMSE, and predictions in each target's own units (mean included)."""
     X, y = data
     y = y + 2.0  # a mean as well as a scale, so the mean is put back too
-    cfg = SGDConfig(lr=0.05, batch_size=100, steps=400)
+    cfg = AdamConfig(lr=0.05, batch_size=100, steps=400)
     fits = []
     for scale in (1.0, 1e-3):
         model = make()
-        report = fit_model(model, X, scale * y, "sgd", sgd=cfg, seed=0)
+        report = fit_model(model, X, scale * y, "adam", adam=cfg, seed=0)
         fits.append((model, report.train_mse / np.var(scale * y), report))
     (big, nmse_big, report_big), (small, nmse_small, report_small) = fits
     assert nmse_big < 0.5  # it learned something: the equality below is not 1 = 1
@@ -296,13 +296,13 @@ def test_sgd_standardises_targets_so_their_scale_does_not_matter(data, make):
                                [l for _, l in report_big.loss_history], rtol=1e-2)
 
 
-def test_sgd_is_deterministic_and_cache_does_not_change_it(data):
+def test_adam_is_deterministic_and_cache_does_not_change_it(data):
     X, y = data
-    cfg = SGDConfig(lr=0.01, batch_size=64, steps=60)
+    cfg = AdamConfig(lr=0.01, batch_size=64, steps=60)
     runs = []
     for seed, cache in [(3, True), (3, True), (3, False), (4, True)]:
         model = DSM(4, 32, 4, seed=0)
-        fit_model(model, X, y, "sgd", sgd=SGDConfig(**{**cfg.__dict__, "cache_features": cache}),
+        fit_model(model, X, y, "adam", adam=AdamConfig(**{**cfg.__dict__, "cache_features": cache}),
                   seed=seed)
         runs.append(model.weight.detach().clone())
     assert torch.equal(runs[0], runs[1])
@@ -310,18 +310,18 @@ def test_sgd_is_deterministic_and_cache_does_not_change_it(data):
     assert not torch.allclose(runs[0], runs[3])
 
 
-def test_sgd_without_cache_when_features_are_too_large(data):
+def test_adam_without_cache_when_features_are_too_large(data):
     X, y = data
     # k = 4 units, each a float32 value and a uint16 column (the cache's narrowed columns;
     # int32 where this torch cannot index uint16 rows)
     per_unit = 4 + (2 if _uint16_rows_work() else 4)
-    small = SGDConfig(steps=5, max_cache_bytes=len(X) * 4 * per_unit - 1)
-    assert fit_model(DSM(4, 16, 4), X, y, "sgd", sgd=small).features_cached is False
-    large = SGDConfig(steps=5, max_cache_bytes=len(X) * 4 * per_unit)
-    assert fit_model(DSM(4, 16, 4), X, y, "sgd", sgd=large).features_cached is True
+    small = AdamConfig(steps=5, max_cache_bytes=len(X) * 4 * per_unit - 1)
+    assert fit_model(DSM(4, 16, 4), X, y, "adam", adam=small).features_cached is False
+    large = AdamConfig(steps=5, max_cache_bytes=len(X) * 4 * per_unit)
+    assert fit_model(DSM(4, 16, 4), X, y, "adam", adam=large).features_cached is True
 
 
-def test_sgd_on_an_epoch_copy_of_the_cache_equals_the_gather_per_step(data):
+def test_adam_on_an_epoch_copy_of_the_cache_equals_the_gather_per_step(data):
     """Two copies of the cache within max_cache_bytes: each epoch's rows are copied once in
     its order and a batch is a slice; one copy only: a gather per step. Same fit, exactly,
     over several epochs (the copy is remade at each new order)."""
@@ -331,7 +331,7 @@ def test_sgd_on_an_epoch_copy_of_the_cache_equals_the_gather_per_step(data):
     fits = []
     for budget in (one_copy, 2 * one_copy - 1, 2 * one_copy):
         model = DSM(4, 16, 4)
-        report = fit_model(model, X, y, "sgd", sgd=SGDConfig(steps=3 * len(X) // 64 + 5,
+        report = fit_model(model, X, y, "adam", adam=AdamConfig(steps=3 * len(X) // 64 + 5,
                                                               batch_size=64,
                                                               max_cache_bytes=budget), seed=3)
         assert report.features_cached and report.epochs > 3
@@ -362,15 +362,15 @@ def test_narrowed_features_keep_the_columns_in_the_smallest_type(data):
         f.narrowed(0)
 
 
-def test_sgd_steps_and_epochs(data):
+def test_adam_steps_and_epochs(data):
     X, y = data
-    report = fit_model(LSHModel(4, n_bits=3), X, y, "sgd", sgd=SGDConfig(batch_size=500, epochs=2))
+    report = fit_model(LSHModel(4, n_bits=3), X, y, "adam", adam=AdamConfig(batch_size=500, epochs=2))
     assert report.steps == 6 and report.epochs == pytest.approx(2.0)
-    report = fit_model(LSHModel(4, n_bits=3), X[:7], y[:7], "sgd",
-                       sgd=SGDConfig(batch_size=500, steps=3))
+    report = fit_model(LSHModel(4, n_bits=3), X[:7], y[:7], "adam",
+                       adam=AdamConfig(batch_size=500, steps=3))
     assert report.steps == 3 and report.epochs == pytest.approx(3.0)  # batch = whole set
     assert len(report.loss_history) == 3 and isinstance(report, FitReport)
-    assert report.to_dict()["sgd"]["batch_size"] == 500
+    assert report.to_dict()["adam"]["batch_size"] == 500
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,11 +389,11 @@ def test_evaluate_mse_and_linf():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(fit="adam"), "fit must be one of"),
+    (dict(fit="rmsprop"), "fit must be one of"),
     (dict(ridge=-1.0), "ridge"),
     (dict(ridge=float("nan")), "ridge"),
     (dict(seed=-2), "seed"),
-    (dict(sgd={"lr": 1e-3}), "SGDConfig"),
+    (dict(adam={"lr": 1e-3}), "AdamConfig"),
 ])
 def test_bad_fit_arguments(data, kwargs, match):
     X, y = data
@@ -417,7 +417,7 @@ def test_bad_data(data):
     bad_y = y.copy()
     bad_y[0] = np.inf
     with pytest.raises(ValueError, match="finite"):
-        fit_model(model, X, bad_y, "sgd")
+        fit_model(model, X, bad_y, "adam")
     with pytest.raises(ValueError, match="at least one row"):
         fit_model(model, X[:0], y[:0])
     with pytest.raises(ValueError, match="model"):
@@ -429,9 +429,9 @@ def test_bad_data(data):
     (dict(epochs=0), "epochs"), (dict(schedule="linear"), "schedule"),
     (dict(betas=(0.9, 1.0)), "betas"), (dict(max_cache_bytes=-1), "max_cache_bytes"),
 ])
-def test_bad_sgd_config(kwargs, name):
+def test_bad_adam_config(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        SGDConfig(**kwargs)
+        AdamConfig(**kwargs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -453,10 +453,10 @@ def test_cuda_exact_fit_matches_cpu(data, make):
 
 
 @pytest.mark.cuda
-def test_cuda_sgd_runs_and_learns(data):
+def test_cuda_adam_runs_and_learns(data):
     X, y = data
     model = DSM(4, 64, 8).to("cuda")
-    report = fit_model(model, X, y, "sgd", sgd=SGDConfig(lr=0.05, batch_size=100, epochs=50))
+    report = fit_model(model, X, y, "adam", adam=AdamConfig(lr=0.05, batch_size=100, epochs=50))
     assert report.device.startswith("cuda") and report.train_mse < 0.5
 
 
@@ -500,14 +500,14 @@ def test_evaluate_never_hides_nan_predictions():
         evaluate(model, _X2, _X2.sum(1))
 
 
-def test_diverged_sgd_fit_raises_naming_lr():
+def test_diverged_adam_fit_raises_naming_lr():
     import math
 
     model = Dense(2, 8, seed=0)
     with pytest.raises(ValueError, match="lr=1e\\+30"):
-        fit_model(model, _X2, _X2.sum(1), fit="sgd", sgd=SGDConfig(lr=1e30, steps=20))
-    # the same fit at a sane lr is finite: the threshold is the divergence, not SGD itself
-    report = fit_model(Dense(2, 8, seed=0), _X2, _X2.sum(1), fit="sgd", sgd=SGDConfig(steps=20))
+        fit_model(model, _X2, _X2.sum(1), fit="adam", adam=AdamConfig(lr=1e30, steps=20))
+    # the same fit at a sane lr is finite: the threshold is the divergence, not Adam itself
+    report = fit_model(Dense(2, 8, seed=0), _X2, _X2.sum(1), fit="adam", adam=AdamConfig(steps=20))
     assert math.isfinite(report.train_mse)
 
 

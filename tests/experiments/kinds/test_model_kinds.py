@@ -14,6 +14,7 @@ import torch
 
 from experiments.kinds.routers import RouterKind
 from experiments.kinds.registry import (
+    FIT_REGIMES,
     SPEC_FIELDS,
     ModelKind,
     model_kind,
@@ -23,7 +24,7 @@ from experiments.kinds.registry import (
 )
 from experiments.runner.specs import MODEL_KINDS, ExperimentConfig, ModelSpec, TargetSpec, fit_of
 from experiments.runner.sweep import run_sweep
-from experiments.runner.rows import run_model
+from experiments.runner.rows import run_model, with_current_fits
 
 GOLDEN = pathlib.Path(__file__).parents[2] / "data" / "tiny_sweep_all_kinds.csv"
 
@@ -31,7 +32,7 @@ GOLDEN = pathlib.Path(__file__).parents[2] / "data" / "tiny_sweep_all_kinds.csv"
 def _config(models=(), fit="exact", **changes) -> ExperimentConfig:
     base = dict(name="contract", preset="test", target=TargetSpec(n_inputs=4, degree=2),
                 models=tuple(models), seeds=(0,), n_train=128, n_eval=64, fit=fit,
-                sgd_steps=10, sgd_batch=32)
+                train_steps=10, train_batch=32)
     base.update(changes)
     return ExperimentConfig(**base)
 
@@ -50,12 +51,12 @@ def test_the_continual_baselines_are_routers_registered_after_the_builtin_kinds(
 
 
 @pytest.mark.parametrize("name", ALL_KINDS)
-@pytest.mark.parametrize("fit", ["exact", "sgd"])
+@pytest.mark.parametrize("fit", ["exact", "adam"])
 def test_contract_every_kind(name, fit):
     """Every kind builds from its example spec, fits under a regime it supports, and
     reports a complete, finite row; the same seed gives the same numbers."""
     kind = model_kind(name)
-    assert kind.name == name and set(kind.regimes) <= {"exact", "sgd"} and kind.description
+    assert kind.name == name and set(kind.regimes) <= set(FIT_REGIMES) and kind.description
     spec = ModelSpec(name, **kind.example)
     config = _config([spec], fit=fit)
     assert fit_of(spec, config) == (fit if fit in kind.regimes else kind.regimes[0])
@@ -121,7 +122,7 @@ def test_a_users_router_registers_and_sweeps_beside_the_builtin_ones(tmp_path):
                          fit="exact")
         table = run_sweep([config], tmp_path, device="cpu", progress=False)
         assert list(table["model"]) == ["my_dense", "dense_mlp"]
-        assert set(table["fit"]) == {"sgd"}
+        assert set(table["fit"]) == {"end_to_end"}
         # the same layer, seed and data: the user's kind reproduces the built-in one exactly
         a, b = (table.drop(columns=["model", "model_label", "model_key", "k", "wall_s"])
                 .iloc[i] for i in (0, 1))
@@ -163,7 +164,7 @@ def test_options_reach_a_users_kind_and_key_the_rows():
     try:
         spec = ModelSpec("scaled_mean", options={"scale": 0.0})
         assert spec.key() == "scaled_mean;n_tables=1;options=(('scale', 0.0),)"
-        config = _config([spec], fit="sgd")
+        config = _config([spec], fit="adam")
         X, y, X_eval, y_eval = data = config.make_data(0)
         row = run_model(spec, config, data, 0, torch.device("cpu"))
         assert seen["regime"] == "exact" and row["fit"] == "exact"
@@ -180,7 +181,8 @@ def test_tiny_sweep_equals_the_one_recorded_before_the_registry(tmp_path):
     registry (commit bbbe1a3) on the machine that wrote this test, where the refactored sweep
     reproduces it bit for bit. Other CPUs may round float32 kernels differently: float
     columns are compared to 1e-5 relative (any change of behaviour moves them far more)."""
-    golden = pd.read_csv(GOLDEN, dtype={"settings": str})
+    # written before the regimes' rename: its "sgd" rows are read under today's names
+    golden = with_current_fits(pd.read_csv(GOLDEN, dtype={"settings": str}))
     S = ModelSpec
     models = (S("dense", width=16), S("dsm", width=32, k=4), S("random_hash", width=32, k=4),
               S("lsh", n_bits=3, n_tables=2), S("lsh", n_bits=3, family="affine"),
@@ -192,11 +194,11 @@ def test_tiny_sweep_equals_the_one_recorded_before_the_registry(tmp_path):
               S("smear", width=16, k=4, n_experts=4), S("sdmlp", width=16, k=4),
               S("dense_mlp", width=8))
     frames = []
-    for fit in ("exact", "sgd"):
+    for fit in ("exact", "adam"):
         config = ExperimentConfig(name="tiny_all_kinds", preset="test",
                                   target=TargetSpec(n_inputs=4, degree=2), models=models,
                                   seeds=(0, 1), n_train=256, n_eval=128, fit=fit,
-                                  sgd_steps=20, sgd_batch=64)
+                                  train_steps=20, train_batch=64)
         run_sweep([config], tmp_path / fit, device="cpu", progress=False)
         frames.append(pd.read_csv(tmp_path / fit / "results.csv", dtype={"settings": str}))
     now = pd.concat(frames).drop(columns=["wall_s"]).reset_index(drop=True)

@@ -302,11 +302,11 @@ def test_pair_similarities_cosine_of_silent_activations_is_defined():
 def test_more_config_flags_and_seeds_are_checked():
     """String flags read by truthiness and seeds never checked on one path."""
     from experiments.kinds.continual_harness import class_split
-    from experiments.kinds.fitting import SGDConfig
+    from experiments.kinds.fitting import AdamConfig
     with pytest.raises(ValueError, match="bias must be True or False, got 'False'"):
         SimilarityConfig(bias="False")  # was accepted: COMET with biases, read as True
     with pytest.raises(ValueError, match="cache_features must be True or False"):
-        SGDConfig(cache_features="False")
+        AdamConfig(cache_features="False")
     assert class_split(2, 2, "naive", 0) == [(0, 1), (2, 3)]
     with pytest.raises(ValueError, match="seed must be an integer"):
         class_split(2, 2, "naive", 2.5)  # was ignored: only the "random" order read it

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from experiments.analysis.plots import experiment_figure, panel_rows, with_size
-from experiments.papers.presets import EQUAL_UNITS_DENSE_LABEL, LSH_FAMILY_NAMES, LSH_TABLES, REGIMES, SGD_BUDGET, UNIFORM_HASH_LABEL, lsh_label, regime_title
+from experiments.papers.presets import EQUAL_UNITS_DENSE_LABEL, LSH_FAMILY_NAMES, LSH_TABLES, REGIMES, ADAM_BUDGET, UNIFORM_HASH_LABEL, lsh_label, regime_title
 from experiments.papers.catalogue import experiment_configs
 from experiments.analysis.scaling import FIT_COLUMNS
 from experiments.analysis.fits import experiment_fits
@@ -30,10 +30,10 @@ FROZEN = ("fig2", "fig3", "fig4", "table1", "table2")
 @pytest.mark.parametrize("name", FROZEN)
 def test_frozen_experiments_run_in_both_regimes_with_one_budget(name, preset):
     configs = experiment_configs(name, preset)
-    assert [c.fit for c in configs] == list(REGIMES) == ["exact", "sgd"]
+    assert [c.fit for c in configs] == list(REGIMES) == ["exact", "adam"]
     exact, sgd = configs
     assert exact.target == sgd.target and exact.seeds == sgd.seeds
-    budget = SGD_BUDGET[preset]
+    budget = ADAM_BUDGET[preset]
     for config in configs:  # one Adam budget for every model of the experiment
         assert {k: getattr(config, k) for k in budget} == budget
     # the regimes differ only in the fit, which is in every row's key, not in the settings
@@ -44,14 +44,14 @@ def test_frozen_experiments_run_in_both_regimes_with_one_budget(name, preset):
             # the regime is drawn from the config that ran, never copied into the title
             assert regime_title(config) not in spec["title"]
     assert regime_title(exact) == "exact least squares"
-    assert regime_title(sgd).startswith(f"Adam, {budget['sgd_steps']} steps")
+    assert regime_title(sgd).startswith(f"Adam, {budget['train_steps']} steps")
 
 
 def test_quick_adam_budget_is_modest_and_the_same_for_dense_and_sparse():
     config = experiment_configs("fig2", "quick")[1]
     kinds = {m.kind for m in config.models}
     assert {"dense", "dsm", "lsh"} <= kinds
-    assert config.sgd_steps * config.sgd_batch <= 15 * config.n_train  # ≈ 10 epochs
+    assert config.train_steps * config.train_batch <= 15 * config.n_train  # ≈ 10 epochs
 
 
 @pytest.mark.parametrize("preset", ["tiny", "quick"])
@@ -123,7 +123,7 @@ def _config(models, fit="exact", **changes):
     settings = dict(name="t", preset="tiny", target=TargetSpec("polynomial", n_inputs=4,
                                                                  degree=2),
                     models=tuple(models), seeds=(0,), n_train=600, n_eval=300, fit=fit,
-                    sgd_steps=30, sgd_batch=64, sgd_lr=1e-2)
+                    train_steps=30, train_batch=64, train_lr=1e-2)
     settings.update(changes)
     return ExperimentConfig(**settings)
 
@@ -142,23 +142,23 @@ def test_lsh_rows_count_the_non_empty_buckets_of_the_training_data():
 def test_regimes_never_share_rows_and_a_new_adam_budget_is_refused(tmp_path):
     models = [ModelSpec("dense", width=16, label="dense"),
               ModelSpec("lsh", n_bits=4, n_tables=2, family="affine", label="L")]
-    exact, sgd = _config(models, "exact"), _config(models, "sgd")
+    exact, sgd = _config(models, "exact"), _config(models, "adam")
     first = run_sweep([exact], tmp_path, device="cpu", progress=False)
     assert set(first["fit"]) == {"exact"}
     computed = []
     both = run_sweep([exact, sgd], tmp_path, device="cpu", progress=False,
                      on_row=computed.append)
     # the sgd rows are computed, not taken from the exact rows of the same models and seeds
-    assert sorted(r["fit"] for r in computed) == ["sgd", "sgd"]
+    assert sorted(r["fit"] for r in computed) == ["adam", "adam"]
     assert len(both) == 4 and both.groupby("model_key")["fit"].nunique().eq(2).all()
     by = both.set_index(["model_key", "fit"])["eval_mse"]
-    assert all(by[(k, "exact")] != by[(k, "sgd")] for k in both["model_key"].unique())
+    assert all(by[(k, "exact")] != by[(k, "adam")] for k in both["model_key"].unique())
     again = []
     run_sweep([exact, sgd], tmp_path, device="cpu", progress=False, on_row=again.append)
     assert again == []  # resumed: nothing refitted
     # another Adam budget is another setting (presets give both regimes one budget): the
     # folder's rows are refused, never reused
-    longer = [config.with_(sgd_steps=31) for config in (exact, sgd)]
+    longer = [config.with_(train_steps=31) for config in (exact, sgd)]
     assert settings_fingerprint(longer[1]) != settings_fingerprint(sgd)
     with pytest.raises(ValueError, match="other settings"):
         run_sweep(longer, tmp_path, device="cpu", progress=False)
@@ -170,7 +170,7 @@ def test_with_size_is_a_models_mean_non_empty_count_over_its_seeds():
     frame = pd.DataFrame({
         "target": "t", "model": ["lsh"] * 5 + ["dense", "lsh"],
         "model_key": ["k"] * 3 + ["k"] * 2 + ["d", "old"],
-        "fit": ["exact"] * 3 + ["sgd"] * 2 + ["exact", "exact"],
+        "fit": ["exact"] * 3 + ["adam"] * 2 + ["exact", "exact"],
         "seed": [0, 1, 2, 0, 1, 0, 0],
         "buckets": [64.0] * 5 + [np.nan, 32.0], "width": [np.nan] * 5 + [16.0, np.nan],
         "nonempty_buckets": [30.0, 31.0, 35.0, 20.0, 21.0, np.nan, np.nan]})
@@ -182,7 +182,7 @@ def test_with_size_is_a_models_mean_non_empty_count_over_its_seeds():
 def _two_regime_rows():
     """dense rows of one target in both regimes: nMSE = x^-1 exactly, 2·x^-0.5 by Adam."""
     rows = []
-    for fit, law in (("exact", lambda x: x ** -1.0), ("sgd", lambda x: 2 * x ** -0.5)):
+    for fit, law in (("exact", lambda x: x ** -1.0), ("adam", lambda x: 2 * x ** -0.5)):
         for x in (8, 16, 32, 64):
             for seed in (0, 1):
                 rows.append({"target": "t", "model": "dense", "model_label": "dense",
@@ -194,7 +194,7 @@ def _two_regime_rows():
 
 def test_a_panel_of_one_regime_plots_only_that_regimes_rows():
     frame = _two_regime_rows()
-    assert set(panel_rows({"fit": "sgd"}, frame)["fit"]) == {"sgd"}
+    assert set(panel_rows({"fit": "adam"}, frame)["fit"]) == {"adam"}
     assert len(panel_rows({}, frame)) == len(frame)
     panels = [(fit, {"x": "activated_units", "models": ["dense"], "fit": fit, "title": fit},
                frame) for fit in REGIMES]
@@ -227,8 +227,8 @@ def test_fits_are_made_per_regime_on_that_regimes_rows(monkeypatch):
     assert sorted(calls) == ["offset", "offset", "power", "power"]  # once per regime and law
     power = fits[fits["law"] == "power"].set_index(["fit", "panel"])["alpha"]
     np.testing.assert_allclose(power.loc[("exact", "a")], 1.0, atol=0.02)
-    np.testing.assert_allclose(power.loc[("sgd", "a")], 0.5, atol=0.02)
-    assert power.loc[("sgd", "b")] == power.loc[("sgd", "a")]
+    np.testing.assert_allclose(power.loc[("adam", "a")], 0.5, atol=0.02)
+    assert power.loc[("adam", "b")] == power.loc[("adam", "a")]
 
 
 @pytest.mark.parametrize("preset", ["tiny", "quick", "paper"])

@@ -134,10 +134,10 @@ def test_router_sweep_rows_and_resume(tmp_path):
         ModelSpec("dsm", width=64, k=16, label="DSM"),)
     config = ExperimentConfig(name="routers", preset="tiny", target=TargetSpec("polynomial"),
                               models=models, seeds=(0,), n_train=512, n_eval=256,
-                              sgd_steps=20, sgd_batch=64)
+                              train_steps=20, train_batch=64)
     frame = run_sweep([config], tmp_path, device="cpu", progress=False)
     by_kind = frame.set_index("model")
-    assert list(by_kind.loc[["comet", "topk_moe"], "fit"]) == ["sgd", "sgd"]
+    assert list(by_kind.loc[["comet", "topk_moe"], "fit"]) == ["end_to_end", "end_to_end"]
     assert by_kind.loc["dsm", "fit"] == "exact" and pd.isna(by_kind.loc["dsm", "dead_fraction"])
     assert by_kind.loc["comet", "activated_units"] == 16
     assert 0 <= by_kind.loc["topk_moe", "dead_fraction"] <= 1

@@ -50,7 +50,7 @@ def test_cost_formula_column_is_smears_section3_formula_and_empty_otherwise(tmp_
               ModelSpec("dsm", width=64, k=16, label="DSM"))
     config = ExperimentConfig(name="routers", preset="tiny", target=TargetSpec("polynomial"),
                               models=models, seeds=(0,), n_train=256, n_eval=128,
-                              sgd_steps=4, sgd_batch=64)
+                              train_steps=4, train_batch=64)
     frame = run_sweep([config], tmp_path, device="cpu", progress=False).set_index("model")
     layer = build_router(models[0], dim=8, seed=0)
     assert frame.loc["smear", "flops_cost_formula"] == layer.cost()["paper_formula"]
@@ -159,7 +159,7 @@ def test_report_reads_claims_files_without_claims(tmp_path):
 def test_report_gives_the_reason_of_every_claim_that_is_not_supported(tmp_path):
     from experiments.pipeline.report import Claim
 
-    claims = [Claim("fig2", "LSH beats dense", "not supported", "0/2 lower", regime="sgd",
+    claims = [Claim("fig2", "LSH beats dense", "not supported", "0/2 lower", regime="adam",
                     source="Baykal et al. 2022, §5.2, Fig. 2b", significance="paired over 3",
                     diagnosis="LSH model: one table | piecewise constant"),
               Claim("fig2", "DSM beats dense", "supported", "2/2 lower", regime="exact",
@@ -169,7 +169,7 @@ def test_report_gives_the_reason_of_every_claim_that_is_not_supported(tmp_path):
         tmp_path / "fig2" / "claims.csv", index=False)
     text = write_report(tmp_path, "tiny", {"fig2": ["fig2/claims.csv"]}).read_text()
     line = next(l for l in text.splitlines() if l.startswith("| fig2 | claim | LSH beats dense"))
-    assert "| sgd | Baykal et al. 2022, §5.2, Fig. 2b | **not supported** |" in line
+    assert "| adam | Baykal et al. 2022, §5.2, Fig. 2b | **not supported** |" in line
     assert "| paired over 3 |" in line and line.endswith(
         "LSH model: one table \\| piecewise constant |")
     supported = next(l for l in text.splitlines()

@@ -132,7 +132,7 @@ def test_a_small_file_reads_with_defaults_merged(tmp_path):
     (config,) = experiment.configs
     assert experiment.claims == "none" and config.name == "mine"
     assert config.target == TargetSpec(n_inputs=6, degree=3)
-    assert config.seeds == (3, 5) and config.n_train == 300 and config.sgd_steps == 2_000
+    assert config.seeds == (3, 5) and config.n_train == 300 and config.train_steps == 2_000
     assert config.models[1] == ModelSpec("dsm", width=64, k=16, label="DSM width 64")
 
 
@@ -361,7 +361,7 @@ def test_a_users_router_module_swept_from_a_file(tmp_path):
         assert result.exit_code == 0, result.output
         table = pd.read_csv(tmp_path / "out" / "results.csv")
         assert list(table["model"]) == ["hash_moe", "dsm"] and table["eval_nmse"].notna().all()
-        assert table.loc[0, "activated_units"] == 4 and table.loc[0, "fit"] == "sgd"
+        assert table.loc[0, "activated_units"] == 4 and table.loc[0, "fit"] == "end_to_end"
     finally:
         if "hash_moe" in model_kind_names():
             unregister_model_kind("hash_moe")

@@ -40,7 +40,7 @@ def test_the_key_moves_with_rows_configs_and_claims(finished):
     key = rerun.outputs_key("table1", configs, None, results)
     assert rerun.stored_outputs(out, key) is not None
     assert rerun.outputs_key("table1", configs, None, results) == key
-    edited = [c.with_(sgd_steps=c.sgd_steps + 1) for c in configs]
+    edited = [c.with_(train_steps=c.train_steps + 1) for c in configs]
     assert rerun.outputs_key("table1", edited, None, results) != key
     assert rerun.outputs_key("table1", configs, "none", results) != key
     copy = out.parent / "rows_copy.csv"

@@ -63,7 +63,7 @@ def _config(models=None, seeds=(0, 1), name="fig4"):
                         ModelSpec("comet", width=16, k=4, label="COMET"))
     return ExperimentConfig(name=name, preset="tiny", target=TargetSpec("polynomial"),
                             models=tuple(models), seeds=seeds, n_train=300, n_eval=200,
-                            sgd_steps=20, sgd_batch=64)
+                            train_steps=20, train_batch=64)
 
 
 def _slow_config(sleep, seeds=(0, 1, 2, 3)):

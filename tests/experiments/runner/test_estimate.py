@@ -23,7 +23,7 @@ def _config(seeds=(0, 1), n_train=200_000, steps=20_000, name="fig2"):
               ModelSpec("lsh", n_bits=4, n_tables=1, family="sign", label="LSH"))
     return ExperimentConfig(name=name, preset="tiny", target=TargetSpec("polynomial"),
                             models=models, seeds=seeds, n_train=n_train, n_eval=n_train // 10,
-                            sgd_steps=steps, sgd_batch=64)
+                            train_steps=steps, train_batch=64)
 
 
 def _linear_timer(calls):
@@ -36,7 +36,7 @@ def _linear_timer(calls):
         calls.append((config.n_train, spec.kind, seed))
         return 2e-5 * (config.n_train + config.n_eval), \
             fixed[spec.kind] * (spec.width if spec.kind == "dense" else 1) + 1e-5 * (config.n_train + config.n_eval) + \
-            1e-3 * config.sgd_steps
+            1e-3 * config.train_steps
     return timer
 
 
@@ -82,7 +82,7 @@ def test_a_small_sweep_is_timed_whole():
     estimate_sweeps({"x": [config]}, device="cpu", per_kind=1, timer=_linear_timer(calls),
                     progress=False)
     assert {n for n, _, _ in calls} == {1_000}  # warm-up and the timing, both full size
-    assert _scaled(_config(), 0.01).sgd_steps == 200
+    assert _scaled(_config(), 0.01).train_steps == 200
     with pytest.raises(ValueError, match="scale"):
         _scaled(config, 0.0)
     with pytest.raises(ValueError, match="per_kind"):
@@ -100,8 +100,8 @@ def test_a_wide_exact_fit_is_timed_with_two_rows_per_coefficient():
     def sweep(width, fit="exact"):
         return ExperimentConfig(name="x", preset="tiny", target=TargetSpec("polynomial"),
                                 models=(ModelSpec("dense", width=width, label="dense"),),
-                                seeds=(0,), n_train=200_000, n_eval=20_000, sgd_steps=20_000,
-                                sgd_batch=64, fit=fit)
+                                seeds=(0,), n_train=200_000, n_eval=20_000, train_steps=20_000,
+                                train_batch=64, fit=fit)
 
     assert ROWS_PER_COEF == 2
     s1 = _calibration_scale(sweep(8))
@@ -110,7 +110,7 @@ def test_a_wide_exact_fit_is_timed_with_two_rows_per_coefficient():
     assert _row_scale(sweep(1000), sweep(1000).models[0], s1) == s1
     assert _row_scale(sweep(1001), sweep(1001).models[0], s1) == pytest.approx(0.01001)
     assert _row_scale(sweep(4096), sweep(4096).models[0], s1) == pytest.approx(0.04096)
-    assert _row_scale(sweep(4096, "sgd"), sweep(4096).models[0], s1) == s1
+    assert _row_scale(sweep(4096, "adam"), sweep(4096).models[0], s1) == s1
     assert _row_scale(sweep(4096).with_(n_train=4_000), sweep(4096).models[0], 0.5) == 1.0
     calls = []
     config = sweep(4096)
@@ -122,7 +122,7 @@ def test_a_wide_exact_fit_is_timed_with_two_rows_per_coefficient():
     full = 3.0 / 8 * 4096 + 1e-5 * 220_000 + 1e-3 * 20_000 + 2e-5 * 220_000
     assert result.seconds == pytest.approx(full, rel=1e-3)
     sgd = []
-    estimate_sweeps({"x": [sweep(4096, "sgd")]}, device="cpu", timer=_linear_timer(sgd),
+    estimate_sweeps({"x": [sweep(4096, "adam")]}, device="cpu", timer=_linear_timer(sgd),
                     progress=False)
     assert [n for n, _, _ in sgd] == [2_000, 2_000, 4_000]
 
@@ -213,7 +213,7 @@ def test_a_real_calibration_comes_close_to_the_real_time():
     import tempfile
     import time
 
-    config = _config(seeds=(0, 1), n_train=20_000, steps=400).with_(fit="sgd")
+    config = _config(seeds=(0, 1), n_train=20_000, steps=400).with_(fit="adam")
     assert _calibration_scale(config) == 0.125  # timed at 1/8 and 1/4 of the sizes and steps
     result = estimate_sweeps({"fig2": [config]}, device="cpu", per_kind=1, progress=False)
     with tempfile.TemporaryDirectory() as out:
@@ -288,14 +288,14 @@ def _deterministic_timer(config, spec, seed, device):
     n = config.n_train + config.n_eval
     superlinear = 3.0 * (config.n_train / 2_000) ** 2 if spec.kind == "lsh" and \
         config.n_train < 8_000 else 0.0
-    return 2e-5 * n, (spec.width or 4) * 0.1 + 1e-5 * n + 1e-3 * config.sgd_steps + superlinear
+    return 2e-5 * n, (spec.width or 4) * 0.1 + 1e-5 * n + 1e-3 * config.train_steps + superlinear
 
 
 @pytest.mark.slow
 def test_a_calibration_on_workers_gives_the_serial_numbers():
     """``engine``: the sampled rows are timed on Dask workers, several at once, and the
     estimate is assembled in the serial order: the same timings give the same numbers."""
-    sweeps = {"fig2": [_config(), _config(n_train=40_000).with_(fit="sgd")],
+    sweeps = {"fig2": [_config(), _config(n_train=40_000).with_(fit="adam")],
               "fig4": [_config(seeds=(0, 1, 2), name="fig4")]}
     serial = estimate_sweeps(sweeps, device="cpu", timer=_deterministic_timer, progress=False)
     with Engine(workers=2, device="cpu") as engine:
@@ -334,7 +334,7 @@ def test_the_widest_exact_fits_are_handed_to_the_workers_first():
     """A wide exact fit's calibration takes minutes: started last, it would keep every other
     worker waiting. The order is by the spec's width (or tables × buckets), exact fits only,
     the plan's order kept among equals."""
-    exact, sgd = _config(), _config().with_(fit="sgd")
+    exact, sgd = _config(), _config().with_(fit="adam")
     wide = ModelSpec("dsm", width=4096, k=64, label="wide")
     table = ModelSpec("lsh", n_bits=10, n_tables=4, family="sign", label="table")
     tasks = [(exact, spec) for spec in exact.models] + [(sgd, wide), (exact, table),

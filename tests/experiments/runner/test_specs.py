@@ -23,8 +23,8 @@ def test_experiment_config_checks_seeds_and_training_settings():
     for bad in (3, (0, 0), ("0",), (-1,)):
         with pytest.raises(ValueError, match="seeds"):
             ExperimentConfig(**base, seeds=bad)
-    with pytest.raises(ValueError, match="sgd_lr"):
-        ExperimentConfig(**base, sgd_lr=math.inf)
+    with pytest.raises(ValueError, match="train_lr"):
+        ExperimentConfig(**base, train_lr=math.inf)
 
 
 def test_target_spec_checks_every_field_whatever_the_family():

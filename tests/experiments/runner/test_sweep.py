@@ -167,12 +167,12 @@ def test_settings_fingerprint_is_stable_and_covers_every_setting():
                  dict(panels={"a": {}}), dict(fit_window={"activated_units": (8, None)})):
         assert settings_fingerprint(config.with_(**same)) == here, same
     for changed in (dict(n_train=301), dict(n_eval=201), dict(noise_std=0.1),
-                    dict(sgd_steps=7), dict(sgd_lr=0.5), dict(sgd_batch=3), dict(ridge=1.0),
+                    dict(train_steps=7), dict(train_lr=0.5), dict(train_batch=3), dict(ridge=1.0),
                     dict(target=TargetSpec("polynomial", seed=1))):
         assert settings_fingerprint(config.with_(**changed)) != here, changed
 
 
-@pytest.mark.parametrize("setting, value", [("n_train", 400), ("sgd_steps", 7)])
+@pytest.mark.parametrize("setting, value", [("n_train", 400), ("train_steps", 7)])
 def test_resuming_under_changed_settings_is_refused_and_names_them(tmp_path, setting, value):
     config = _small_config()
     first = run_sweep([config], tmp_path, device="cpu", progress=False)

@@ -72,7 +72,7 @@ def test_same_seed_same_weights_and_bad_input_named():
 
 def test_sweep_spec_is_the_dense_network_at_the_routers_activated_units():
     spec = ModelSpec("dense_mlp", width=16)
-    assert spec.k == 16 and fit_of(spec, None) == "sgd"
+    assert spec.k == 16 and fit_of(spec, None) == "end_to_end"
     with pytest.raises(ValueError, match="k"):
         ModelSpec("dense_mlp", width=16, k=4)  # a dense layer has every unit active
     layer = build_router(spec, dim=8, seed=0)
