@@ -92,7 +92,7 @@ def _inputs(distribution, n_samples: int, seed: int) -> np.ndarray:
 def sample_inputs(distribution, n_samples: int, seed: int = 0) -> np.ndarray:
     """The inputs X of ``make_dataset(target, distribution, n_samples, noise_std, seed)``,
     bit for bit, without evaluating a target (for quantities of the inputs alone, such as
-    the bucket geometry of ``experiments.papers.subspace.bucket_geometry``).
+    the bucket geometry of ``experiments.papers.subspace_sweep.bucket_geometry``).
 
     Arguments:
         distribution: an object with ``dim``, ``sample(n, seed)`` and ``config()``.

@@ -307,7 +307,6 @@ def count_buckets(hasher, basis: np.ndarray, *, cube_vertices=None,
     G = A @ basis  # (m, k)
     b = np.asarray(hasher.offsets, np.float64)[0]
     w = float(hasher.width)
-    m = G.shape[0]
     V = polytope_vertices(basis) if cube_vertices is None else cube_vertices
     R = _facet_rows(basis, V)
     T = (V @ G.T + b) / w  # (n_vertices, m): P in the level units of each hash

@@ -31,7 +31,7 @@ PARAMS_OF_PRESET = {"tiny": "tiny", "quick": "quick", "paper": "full", "full": "
 
 
 #: A paper run of the checks whose estimate exceeds this many seconds (one hour), or that has
-#: none, starts only with ``--yes`` (``experiments.runner.estimate.CONFIRM_ABOVE_SECONDS``, the
+#: none, starts only with ``--yes`` (``experiments.runner.time_estimate.CONFIRM_ABOVE_SECONDS``, the
 #: same number for every command; proofs_checks imports nothing of experiments).
 CONFIRM_ABOVE_SECONDS = 3600.0
 

@@ -73,7 +73,7 @@ from experiments.papers.real_data import _configs as x_papers_real_data__configs
 from experiments.runner import datasets as x_datasets
 from experiments.runner import engine as x_engine
 from experiments.runner import engine_worker as x_engine_worker
-from experiments.runner import estimate as x_estimate
+from experiments.runner import time_estimate as x_estimate
 from experiments.kinds import fitting as x_fitting
 from experiments.analysis import gallery as x_gallery
 from experiments.kinds import image_models as x_image_models
@@ -100,7 +100,7 @@ from experiments.runner import environment as x_runner_environment
 from experiments.analysis import scaling as x_scaling
 from experiments.papers import sdm_curves as x_papers_sdm_curves
 from experiments.runner import specs as x_specs
-from experiments.papers import subspace as x_subspace
+from experiments.papers import subspace_sweep as x_subspace
 from experiments.runner import sweep as x_sweep
 from experiments.runner import rows as x_runner_rows
 from experiments.runner import threads as x_threads
@@ -819,6 +819,7 @@ EXPERIMENT_CASES: dict[str, Case] = {
     "experiments.analysis.claims.equivalence_stats": Case(lambda band: {k: v for k, v in x_claims.equivalence_stats(_stats(), band).items() if k in ("p_tost", "p_beyond")}, {"band": REAL(0, 1, True)}),
     "experiments.analysis.claims.best_of": Case(lambda kind, direction: x_claims.best_of([("a", _stats()), ("b", _stats())], kind, direction)[0], {"kind": CHOICE("comparison", "equivalence"), "direction": CHOICE("lower", "higher")}, names=("candidates",)),
     "experiments.analysis.claims.adjust_family": Case(lambda alpha: [c.verdict for c in x_claims.adjust_family(x_scaling_claims.claims_for("fig2", _golden(), []), alpha)], {"alpha": REAL(0, 1, True)}),
+    "experiments.analysis.claims.sign_flip_seeds": Case(lambda alpha: x_claims.sign_flip_seeds(alpha), {"alpha": REAL(0, 1, True, True)}),
     "experiments.analysis.claims.needed_seeds": Case(lambda sesoi: x_claims.needed_seeds(_stats(), sesoi), {"sesoi": REAL(0, 1, True)}),
     "experiments.analysis.claims.decided": Case(lambda p: x_claims.decided(x_claims.Claim("e", "t", "", ""), x_claims.Rule("comparison", "lower", dict(_stats(), p_value=p), x_claims.SESOI["ln_error"])).verdict, {"p": ARG(st.floats(0, 1))}, names=("claim", "rule")),
     "experiments.analysis.claims.control_claims": Case(lambda label: [c.verdict for c in x_claims.control_claims("e", x_claims.seed_log_errors(_golden(), label, "activated_units"), label, "activated_units", x_claims.SESOI["ln_error"])], {"label": _ANY_LABEL}, names=("table",)),
@@ -845,8 +846,8 @@ EXPERIMENT_CASES: dict[str, Case] = {
     "experiments.cli.options.preset_option": Case(lambda default: x_cli_options.preset_option(default) is not None, {"default": _PRESET}),
     "experiments.cli.options.PresetChoice": Case(lambda value: x_cli_options.PresetChoice(("tiny", "quick", "paper")).convert(value, None, None), {"value": Kind(st.sampled_from(["tiny", "quick", "paper", "full"]), st.sampled_from(["nope", "Paper2"]))}, errors=(click.BadParameter,), names=("tiny",)),
     "experiments.cli.options.yes_option": Case(lambda: x_cli_options.yes_option(lambda yes: yes) is not None, {}),
-    "experiments.runner.estimate.needs_yes": Case(lambda seconds: x_estimate.needs_yes(seconds), {"seconds": _SECONDS_OR_NONE}),
-    "experiments.runner.estimate.check_long_run": Case(lambda seconds, yes: x_estimate.check_long_run(seconds, yes), {"seconds": _SECONDS_OR_NONE, "yes": BOOL}, errors=(x_estimate.LongRunNotConfirmed,)),
+    "experiments.runner.time_estimate.needs_yes": Case(lambda seconds: x_estimate.needs_yes(seconds), {"seconds": _SECONDS_OR_NONE}),
+    "experiments.runner.time_estimate.check_long_run": Case(lambda seconds, yes: x_estimate.check_long_run(seconds, yes), {"seconds": _SECONDS_OR_NONE, "yes": BOOL}, errors=(x_estimate.LongRunNotConfirmed,)),
     "experiments.cli.options.confirm_long_run": Case(lambda seconds, yes: x_cli_options.confirm_long_run(seconds, yes), {"seconds": _SECONDS_OR_NONE, "yes": BOOL}, errors=(click.ClickException,)),
     "experiments.cli.options.writable_file": Case(lambda sub, tmp: x_cli_options.writable_file(_under(tmp, sub) / "f.csv").name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
     "experiments.cli.options.writable_folder": Case(lambda sub, tmp: x_cli_options.writable_folder(_under(tmp, sub)).name, {"sub": _path_kind("a", "b/c"), "tmp": FIXED(None)}, errors=(click.ClickException,), names=("--out",)),
@@ -989,8 +990,8 @@ EXPERIMENT_CASES |= {
     "experiments.papers.presets.with_control_seeds": Case(lambda name, fit: x_presets.with_control_seeds(_tiny_config(fit), "dense", (name, fit)).control_seeds, {"name": ARG(st.sampled_from(["fig3", "table2", "nope"])), "fit": CHOICE("exact", "adam")}, names=("config", "key")),
     "experiments.papers.presets.regime_title": Case(lambda fit: x_presets.regime_title(_tiny_config(fit)), {"fit": CHOICE("exact", "adam")}, names=("config",)),
     "experiments.papers.router_study.routers": Case(lambda preset: len(x_papers_router_study.routers(preset)), {"preset": _PRESET}),
-    "experiments.papers.subspace.subspace": Case(lambda preset: len(x_subspace.subspace(preset)), {"preset": _PRESET}),
-    "experiments.papers.subspace.subspace_widths": Case(lambda k, preset: x_subspace.subspace_widths(k, preset), {"k": INT(2, 6, True), "preset": _PRESET}),
+    "experiments.papers.subspace_sweep.subspace": Case(lambda preset: len(x_subspace.subspace(preset)), {"preset": _PRESET}),
+    "experiments.papers.subspace_sweep.subspace_widths": Case(lambda k, preset: x_subspace.subspace_widths(k, preset), {"k": INT(2, 6, True), "preset": _PRESET}),
     "experiments.papers.baykal_tables.table1": Case(lambda preset: len(x_baykal_tables.table1(preset)), {"preset": _PRESET}),
     "experiments.papers.baykal_tables.table2": Case(lambda preset: len(x_baykal_tables.table2(preset)), {"preset": _PRESET}),
     # experiments.papers.real_data: the image experiments (digits, tiny preset, one seed)
@@ -1030,6 +1031,7 @@ EXPERIMENT_CASES |= {
     # experiments.pipeline.reproduce (another engineer's file): argument checks, stopped at step 1
     "experiments.pipeline.reproduce.claims_summary": Case(lambda n: x_reproduce.claims_summary(pd.DataFrame([dataclasses.asdict(c) for c in x_scaling_claims.claims_for("fig2", _golden(), [])][:n])), {"n": H_INT(0, 3)}, names=("table",)),
     "experiments.pipeline.reproduce.check_only": Case(lambda only, preset: x_reproduce.check_only(only, preset), {"only": Kind(st.sampled_from([None, "fig2", "sdm,checks", ("targets", "fig3")]), st.sampled_from(["nope", "", (), 3, ("fig2", 3)])), "preset": _PRESET}),
+    "experiments.pipeline.reproduce.control_plan": Case(lambda preset: x_reproduce.control_plan(x_papers_catalogue.experiment_configs("fig3", preset)), {"preset": _PRESET}, names=("configs",)),
     "experiments.pipeline.reproduce.fit_windows": Case(lambda preset: x_reproduce.fit_windows(x_subspace.subspace(preset)), {"preset": _PRESET}, names=("configs",)),
     "experiments.pipeline.reproduce.run_reproduce": Case(lambda preset, sub, tmp, force, device: _first_step(lambda echo: x_reproduce.run_reproduce(preset, _under(tmp, sub), force, device, echo)), {"preset": CHOICE("tiny"), "sub": _path_kind("out"), "tmp": FIXED(None), "force": BOOL, "device": CHOICE("cpu", "auto")}, names=("out", "FILE")),
     "experiments.pipeline.reproduce.steps": Case(lambda preset, device: [name for name, _, _ in x_reproduce.steps(preset, device)], {"preset": _PRESET, "device": CHOICE("cpu", "auto")}),
@@ -1085,19 +1087,19 @@ EXPERIMENT_CASES |= {
     "experiments.runner.specs.with_current_names": Case(lambda steps, fit: x_specs.with_current_names({"sgd_steps": steps, "fit": fit, "panels": {"a": {"fit": fit}}}), {"steps": ARG(st.integers(1, 99)), "fit": ARG(st.sampled_from(["exact", "adam", "sgd"]))}, names=("data",)),
     "experiments.runner.rows.with_current_fits": Case(lambda fit, kind: list(x_runner_rows.with_current_fits(pd.DataFrame({"fit": [fit], "model": [kind]}))["fit"]), {"fit": Kind(st.sampled_from(["exact", "adam", "sgd", "nope"]), st.sampled_from([3, 1.5, True])), "kind": ARG(st.sampled_from(["dense", "sdmlp", None]))}, names=("table",)),
     "experiments.runner.specs.fit_of": Case(lambda kind, fit: x_specs.fit_of(x_specs.ModelSpec(kind, **x_model_kinds.model_kind(kind).example), _tiny_config(fit)), {"kind": CHOICE("dense", "lsh_table", "sdmlp"), "fit": CHOICE("exact", "adam")}, names=("spec",)),
-    # experiments.papers.subspace: Theorem 4.1's exponent 2/k
-    "experiments.papers.subspace.bucket_geometry": Case(lambda seed: x_subspace.bucket_geometry(_subspace_config(), (seed,)).select_dtypes("number").to_numpy(float), {"seed": INT(0, 3)}, heavy=True, names=("seeds",)),
-    "experiments.papers.subspace.exponent_verdict": Case(lambda alpha_low, alpha_high, k: x_subspace.exponent_verdict(alpha_low, alpha_high, k), {"alpha_low": Kind(st.floats(0, 1), st.sampled_from([float("inf"), "1.0", True, None])), "alpha_high": Kind(st.floats(1, 2), st.sampled_from([float("-inf"), "1.0", True, None])), "k": INT(1, 6)}),
-    "experiments.papers.subspace.local_slopes": Case(lambda k: x_subspace.local_slopes(_subspace_rows(k)).to_numpy(float), {"k": H_INT(1, 6)}, names=("window",)),
-    "experiments.papers.subspace.needed_n_train": Case(lambda k, t_low: x_subspace.needed_n_train(k, t_low), {"k": INT(1, 6), "t_low": REAL(1, 1e4)}),
-    "experiments.papers.subspace.reach": Case(lambda n: {k: v for k, v in x_subspace.reach(_subspace_rows().iloc[:n]).items() if n or k not in ("t_min", "t_max")}, {"n": H_INT(0, 10)}, names=("window_rows",)),
+    # experiments.papers.subspace_sweep: Theorem 4.1's exponent 2/k
+    "experiments.papers.subspace_sweep.bucket_geometry": Case(lambda seed: x_subspace.bucket_geometry(_subspace_config(), (seed,)).select_dtypes("number").to_numpy(float), {"seed": INT(0, 3)}, heavy=True, names=("seeds",)),
+    "experiments.papers.subspace_sweep.exponent_verdict": Case(lambda alpha_low, alpha_high, k: x_subspace.exponent_verdict(alpha_low, alpha_high, k), {"alpha_low": Kind(st.floats(0, 1), st.sampled_from([float("inf"), "1.0", True, None])), "alpha_high": Kind(st.floats(1, 2), st.sampled_from([float("-inf"), "1.0", True, None])), "k": INT(1, 6)}),
+    "experiments.papers.subspace_sweep.local_slopes": Case(lambda k: x_subspace.local_slopes(_subspace_rows(k)).to_numpy(float), {"k": H_INT(1, 6)}, names=("window",)),
+    "experiments.papers.subspace_sweep.needed_n_train": Case(lambda k, t_low: x_subspace.needed_n_train(k, t_low), {"k": INT(1, 6), "t_low": REAL(1, 1e4)}),
+    "experiments.papers.subspace_sweep.reach": Case(lambda n: {k: v for k, v in x_subspace.reach(_subspace_rows().iloc[:n]).items() if n or k not in ("t_min", "t_max")}, {"n": H_INT(0, 10)}, names=("window_rows",)),
     "experiments.analysis.fit_window.sample_regime_max_buckets": Case(lambda k, n_train: x_fit_window.sample_regime_max_buckets(k, n_train), {"k": INT(1, 6), "n_train": INT(1, 10**7)}),
-    "experiments.papers.subspace.shape_diagnosis": Case(lambda k, n: x_subspace.shape_diagnosis(_subspace_rows(k).iloc[:n]), {"k": H_INT(1, 6), "n": H_INT(0, 10)}, names=("window",)),
-    "experiments.papers.subspace.subspace_claim": Case(lambda k, n_train, power_alpha: x_subspace.subspace_claim(k, n_train, _subspace_rows(k), _subspace_rows(k), x_scaling.fit_law(_subspace_rows(k), "buckets", n_boot=20), power_alpha)["verdict"], {"k": INT(1, 4), "n_train": INT(1, 10**6), "power_alpha": Kind(st.one_of(st.none(), st.floats(0, 2)), st.sampled_from([float("nan"), float("inf"), "1.0", True]))}, names=("rows", "window", "fit")),
-    "experiments.papers.subspace.tolerance": Case(lambda k: x_subspace.tolerance(k), {"k": INT(1, 99)}),
+    "experiments.papers.subspace_sweep.shape_diagnosis": Case(lambda k, n: x_subspace.shape_diagnosis(_subspace_rows(k).iloc[:n]), {"k": H_INT(1, 6), "n": H_INT(0, 10)}, names=("window",)),
+    "experiments.papers.subspace_sweep.subspace_claim": Case(lambda k, n_train, power_alpha: x_subspace.subspace_claim(k, n_train, _subspace_rows(k), _subspace_rows(k), x_scaling.fit_law(_subspace_rows(k), "buckets", n_boot=20), power_alpha)["verdict"], {"k": INT(1, 4), "n_train": INT(1, 10**6), "power_alpha": Kind(st.one_of(st.none(), st.floats(0, 2)), st.sampled_from([float("nan"), float("inf"), "1.0", True]))}, names=("rows", "window", "fit")),
+    "experiments.papers.subspace_sweep.tolerance": Case(lambda k: x_subspace.tolerance(k), {"k": INT(1, 99)}),
     "experiments.analysis.fit_window.window_mask": Case(lambda k, n_train, spread: x_fit_window.window_mask(_subspace_rows(k), x_fit_window.WINDOW_RULE | {"spread_ratio_max": spread}, k, n_train), {"k": INT(1, 4), "n_train": INT(1, 10**6), "spread": REAL(0, 1)}, names=("rule", "spread_ratio_max")),
     "experiments.analysis.fit_window.window_text": Case(lambda k, spread: x_fit_window.window_text(x_fit_window.WINDOW_RULE | {"spread_ratio_max": spread}, k), {"k": INT(1, 6), "spread": REAL(0, 1)}, names=("rule", "spread_ratio_max")),
-    "experiments.papers.subspace.with_geometry": Case(lambda n: x_subspace.with_geometry(_golden().iloc[:n], [_tiny_config()])[x_fit_window.GEOMETRY_COLUMNS].to_numpy(float).shape, {"n": H_INT(0, 60)}, names=("frame",)),
+    "experiments.papers.subspace_sweep.with_geometry": Case(lambda n: x_subspace.with_geometry(_golden().iloc[:n], [_tiny_config()])[x_fit_window.GEOMETRY_COLUMNS].to_numpy(float).shape, {"n": H_INT(0, 60)}, names=("frame",)),
     # experiments.runner.sweep: the sweep runner
     "experiments.runner.sweep.check_results": Case(lambda n, tmp: (_sweep_frame().iloc[:n].to_csv(tmp / "results.csv", index=False), x_sweep.check_results([_tiny_config()], tmp))[1], {"n": H_INT(0, 2), "tmp": FIXED(None)}, names=("out", "results.csv")),
     "experiments.runner.rows.compute_row": Case(lambda seed, device: x_runner_rows.compute_row(_tiny_config(), _tiny_config().models[0], seed, device)["eval_mse"], {"seed": INT(0), "device": CHOICE("cpu", "auto")}),
@@ -1143,7 +1145,7 @@ def _model_timer(config, spec, seed, device):
 
 
 EXPERIMENT_CASES |= {
-    "experiments.runner.estimate.estimate_sweeps": Case(lambda per_kind, seed, workers, progress: x_estimate.estimate_sweeps({"table1": x_papers_catalogue.experiment_configs("table1", "tiny")}, "cpu", per_kind, seed, workers, timer=_model_timer, progress=progress).seconds, {"per_kind": INT(1, 4), "seed": INT(0), "workers": OPTIONAL_INT(1, 8), "progress": BOOL}),
+    "experiments.runner.time_estimate.estimate_sweeps": Case(lambda per_kind, seed, workers, progress: x_estimate.estimate_sweeps({"table1": x_papers_catalogue.experiment_configs("table1", "tiny")}, "cpu", per_kind, seed, workers, timer=_model_timer, progress=progress).seconds, {"per_kind": INT(1, 4), "seed": INT(0), "workers": OPTIONAL_INT(1, 8), "progress": BOOL}),
     "experiments.pipeline.reproduce.estimate_reproduce": Case(lambda preset, tmp, force, workers: _no_calibration(lambda: x_reproduce.estimate_reproduce(preset, tmp, force, "cpu", workers, None, False)), {"preset": CHOICE("tiny"), "tmp": FIXED(None), "force": BOOL, "workers": OPTIONAL_INT(1, 8)}, names=("preset", "out")),
     "experiments.pipeline.reproduce_steps.ScalingStep": Case(lambda name, preset: x_reproduce_steps.ScalingStep(name, preset).name, {"name": CHOICE("fig2", "table1"), "preset": _PRESET}, names=("experiment", "name")),
     "experiments.pipeline.warm_up.warm_up": Case(lambda progress, preset: x_warm_up.warm_up(progress, (), preset) >= 0, {"progress": BOOL, "preset": CHOICE("tiny", "quick", "paper")}),
@@ -1170,10 +1172,10 @@ def _no_calibration(call):
 
 CASES |= EXPERIMENT_CASES
 ALIASES |= {
-    "experiments.runner.estimate.LongRunNotConfirmed": "experiments.runner.estimate.check_long_run",  # what it raises
+    "experiments.runner.time_estimate.LongRunNotConfirmed": "experiments.runner.time_estimate.check_long_run",  # what it raises
     "experiments.papers.sdm_curves.curves_config": "experiments.papers.sdm_curves.SdmCurvesConfig",  # the record it builds
     "routing.layers.uniform_fan_in_": "routing.layers.DenseMLP",  # the initialisation it runs
-    "experiments.runner.estimate.Estimate": "experiments.runner.estimate.estimate_sweeps",  # its result
+    "experiments.runner.time_estimate.Estimate": "experiments.runner.time_estimate.estimate_sweeps",  # its result
     # the built-in model kinds: run through the registry's fuzzed ModelKind case
     "experiments.kinds.linear.LinearKind": "experiments.kinds.registry.ModelKind",
     "experiments.kinds.lsh_table.LSHTableKind": "experiments.kinds.registry.ModelKind",

@@ -1,7 +1,7 @@
 """Which rows a scaling fit may use: the sample condition of Baykal et al. 2022, Theorem 4.1
 (n_train ≥ k·T·ln T for a table of T non-empty buckets) and the geometry window a panel's
 ``window_rule`` states (buckets small against the input's extent, few evaluation points in
-empty buckets). The subspace experiment (``experiments.papers.subspace``) pre-registers its
+empty buckets). The subspace experiment (``experiments.papers.subspace_sweep``) pre-registers its
 rule here; any config's panel may carry one (``ExperimentConfig.panels[...]["window_rule"]``).
 """
 
@@ -70,7 +70,7 @@ def window_mask(rows: pd.DataFrame, rule: dict, k: int, n_train: int) -> np.ndar
     missing = [c for c in GEOMETRY_COLUMNS if c not in rows]
     if missing:
         raise ValueError(f"the subspace window needs columns {missing}: add them with "
-                         f"experiments.papers.subspace.with_geometry")
+                         f"experiments.papers.subspace_sweep.with_geometry")
     bounds = _rule_bounds(rule)
     keep = np.asarray(in_sample_regime(rows["buckets"].fillna(np.inf), k, n_train))
     for column, bound in bounds.items():

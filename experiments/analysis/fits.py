@@ -28,7 +28,7 @@ def panel_window(config, spec: dict, rows: pd.DataFrame) -> tuple[pd.DataFrame, 
     ``fit_window`` for the panel's x (``apply_fit_window``); for a panel with
     ``sample_regime_k``, Theorem 4.1's sample condition (``in_sample_regime``); for a panel with
     a ``window_rule``, the geometry window of ``experiments.analysis.fit_window.window_mask`` (which needs
-    the rows' ``experiments.analysis.fit_window.GEOMETRY_COLUMNS``, ``experiments.papers.subspace.with_geometry``).
+    the rows' ``experiments.analysis.fit_window.GEOMETRY_COLUMNS``, ``experiments.papers.subspace_sweep.with_geometry``).
 
     Arguments:
         config: the ``ExperimentConfig`` the rows belong to.
@@ -61,7 +61,7 @@ def experiment_fits(name: str, configs, frame: pd.DataFrame, n_boot: int | None 
     power and the offset law of the error (``error_column``) against the panel's x, on the rows
     inside the panel's window (``panel_window``: the config's ``fit_window`` for that x, and
     for the subspace panels the sample condition of Theorem 4.1 and the window rule of
-    ``experiments.papers.subspace``). A law is left out where the window holds too few distinct x
+    ``experiments.papers.subspace_sweep``). A law is left out where the window holds too few distinct x
     values with a positive error for it.
 
     Arguments:

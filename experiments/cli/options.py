@@ -72,7 +72,7 @@ def yes_option(func):
 
 
 def confirm_long_run(seconds: float | None, yes: bool) -> None:
-    """``experiments.runner.estimate.check_long_run`` for a command: a run refused for want of
+    """``experiments.runner.time_estimate.check_long_run`` for a command: a run refused for want of
     ``--yes`` ends the command with its message and exit status 1.
 
     Arguments:
@@ -84,7 +84,7 @@ def confirm_long_run(seconds: float | None, yes: bool) -> None:
             "Rerun the same command with --yes to start it."
         ValueError: a bad ``seconds``; ``yes`` not a bool.
     """
-    from experiments.runner.estimate import LongRunNotConfirmed, check_long_run
+    from experiments.runner.time_estimate import LongRunNotConfirmed, check_long_run
 
     try:
         check_long_run(seconds, yes)

@@ -172,12 +172,12 @@ def scale_command(name: str | None, config_file: pathlib.Path | None,
 
 
 def _paper_estimate(name, configs, out, force, device, workers, scheduler) -> float | None:
-    """Print the estimated time of a paper-sized sweep (``experiments.runner.estimate
+    """Print the estimated time of a paper-sized sweep (``experiments.runner.time_estimate
     .estimate_sweeps``, calibrated in this process) and return its wall time on the run's
     workers (s); rows already in ``out/results.csv`` (kept unless ``force``) are left out.
     None, with a line saying why, when no estimate can be made here (e.g. ``--device cuda``
     on a machine without a GPU)."""
-    from experiments.runner import estimate, rows, sweep
+    from experiments.runner import rows, sweep, time_estimate
     from experiments.runner.specs import fit_of
 
     todo = configs
@@ -195,7 +195,7 @@ def _paper_estimate(name, configs, out, force, device, workers, scheduler) -> fl
             if left:
                 todo.append(config.with_(models=left))
     try:
-        result = estimate.estimate_sweeps({name: todo}, device=device,
+        result = time_estimate.estimate_sweeps({name: todo}, device=device,
                                           workers=(workers or 1) if scheduler is None else None)
     except ValueError as error:
         click.echo(f"no estimate of the run's time on this machine: {error}")

@@ -9,7 +9,7 @@ from experiments.papers.baykal_figures import fig2, fig3, fig4
 from experiments.papers.baykal_tables import table1, table2
 from experiments.papers.presets import _check_preset
 from experiments.papers.router_study import routers
-from experiments.papers.subspace import subspace
+from experiments.papers.subspace_sweep import subspace
 from experiments.runner.specs import ExperimentConfig
 
 EXPERIMENTS = {"fig2": fig2, "fig3": fig3, "fig4": fig4, "table1": table1, "table2": table2,

@@ -19,7 +19,7 @@ from experiments.papers.baykal_tables import _table1_claims, _table2_claims
 from experiments.papers.catalogue import EXPERIMENTS, experiment_configs
 from experiments.papers.presets import PRESETS
 from experiments.papers.router_study import _router_claims
-from experiments.papers.subspace import _subspace_claims
+from experiments.papers.subspace_sweep import _subspace_claims
 from experiments.runner.sweep import run_rows
 from routing.validation import check_choice
 
@@ -93,7 +93,7 @@ def claims_for(name: str, frame: pd.DataFrame, configs: list, fits: pd.DataFrame
     Arguments:
         name: the experiment.
         frame: its results rows, control seeds' rows included (a subspace frame without the
-            geometry columns gets them from ``experiments.papers.subspace.with_geometry``,
+            geometry columns gets them from ``experiments.papers.subspace_sweep.with_geometry``,
             which redraws the inputs).
         configs: its configs (may be empty: sizes and subspace claims then come from the rows
             alone or are skipped, and no row is told apart as a control seed's).

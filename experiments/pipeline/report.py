@@ -124,7 +124,7 @@ def _width_of(key: str) -> float:
 
 def subspace_table(rows: pd.DataFrame, config: ExperimentConfig) -> pd.DataFrame:
     """One row per bucket width of a subspace config: the geometric mean of T and of the error
-    over seeds, the mean geometry of the window rule (``experiments.papers.subspace``) and how many
+    over seeds, the mean geometry of the window rule (``experiments.papers.subspace_sweep``) and how many
     seeds' rows lie in the fit window (``experiments.analysis.fits.panel_window``)."""
     from experiments.analysis.fit_window import GEOMETRY_COLUMNS
 
@@ -162,7 +162,7 @@ def experiment_markdown(name: str, frame: pd.DataFrame, configs: list[Experiment
     frame = with_size(frame)
     if any("window_rule" in s for c in configs for s in c.panels.values()) \
             and "spread_ratio" not in frame:
-        from experiments.papers.subspace import with_geometry
+        from experiments.papers.subspace_sweep import with_geometry
 
         frame = with_geometry(frame, configs)
     what = "eval nMSE" if error_column(frame) == "eval_nmse" else "eval MSE"
@@ -509,8 +509,8 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
     nothing can be fitted), ``table.md`` and ``claims.csv`` (columns ``CLAIM_COLUMNS``, the
     header even when the experiment tests no claim) for one experiment. For the subspace
     experiment also ``geometry.csv``: the window rule's input-only quantities per row
-    (``experiments.papers.subspace.bucket_geometry``), computed before any fit; its fits use
-    ``experiments.papers.subspace.SUBSPACE_BOOT`` bootstrap resamples.
+    (``experiments.papers.subspace_sweep.bucket_geometry``), computed before any fit; its fits use
+    ``experiments.papers.subspace_sweep.SUBSPACE_BOOT`` bootstrap resamples.
 
     Rows at the configs' control seeds (``experiments.runner.sweep.control_rows``) feed the
     controls alone (``claims_for``); the fits, plots, table and claims use the run's seeds.
@@ -522,7 +522,7 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
 
     Raises:
         ValueError: a subspace row's bucket count differs from the recomputed one
-            (``experiments.papers.subspace.with_geometry``); ``name`` not a non-empty string.
+            (``experiments.papers.subspace_sweep.with_geometry``); ``name`` not a non-empty string.
     """
     if not isinstance(name, str) or not name or "/" in name:
         raise ValueError(f"name must be the experiment's name (a non-empty string without "
@@ -531,7 +531,7 @@ def write_experiment_outputs(name: str, configs: list[ExperimentConfig], frame: 
     paths = []
     n_boot = None
     if any(c.target.subspace_k is not None for c in configs):
-        from experiments.papers.subspace import SUBSPACE_BOOT, bucket_geometry, with_geometry
+        from experiments.papers.subspace_sweep import SUBSPACE_BOOT, bucket_geometry, with_geometry
 
         geometry = pd.concat([bucket_geometry(c) for c in configs
                               if c.target.subspace_k is not None])

@@ -6,8 +6,9 @@ configuration; a rerun skips steps whose marker matches, so an interrupted run r
 losing finished work (``--force`` redoes everything). A step whose marker holds another
 configuration (for a scaling experiment: other settings fingerprints, e.g. after a preset
 changed) is redone from scratch; one whose marker differs only in its fit windows
-(``fit_windows``: the configs' ``fit_window`` and window rules, which change no row) keeps its
-rows and redoes its fits, plots and claims. The scaling experiments also resume
+(``fit_windows``: the configs' ``fit_window`` and window rules, which change no row) or in its
+control seeds (``control_plan``: the reference model's extra seeds, which add rows and change
+none) keeps its rows, runs the rows it lacks and redoes its fits, plots and claims. The scaling experiments also resume
 inside a step: their ``results.csv`` keeps every finished row.
 
 With ``--workers N`` (or ``--scheduler ADDRESS``) the steps run at once on Dask workers —
@@ -76,7 +77,8 @@ def steps(preset: str, device: str = "auto", workers: int | None = None,
         # the settings fingerprints: a preset changed in the code makes the step stale
         settings = [settings_fingerprint(c) for c in configs]
         result.append((name, {"experiment": name, "preset": preset, "settings": settings,
-                              WINDOWS_KEY: fit_windows(configs)},
+                              WINDOWS_KEY: fit_windows(configs),
+                              CONTROLS_KEY: control_plan(configs)},
                        ScalingStep(name, preset, device, workers, scheduler)))
     result += real_data_steps(preset, device, workers, scheduler)
     return result
@@ -114,12 +116,31 @@ def real_data_steps(preset: str, device: str = "auto", workers: int | None = Non
 
 #: Key of a scaling step's marker that holds its fit windows (``fit_windows``).
 WINDOWS_KEY = "fit_windows"
+#: Key of a scaling step's marker that holds its control seeds (``control_plan``).
+CONTROLS_KEY = "control_seeds"
+#: Marker keys whose change keeps a step's rows (no row depends on them).
+KEPT_ROWS_KEYS = (WINDOWS_KEY, CONTROLS_KEY)
+
+
+def control_plan(configs) -> list[dict]:
+    """What a scaling step's marker records of its control seeds, per config: the seeds and
+    the keys of the models run there (``ExperimentConfig.control_seeds``,
+    ``control_models``). They are no setting of the resume fingerprint (a control row is a
+    row of its own seed, and changes no other), so the marker holds them: a changed plan keeps
+    the step's rows, runs the control rows it lacks and redoes its claims.
+
+    Raises:
+        AttributeError: an element of ``configs`` that is no ``ExperimentConfig``.
+    """
+    return [{"control_seeds": list(config.control_seeds),
+             "control_models": [spec.key() for spec in config.control_models]}
+            for config in configs]
 
 
 def fit_windows(configs) -> list[dict]:
     """What a scaling step's fits depend on beyond its rows, one entry per config: the
     config's ``fit_window`` and each panel's ``window_rule`` (the subspace window of
-    ``experiments.papers.subspace``). Neither is a setting of the resume fingerprint (they change no
+    ``experiments.papers.subspace_sweep``). Neither is a setting of the resume fingerprint (they change no
     row), so the step marker records them: a changed window redoes the step's fits, plots and
     claims while its rows are kept (``run_reproduce``)."""
     return [{"fit_window": config.fit_window,
@@ -150,7 +171,7 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
             The paper preset's time estimate, printed first, is calibrated on the same
             workers (``estimate_reproduce``).
         yes: at the paper preset, start even when the estimate exceeds an hour
-            (``experiments.runner.estimate.check_long_run``; no estimate counts as over an hour);
+            (``experiments.runner.time_estimate.check_long_run``; no estimate counts as over an hour);
             without it such a run stops after printing the estimate, nothing computed.
 
     Returns:
@@ -161,9 +182,9 @@ def run_reproduce(preset: str, out: pathlib.Path, force: bool = False, device: s
         ValueError: an unknown preset or device, bad workers or scheduler, force not a bool,
             ``only`` empty or naming no step of the preset, or ``out`` being written by
             another process (``experiments.runner.output_folder.FolderBusy``); a paper run over an
-            hour without ``yes`` (``experiments.runner.estimate.check_long_run``'s message).
+            hour without ``yes`` (``experiments.runner.time_estimate.check_long_run``'s message).
     """
-    from experiments.runner.estimate import check_long_run
+    from experiments.runner.time_estimate import check_long_run
     from experiments.runner import output_folder
     from routing.validation import check_bool
 
@@ -222,7 +243,7 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
                        only: tuple[str, ...] | None = None):
     """Estimate how long ``run_reproduce`` will take on this device: its scaling steps still
     to run (not done in ``out``, or all with ``force``), timed by a calibration
-    (``experiments.runner.estimate.estimate_sweeps``); the other steps to run are named as not
+    (``experiments.runner.time_estimate.estimate_sweeps``); the other steps to run are named as not
     included.
 
     Arguments:
@@ -234,14 +255,14 @@ def estimate_reproduce(preset: str, out: pathlib.Path, force: bool = False,
         only: the steps the run would run (``run_reproduce``; None: every step).
 
     Returns:
-        an ``experiments.runner.estimate.Estimate`` (``.text()`` prints it).
+        an ``experiments.runner.time_estimate.Estimate`` (``.text()`` prints it).
 
     Raises:
         ValueError: an unknown preset or device, bad workers or scheduler (as
             ``experiments.runner.engine.check_engine_options``), force or progress not a bool, a bad
             ``only`` (``check_only``).
     """
-    from experiments.runner.estimate import estimate_sweeps
+    from experiments.runner.time_estimate import estimate_sweeps
     from routing.validation import check_bool
 
     force = check_bool(force, "force")
@@ -382,7 +403,8 @@ def _prepare_step(name: str, config: dict, out: pathlib.Path, force: bool,
         windows_only = _without_windows(previous.get("config")) == \
             _without_windows(record["config"])
     echo(f"[{name}] running" + (
-        " (its fit windows changed: rows kept, fits, plots and claims redone)"
+        " (its fit windows or control seeds changed: rows kept, the missing ones run, fits, "
+        "plots and claims redone)"
         if windows_only else " (done under another configuration: redone)" if stale
         else ""))
     if (force or (stale and not windows_only)) and (folder / "results.csv").exists():
@@ -391,10 +413,11 @@ def _prepare_step(name: str, config: dict, out: pathlib.Path, force: bool,
 
 
 def _without_windows(config):
-    """A step's marker configuration without its fit windows (``WINDOWS_KEY``)."""
+    """A step's marker configuration without what changes no row: its fit windows and its
+    control seeds (``KEPT_ROWS_KEYS``; a marker written before control seeds has none)."""
     if not isinstance(config, dict):
         return config
-    return {key: value for key, value in config.items() if key != WINDOWS_KEY}
+    return {key: value for key, value in config.items() if key not in KEPT_ROWS_KEYS}
 
 
 def write_report(out: pathlib.Path, preset: str, written: dict[str, list[str]],

@@ -31,7 +31,6 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from experiments.runner import output_folder
 from experiments.runner.rows import (
@@ -41,12 +40,12 @@ from experiments.runner.rows import (
     compute_row,
     normalised_errors,
     resolve_device,
+    resume_rows,
     settings_fingerprint,
     settings_of,
     with_current_fits,
 )
 from experiments.runner.specs import LEGACY_FIELDS, ExperimentConfig, fit_of
-from experiments.runner.threads import single_threaded
 from routing.validation import check_bool, check_choice
 
 
@@ -293,67 +292,49 @@ def run_sweep(configs: list[ExperimentConfig], out: pathlib.Path, device: str = 
     with output_folder.writer(out):
         table = prepare_out(configs, out, force=force)
         path = out / "results.csv"
-        done = set(map(tuple, table[ROW_KEY].astype(str).to_numpy())) if len(table) else set()
         rows = table.to_dict("records")
-        filled = False
         # rows written before the normalised errors existed: filled from their own labels
         unnormalised = {tuple(map(str, (row[c] for c in ROW_KEY))): i
                         for i, row in enumerate(rows)
                         if pd.isna(row.get("eval_nmse")) or pd.isna(row.get("train_nmse"))}
-        pending, n_jobs, order = [], 0, {}
+        jobs, filled = [], False
         for config in configs:
             settings = settings_fingerprint(config)
             for seed, spec in config.jobs():  # the control seeds' reference models last
-                n_jobs += 1
-                key = tuple(map(str, (config.name, config.target.label(), spec.key(),
-                                      fit_of(spec, config), seed, settings)))
-                order.setdefault(key, len(order))
-                if key not in done:
-                    pending.append((config, seed, spec, key))
-                    done.add(key)  # a model listed twice is computed once
-                elif key in unnormalised:
-                    old = rows[unnormalised.pop(key)]
+                key = (config.name, config.target.label(), spec.key(), fit_of(spec, config),
+                       seed, settings)
+                jobs.append((key, (config, spec, seed)))
+                at = unnormalised.pop(tuple(map(str, key)), None)
+                if at is not None:
+                    old = rows[at]
                     X, y, X_eval, y_eval = cached_data(config, seed)
                     old.update(normalised_errors(old["train_mse"], old["eval_mse"], y,
                                                  y_eval))
                     filled = True
+        table = pd.DataFrame(rows, columns=COLUMNS)
+        done = set(map(tuple, table[ROW_KEY].astype(str).to_numpy())) if len(table) else set()
+        keys = {tuple(map(str, key)) for key, _ in jobs}
+        kept = [len(keys & done)]  # this sweep's rows in results.csv
 
-        kept = [n_jobs - len(pending)]  # this sweep's rows in results.csv
-
-        def record(row):
-            rows.append({c: row.get(c) for c in COLUMNS})
-            _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
+        def count(row):
             kept[0] += 1
-            bar.update(1)
             if on_row is not None:
                 on_row(row)
 
-        with tqdm(total=n_jobs, initial=n_jobs - len(pending),
-                  desc=configs[0].name if configs else "sweep", disable=not progress) as bar, \
-                _say_kept_on_interrupt(kept, n_jobs, path):
+        def parallel(tasks):
+            from experiments.runner.engine import open_engine
+            with open_engine(workers=workers, scheduler=scheduler, device=device) as engine:
+                yield from engine.rows(tasks)
+
+        with _say_kept_on_interrupt(kept, len(keys), path):
             if filled:  # new rows' writes would hold them too; this covers a sweep without any
-                _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
-            if use_engine:
-                from experiments.runner.engine import open_engine
-                with open_engine(workers=workers, scheduler=scheduler,
-                                 device=device) as engine:
-                    for row in engine.rows([(c, spec, seed) for c, seed, spec, _ in pending]):
-                        record(row)
-                if pending:  # the rows came as the workers finished them: the serial order
-                    rows.sort(key=lambda row: order.get(
-                        tuple(map(str, (row[c] for c in ROW_KEY))), len(order)))
-                    _write_atomically(pd.DataFrame(rows, columns=COLUMNS), path)
-            else:
-                with single_threaded():
-                    for config, seed, spec, _ in pending:
-                        record(compute_row(config, spec, seed, torch_device))
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    # rows of models no longer in the configs stay on disk but are not part of this sweep
-    wanted = {tuple(map(str, (c.name, c.target.label(), m.key(), fit_of(m, c), s,
-                              settings_fingerprint(c))))
-              for c in configs for s, m in c.jobs()}
-    keep = [tuple(map(str, key)) in wanted for key in frame[ROW_KEY].itertuples(index=False)]
-    return frame[keep].reset_index(drop=True)
+                _write_atomically(table, path)
+            return resume_rows(
+                path, table, jobs,
+                compute=lambda task: compute_row(task[0], task[1], task[2], torch_device),
+                key_columns=ROW_KEY, parallel=parallel if use_engine else None,
+                columns=COLUMNS, progress=progress,
+                desc=configs[0].name if configs else "sweep", on_row=count)
 
 
 def control_rows(frame: pd.DataFrame, configs: list[ExperimentConfig]) -> np.ndarray:

@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import stats
 
-from routing.validation import check_bool, check_int, check_real
+from routing.validation import check_bool, check_int
 from routing.sdm._checks import check_cosine, check_hamming, check_weighting
 from routing.sdm._intersection import (_LOG_FLOAT_TINY, _MODES, MAX_FLOAT_N,
                                        _log_intersection_curve, check_kernel_work,

@@ -21,7 +21,7 @@ Rules, fixed in code (``_rules``):
   the dense model head each experiment and stay outside the family (``control_claims``).
 - The paper's own one-run Tables 1 and 2 are read on point values (``table1_rule``,
   ``table2_rule``): shown beside ours, never deciding.
-- The subspace exponent: ``experiments.papers.subspace``.
+- The subspace exponent: ``experiments.papers.subspace_sweep``.
 
 Each claim is judged per training regime present in the rows (column ``fit``: "exact" least
 squares, "adam": Adam on the top layer, or "end_to_end"), and the regime is named in the claim line.
@@ -46,11 +46,12 @@ from experiments.analysis.claims._paired import (CLAIM_COLUMNS, LEVEL, NUMERIC_C
                                         seed_log_errors, significance_text, t_interval)
 from experiments.analysis.claims._rules import (ALPHA, NO_NOISE, POWER, SESOI, Rule, Sesoi,
                                        adjust_family, best_of, comparison_verdict,
-                                       equivalence_stats, equivalence_verdict, needed_seeds)
+                                       equivalence_stats, equivalence_verdict, needed_seeds,
+                                       sign_flip_seeds)
 
 __all__ = ["Claim", "CLAIM_COLUMNS", "NUMERIC_CLAIM_COLUMNS", "REGIMES",
            "REGIME_TEXT", "LEVEL", "ALPHA", "POWER", "NO_NOISE", "SESOI", "Sesoi", "Rule", "compare", "comparison_verdict", "equivalence_verdict",
-           "equivalence_stats", "best_of", "adjust_family", "needed_seeds", "decided",
+           "equivalence_stats", "best_of", "adjust_family", "needed_seeds", "sign_flip_seeds", "decided",
            "control_claims", "control_status", "CONTROL_ROLES", "comparison_diagnosis",
            "paired_difference", "t_interval", "seed_log_errors", "mean_mse",
            "significance_text", "lsh_description", "claim_line", "compare_unchecked", "fit_regimes",

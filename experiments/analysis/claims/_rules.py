@@ -192,6 +192,9 @@ class Rule:
             f"; MDE {mde:.3g} (power {POWER:g} at {n} seeds)"
         if not mde <= self.sesoi.value:
             need = needed_seeds(s, self.sesoi.value)
+            if need and str(s.get("test", "")).startswith("sign-flip"):
+                # the exact sign-flip over n seeds cannot go below p = 2 / 2^n (two-sided)
+                need = max(need, sign_flip_seeds(alpha))
             text += (f" > SESOI: {need} seeds would detect the SESOI with power {POWER:g}"
                      if need else " > SESOI, beyond reach of any seed count tried")
         per_x = s.get("per_x")
@@ -219,6 +222,21 @@ def needed_seeds(stats: dict, sesoi: float) -> int | None:
     if not (np.isfinite(sd) and sd > 0):
         return None
     return seeds_needed(float(sesoi), float(sd), ALPHA, POWER)
+
+
+def sign_flip_seeds(alpha: float = ALPHA) -> int:
+    """The fewest seeds at which the exact two-sided sign-flip test over seeds can reach
+    p ≤ ``alpha`` at all: its smallest p-value is 2 / 2^n (every seed's difference of one
+    sign), so n = ⌈1 − log2 α⌉ (6 at α = 0.05). Below it the test's MDE is infinite.
+
+    Raises:
+        ValueError: ``alpha`` not in (0, 1)."""
+    if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    n = 1
+    while 2.0 ** (1 - n) > alpha:
+        n += 1
+    return n
 
 
 def _noise(stats: dict) -> bool:

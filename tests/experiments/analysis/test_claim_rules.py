@@ -331,3 +331,27 @@ def test_every_claim_row_carries_the_decision_columns():
     assert tested["sesoi"].notna().all() and (tested["test"] != "").all()
     assert (tested["p_adjusted"] >= tested["p_value"]).all()
     assert ALPHA == 0.05
+
+
+@pytest.mark.parametrize("alpha, n", [(0.05, 6), (0.0625, 5), (0.01, 8)])
+def test_sign_flip_seeds_is_where_the_exact_sign_flip_first_reaches_alpha(alpha, n):
+    """Checked against the exact sign-flip test itself: every seed's difference negative is
+    its smallest p; at n − 1 seeds it is above alpha, at n at or below."""
+    from experiments.analysis.claims import sign_flip_seeds
+
+    assert sign_flip_seeds(alpha) == n
+    for seeds, reaches in ((n - 1, False), (n, True)):
+        p = sign_flip_test(-np.arange(1.0, seeds + 1)).p_value
+        assert (p <= alpha) is reaches
+
+
+def test_an_underpowered_sign_flip_says_how_many_seeds_it_needs():
+    """Five seeds of a large, clean effect whose normality check fails go to the exact
+    sign-flip, which cannot reach p ≤ 0.05 (2/32): the text asks for 6 seeds, not fewer."""
+    from experiments.analysis.claims import sign_flip_seeds
+
+    stats = {"mean": -0.32, "p_value": 0.0625, "sd": 0.01, "n_seeds": 5, "mde": np.inf,
+             "test": "sign-flip (exact)", "mixed": False, "low": -0.33, "high": -0.31}
+    text = Rule("comparison", "lower", stats, SESOI["ln_error"]).text(0.0625, 0)
+    assert f"{sign_flip_seeds()} seeds would detect" in text
+

@@ -114,7 +114,51 @@ def test_reproduce_redoes_only_the_fits_when_a_fit_window_changes(tmp_path, monk
     window["value"] = [32, None]
     messages = []
     run_reproduce("tiny", tmp_path, echo=messages.append)
-    assert seen == [False, True] and "fit windows changed" in messages[0]
+    assert seen == [False, True] and "fit windows or control seeds changed" in messages[0]
+
+
+def test_reproduce_keeps_rows_when_only_the_control_seeds_change(tmp_path, monkeypatch):
+    # a marker written before control seeds (no CONTROLS_KEY) or with other control seeds:
+    # the step reruns with its results.csv kept (the control rows it lacks are added); a
+    # changed setting still redoes it from scratch
+    from experiments.pipeline import reproduce
+
+    plan, settings, seen = {"value": None}, {"value": "a"}, []
+
+    def fake_steps(preset, device="auto"):
+        def run(out):
+            seen.append((out / "results.csv").exists())
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "results.csv").write_text("rows")
+            return [out / "results.csv"]
+        config = {"preset": preset, "settings": [settings["value"]]}
+        if plan["value"] is not None:
+            config[reproduce.CONTROLS_KEY] = plan["value"]
+        return [("scale", config, run)]
+
+    monkeypatch.setattr(reproduce, "steps", fake_steps)
+    monkeypatch.setattr(reproduce, "write_report", lambda *args: None)
+    run_reproduce("tiny", tmp_path, echo=lambda s: None)  # a marker without control seeds
+    plan["value"] = [{"control_seeds": [3, 4], "control_models": ["dense;width=8"]}]
+    messages = []
+    run_reproduce("tiny", tmp_path, echo=messages.append)
+    assert seen == [False, True] and "control seeds changed" in messages[0]
+    run_reproduce("tiny", tmp_path, echo=lambda s: None)  # the same plan: skipped
+    assert seen == [False, True]
+    settings["value"] = "b"
+    run_reproduce("tiny", tmp_path, echo=lambda s: None)
+    assert seen == [False, True, False]  # another setting: redone from scratch
+
+
+def test_reproduce_markers_record_each_configs_control_seeds():
+    from experiments.papers.catalogue import experiment_configs
+    from experiments.pipeline.reproduce import CONTROLS_KEY, control_plan, steps
+
+    configs = {name: config for name, config, _ in steps("quick")}
+    fig3 = experiment_configs("fig3", "quick")
+    assert configs["fig3"][CONTROLS_KEY] == control_plan(fig3)
+    assert configs["fig3"][CONTROLS_KEY][0]["control_seeds"] == list(fig3[0].control_seeds)
+    assert configs["fig3"][CONTROLS_KEY][0]["control_seeds"]  # quick runs control seeds
 
 
 def test_reproduce_markers_hold_each_configs_fit_window_and_window_rule():
@@ -384,7 +428,7 @@ def test_reproduce_command_only_runs_one_step(tmp_path):
 
 def _estimate_of(seconds):
     """A stand-in for ``estimate_sweeps`` / ``estimate_reproduce`` returning ``seconds``."""
-    from experiments.runner import estimate
+    from experiments.runner import time_estimate as estimate
 
     def fake(*args, **kwargs):
         return estimate.Estimate(seconds=seconds, low=seconds / 2, high=seconds * 2, rows=10,
@@ -394,7 +438,7 @@ def _estimate_of(seconds):
 
 
 def test_the_hour_threshold_and_the_checks_copy_of_it():
-    from experiments.runner.estimate import CONFIRM_ABOVE_SECONDS, needs_yes
+    from experiments.runner.time_estimate import CONFIRM_ABOVE_SECONDS, needs_yes
     from proofs_checks import run as checks_run
 
     assert CONFIRM_ABOVE_SECONDS == checks_run.CONFIRM_ABOVE_SECONDS == 3600.0
@@ -408,7 +452,7 @@ def test_the_hour_threshold_and_the_checks_copy_of_it():
 @pytest.mark.parametrize("preset", ["paper", "full"])
 def test_scale_paper_prints_its_estimate_and_needs_yes_above_an_hour(tmp_path, monkeypatch,
                                                                      preset):
-    from experiments.runner import estimate
+    from experiments.runner import time_estimate as estimate
     from experiments.cli import scale as scale_cli
 
     ran = []
@@ -431,7 +475,7 @@ def test_scale_paper_prints_its_estimate_and_needs_yes_above_an_hour(tmp_path, m
 
 
 def test_scale_quick_runs_without_an_estimate(tmp_path, monkeypatch):
-    from experiments.runner import estimate
+    from experiments.runner import time_estimate as estimate
     from experiments.cli import scale as scale_cli
 
     ran = []
@@ -520,7 +564,7 @@ def test_scale_paper_estimates_only_the_rows_not_yet_in_the_folder(tmp_path, mon
     """A resumed paper run is estimated on its rows still to compute: a model whose every
     seed is in results.csv is left out of the calibration, and every row is left in with
     --force."""
-    from experiments.runner import estimate
+    from experiments.runner import time_estimate as estimate
     from experiments.cli import scale as scale_cli
     from experiments.runner import sweep
     from experiments.papers.catalogue import experiment_configs

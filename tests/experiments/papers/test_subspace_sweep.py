@@ -1,4 +1,4 @@
-"""The subspace experiment's window, reach and verdict (experiments/papers/subspace.py): the input-only
+"""The subspace experiment's window, reach and verdict (experiments/papers/subspace_sweep.py): the input-only
 geometry against the LSH table fitted to the inputs themselves, and every threshold of the
 pre-registered rules moved across its edge."""
 
@@ -18,8 +18,8 @@ from experiments.analysis.fit_window import (
     window_mask,
 )
 from experiments.papers.catalogue import experiment_configs
-from experiments.papers.subspace import subspace_widths
-from experiments.papers.subspace import (
+from experiments.papers.subspace_sweep import subspace_widths
+from experiments.papers.subspace_sweep import (
     MIN_DECADES,
     MIN_WIDTHS,
     bucket_geometry,

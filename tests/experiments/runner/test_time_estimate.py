@@ -6,10 +6,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from experiments.runner import estimate
+from experiments.runner import time_estimate as estimate
 from experiments.pipeline import reproduce
 from experiments.runner.engine import Engine
-from experiments.runner.estimate import (_calibration_scale, _scaled, _submission_order,
+from experiments.runner.time_estimate import (_calibration_scale, _scaled, _submission_order,
                                   estimate_sweeps)
 from experiments.pipeline.reproduce import run_reproduce
 from experiments.cli.reproduce import reproduce_command
@@ -61,6 +61,22 @@ def test_the_extrapolation_recovers_a_row_linear_in_the_sizes():
     assert max(n for n, _, _ in calls) <= 2 * _calibration_scale(config) * 200_000 < 200_000
 
 
+def test_the_estimate_counts_the_control_rows():
+    """The reference model's rows at the control seeds are rows too: with the two dense
+    models at 3 control seeds, 6 rows more, each timed as its kind's, and 3 more data draws."""
+    config = _config()
+    base = estimate_sweeps({"fig2": [config]}, device="cpu", per_kind=2,
+                           timer=_linear_timer([]), progress=False)
+    controlled = config.with_(control_seeds=(5, 6, 7), control_models=config.models[:2])
+    result = estimate_sweeps({"fig2": [controlled]}, device="cpu", per_kind=2,
+                             timer=_linear_timer([]), progress=False)
+    full = 1e-5 * (200_000 + 20_000) + 1e-3 * 20_000
+    data = 2e-5 * (200_000 + 20_000)
+    dense_mean = (3.0 + 6.0) / 2 + full  # the dense kind's mean sampled row
+    assert result.rows == base.rows + 6
+    assert result.seconds == pytest.approx(base.seconds + 6 * dense_mean + 3 * data, rel=1e-3)
+
+
 def test_the_estimate_scales_with_the_work():
     base = estimate_sweeps({"fig2": [_config()]}, device="cpu", timer=_linear_timer([]),
                            progress=False)
@@ -95,7 +111,7 @@ def test_a_wide_exact_fit_is_timed_with_two_rows_per_coefficient():
     row of an exact fit keeps ROWS_PER_COEF rows per coefficient (one of the
     paper's 16 384-wide Table 1 rows was timed over 700 s on 2 000 rows); SGD rows are not
     raised, and a model just under the line keeps the sweep's s1."""
-    from experiments.runner.estimate import ROWS_PER_COEF, _row_scale
+    from experiments.runner.time_estimate import ROWS_PER_COEF, _row_scale
 
     def sweep(width, fit="exact"):
         return ExperimentConfig(name="x", preset="tiny", target=TargetSpec("polynomial"),
@@ -131,7 +147,7 @@ def test_a_row_growing_faster_than_linearly_is_timed_again_larger():
     """A row whose time more than SUPERLINEAR-folds when its sizes double (LSQR on fewer rows
     than buckets) is timed again at twice the sizes until it grows at most SUPERLINEAR-fold;
     the extrapolation then uses the linear part."""
-    from experiments.runner.estimate import SUPERLINEAR
+    from experiments.runner.time_estimate import SUPERLINEAR
 
     assert SUPERLINEAR == 2.2
 

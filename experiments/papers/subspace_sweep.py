@@ -51,7 +51,7 @@ threshold, size or grid was changed after it; only the diagnosis of ``shape_diag
 seed slopes, local exponents, the spread ratio's exponents) was added to say what carries the
 width of those intervals.
 
-Known weakness, found after that run on synthetic rows (tests/experiments/papers/test_subspace.py): the pooled fit
+Known weakness, found after that run on synthetic rows (tests/experiments/papers/test_subspace_sweep.py): the pooled fit
 lets each seed's constant (its own hash directions, its own T values) widen α's interval. On
 rows that follow T^(−1) exactly with constants 1, 1.3 and 1.6 for three seeds, the offset
 law's interval is [0.89, 1.20], wider than k = 2's band; with constants within 6 % it is
@@ -413,7 +413,7 @@ def subspace_claim(k: int, n_train: int, rows: pd.DataFrame, window: pd.DataFram
 SUBSPACE_KS = {"tiny": (2, 3), "quick": (2, 3, 4, 5, 6), "paper": (2, 3, 4, 5, 6)}
 
 
-#: Training samples of the subspace experiment: enough for the window (``experiments.papers.subspace``)
+#: Training samples of the subspace experiment: enough for the window (``experiments.papers.subspace_sweep``)
 #: to span about two decades of T at k = 2 and 3 (the sample condition k·T·ln T ≤ n_train
 #: ends it near T ≈ 5 800 and 4 100 at 100 000 samples).
 SUBSPACE_N_TRAIN = {"tiny": 2_000, "quick": 100_000, "paper": 1_000_000}
@@ -471,7 +471,7 @@ def subspace(preset: str) -> list[ExperimentConfig]:
     (``experiments.analysis.fit_window.sample_regime_max_buckets``); the panel's ``window_rule``
     (``experiments.analysis.fit_window.WINDOW_RULE``) narrows it per row from the inputs alone (buckets
     smaller than half of Γ; at most 1 % of test points, carrying at most 10 % of the identity
-    map's error, in empty buckets). The verdict per k is ``experiments.papers.subspace.
+    map's error, in empty buckets). The verdict per k is ``experiments.papers.subspace_sweep.
     subspace_claim``'s. Every run is plotted, the window's filled.
 
     Sizes (quick): n_train = 100 000, n_eval = 10 000, 3 seeds, 4 widths per decade of T
@@ -505,7 +505,7 @@ def subspace(preset: str) -> list[ExperimentConfig]:
 
 def _subspace_claims(frame: pd.DataFrame, configs: list, fits: pd.DataFrame | None,
                      sizes: str) -> list[Claim]:
-    """Theorem 4.1's exponent per k (``experiments.papers.subspace.subspace_claim``), on the offset-law
+    """Theorem 4.1's exponent per k (``experiments.papers.subspace_sweep.subspace_claim``), on the offset-law
     fit of ``fits`` for the config's target (fitted here when ``fits`` is None), and the
     discrimination check: each in-reach k+1 run's α judged against k's band."""
     from experiments.analysis.fit_window import GEOMETRY_COLUMNS
@@ -553,7 +553,7 @@ def _subspace_claims(frame: pd.DataFrame, configs: list, fits: pd.DataFrame | No
                           if np.isfinite(result["effect"]) else ""),
             diagnosis=result["diagnosis"], sizes=sizes, sesoi=float(tolerance(k)),
             test="exponent band: bootstrap interval of α − 2/k inside ±δ_k "
-                 "(experiments.papers.subspace; no p-value)"))
+                 "(experiments.papers.subspace_sweep; no p-value)"))
     # discrimination: a wrong dimension (the k+1 run judged as k) must read not supported
     checks = []
     for k, (low, high) in sorted(alphas.items()):

@@ -447,6 +447,11 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
         if not kinds or not config.seeds:
             continue
         seeds, data = len(config.seeds), []
+        # the control rows: each control model at each control seed, timed as its kind's
+        controls = len(config.control_seeds)
+        n_control: dict[str, int] = {}
+        for spec in config.control_models:
+            n_control[spec.kind] = n_control.get(spec.kind, 0) + 1
         for kind, (n_models, specs) in kinds.items():
             full = []
             for spec in specs:
@@ -455,16 +460,18 @@ def estimate_sweeps(experiments: dict[str, list], device: str = "auto", per_kind
                 full.append(row_full)
                 samples.append({"experiment": name, "fit": fit_of(spec, config), "kind": kind,
                                 "model": spec.key(), **record})
-            totals[name][0] += n_models * seeds
-            totals[name][1] += n_models * seeds * float(np.mean(full))
-            totals[name][2] += n_models * seeds * min(full)
-            totals[name][3] += n_models * seeds * max(full)
+            rows = n_models * seeds + n_control.get(kind, 0) * controls
+            totals[name][0] += rows
+            totals[name][1] += rows * float(np.mean(full))
+            totals[name][2] += rows * min(full)
+            totals[name][3] += rows * max(full)
             kind_total = per_kind.setdefault((kind, str(fit_of(specs[0], config))), [0, 0.0])
-            kind_total[0] += n_models * seeds
-            kind_total[1] += n_models * seeds * float(np.mean(full))
+            kind_total[0] += rows
+            kind_total[1] += rows * float(np.mean(full))
+        drawn = seeds + controls  # a seed's data, drawn once for all its models
         for i, value in ((1, float(np.mean(data))), (2, min(data)), (3, max(data))):
-            totals[name][i] += seeds * value  # a seed's data, drawn once for all models
-        per_kind.setdefault(("data", ""), [0, 0.0])[1] += seeds * float(np.mean(data))
+            totals[name][i] += drawn * value
+        per_kind.setdefault(("data", ""), [0, 0.0])[1] += drawn * float(np.mean(data))
     mid, low, high = (math.fsum(t[i] for t in totals.values()) for i in (1, 2, 3))
     return Estimate(seconds=mid, low=low, high=high,
                     rows=sum(t[0] for t in totals.values()),
