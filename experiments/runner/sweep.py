@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import pathlib
 import sys
 from typing import Callable
@@ -41,6 +40,7 @@ from experiments.runner.rows import (
     normalised_errors,
     resolve_device,
     resume_rows,
+    settings_difference,
     settings_fingerprint,
     settings_of,
     with_current_fits,
@@ -170,31 +170,13 @@ def _settings_difference(config_path: pathlib.Path, config: ExperimentConfig,
         source = "config.json (written when that sweep finished)"
     if not match:
         return f"(The {config_path.name} beside it does not describe those rows.) "
-    old, new = _flat(settings_of(match[0])), _flat(settings_of(config))
     # the fingerprint's old spellings (sgd_*) named as the fields are called today
-    changed = [f"{LEGACY_FIELDS.get(key, key)} {_show(old.get(key))} there, "
-               f"{_show(new.get(key))} now"
-               for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+    old, new = ({LEGACY_FIELDS.get(key, key): value for key, value in settings_of(c).items()}
+                for c in (match[0], config))
+    changed = settings_difference(old, new)
     if not changed:
         return f"{source} records this run's settings, but the rows cannot be checked. "
     return f"Settings that differ, by {source}: {'; '.join(changed)}. "
-
-
-def _flat(settings: dict, prefix: str = "") -> dict:
-    """{"target.sha256": …} of nested settings: a difference is named field by field."""
-    out = {}
-    for key, value in settings.items():
-        if isinstance(value, dict) and value:
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def _show(value) -> str:
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
-        return str(int(value))
-    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
 def _write_atomically(frame: pd.DataFrame, path: pathlib.Path) -> None:
@@ -222,20 +204,13 @@ def prepare_out(configs: list[ExperimentConfig], out: pathlib.Path,
     out = pathlib.Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is not writable: it is a file, not a folder")
-    try:
+    try:  # the claim's lock lives in the folder: it must exist first
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise ValueError(f"--out {out} is not writable: {error}") from None
     with output_folder.writer(out):
-        try:
-            output_folder.write_bytes(out / ".write-test", b"")
-            (out / ".write-test").unlink()
-        except (OSError, output_folder.OutputError) as error:
-            raise ValueError(f"--out {out} is not writable: {error}") from None
-        path = out / "results.csv"
-        if force:
-            path.unlink(missing_ok=True)
-        table = load_results(path)
+        output_folder.prepare_folder(out, force=force)  # writable; results.csv gone on force
+        table = load_results(out / "results.csv")
         check_results(configs, out, table)
     return table
 
