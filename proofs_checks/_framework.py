@@ -59,7 +59,7 @@ from inference.multiplicity import holm
 from routing.validation import check_bool, check_int, check_real, check_seed
 
 __all__ = [
-    "Verdict", "ProbabilityDecision", "decide_probability", "decide_probability_bounds",
+    "Verdict", "subset_or_none", "ProbabilityDecision", "decide_probability", "decide_probability_bounds",
     "quantile_upper_bound", "draws_to_decide",
     "combine_verdicts", "CheckResult", "Check", "CheckParams", "register", "REGISTRY",
     "child_seeds", "to_jsonable", "CONFIDENCE", "POWER_WANTED", "POWER_RUNS", "Planted",
@@ -686,6 +686,27 @@ def holm_parts(parts: dict, alpha: float = 0.025) -> dict:
             part["verdict"] = Verdict.INCONCLUSIVE.value
         out[n] = part
     return out
+
+
+def subset_or_none(value, name: str, allowed) -> tuple | None:
+    """A check's optional selection of its parts (or simulations): None, or ``value`` as a
+    tuple when it is a non-empty subset of ``allowed``.
+
+    Arguments:
+        value: None or an iterable of names. name: the parameter's name, for the error.
+        allowed: the names it may hold (shown in the error as given).
+
+    Raises:
+        ValueError: ``value`` empty or naming something outside ``allowed``, naming ``name``.
+
+    Source: sparselab's check framework (docs/checks.md, "How a check decides")."""
+    if value is None:
+        return None
+    value = tuple(value)
+    if not value or not set(value) <= set(allowed):
+        raise ValueError(f"{name} must be None or a non-empty subset of {allowed}, got "
+                         f"{value!r}")
+    return value
 
 
 def child_seeds(seed: int, n: int, *salt: int) -> list[int]:

@@ -111,6 +111,7 @@ from proofs_checks._family import (
     FAMILY_ALPHA, exponent_p_values, family_text, holm_diagnosis, holm_family,
 )
 from proofs_checks._framework import (
+    subset_or_none,
     SVI, Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, combine_verdicts,
     decide_probability_bounds, quantile_upper_bound, register,
 )
@@ -488,12 +489,7 @@ class Lemma42TableSizeCheck(Check):
                  hasher_factory: Callable | None = None, parts=None):
         super().__init__(params)
         self.hasher_factory = hasher_factory or default_hasher
-        if parts is not None:
-            parts = tuple(parts)
-            if not parts or not set(parts) <= set(GROUPS):
-                raise ValueError(f"parts must be None or a non-empty subset of {GROUPS}, got "
-                                 f"{parts!r}")
-        self.parts = parts
+        self.parts = subset_or_none(parts, "parts", GROUPS)
 
     def family_members(self) -> list[str]:
         """The deciding parts of a full run, the family ``holm_family`` controls: "held-out ε

@@ -75,6 +75,7 @@ from scipy.spatial import cKDTree
 from lipschitz import RandomHypercubeFunction, RandomMLP, RandomPolynomial, UniformCube
 from routing.validation import check_int, check_real
 from proofs_checks._framework import (
+    subset_or_none,
     SVI, Check, CheckParams, CheckResult, Planted, Verdict, child_seeds, register,
 )
 from proofs_checks._plots import plt, save_figure
@@ -634,12 +635,7 @@ class SimulationsCheck(Check):
         if unknown:
             raise ValueError(f"objects must be keyed by simulations {sorted(SIMULATIONS)}, "
                              f"got {sorted(unknown)}")
-        if only is not None:
-            only = tuple(only)
-            if not only or not set(only) <= set(SIMULATIONS):
-                raise ValueError(f"only must be None or a non-empty subset of "
-                                 f"{sorted(SIMULATIONS)}, got {only!r}")
-        self.only = only
+        self.only = subset_or_none(only, "only", sorted(SIMULATIONS))
 
     def smallest_violations(self) -> list[SVI]:
         return [SVI(name, FAILURE_SVI,
