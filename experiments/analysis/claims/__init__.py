@@ -37,7 +37,8 @@ experiment's claims are written beside its configs, in ``experiments.papers``
 (``scaling_claims.claims_for``; the paper's Tables 1 and 2 and their rules in ``baykal_tables``).
 """
 
-from experiments.analysis.claims._controls import CONTROL_ROLES, control_claims, control_status
+from experiments.analysis.claims._controls import (CONTROL_DEFECTS, CONTROL_ROLES, control_claims,
+                                                   control_status)
 from experiments.analysis.claims._paired import (CLAIM_COLUMNS, LEVEL, NUMERIC_CLAIM_COLUMNS, REGIME_TEXT,
                                         REGIMES, Claim, claim_line, compare, compare_unchecked,
                                         comparison_diagnosis, decided, fit_regimes, geometric_mean,
@@ -52,7 +53,7 @@ from experiments.analysis.claims._rules import (ALPHA, NO_NOISE, POWER, SESOI, R
 __all__ = ["Claim", "CLAIM_COLUMNS", "NUMERIC_CLAIM_COLUMNS", "REGIMES",
            "REGIME_TEXT", "LEVEL", "ALPHA", "POWER", "NO_NOISE", "SESOI", "Sesoi", "Rule", "compare", "comparison_verdict", "equivalence_verdict",
            "equivalence_stats", "best_of", "adjust_family", "needed_seeds", "sign_flip_seeds", "decided",
-           "control_claims", "control_status", "CONTROL_ROLES", "comparison_diagnosis",
+           "control_claims", "control_status", "CONTROL_ROLES", "CONTROL_DEFECTS", "comparison_diagnosis",
            "paired_difference", "t_interval", "seed_log_errors", "mean_mse",
            "significance_text", "lsh_description", "claim_line", "compare_unchecked", "fit_regimes",
            "geometric_mean", "model_key_fields"]

@@ -11,8 +11,9 @@ sizes the reference has at every one of those seeds.
   paired in order). It must not read *supported*. With h < 2 there is a single disjoint
   pair: no seed noise can be measured, the control reads *inconclusive (no seed noise
   measured)*; with MDE > SESOI it reads *underpowered*. Either way it could not have read
-  *supported*, so it passes without having been able to fail — ``control_status`` says
-  "passed (vacuous)".
+  *supported*: a control that cannot fail checks nothing, so ``control_status`` says "COULD
+  NOT FAIL" and the report counts the experiment's verdicts as unchecked, like a failed
+  control's.
 - Positive control: the reference model at x against itself at x' ≤ x/4 (its widest size at
   most a quarter of x; more capacity, lower error), over every such pair and every seed. It
   must read *supported*: the effect is large (a factor 4 in width), but *supported* also
@@ -32,6 +33,10 @@ from experiments.analysis.claims._rules import NO_NOISE, Rule, Sesoi
 
 #: The roles a control claim carries.
 CONTROL_ROLES = ("negative control", "positive control")
+
+#: The statuses of a control (``control_status``) that leave its experiment's verdicts
+#: unchecked: one read the wrong way, or one that could not have failed.
+CONTROL_DEFECTS = ("FAILED", "COULD NOT FAIL")
 
 #: The smallest ratio x / x' of the positive control's pairs.
 POSITIVE_RATIO = 4.0
@@ -133,10 +138,11 @@ def _seed_list(seeds) -> str:
 
 
 def control_status(role: str, verdict: str) -> str:
-    """A control's status from its verdict: a negative control "passed" unless *supported*
-    ("passed (vacuous)" when it could not have read *supported*: no seed noise measured, or
-    *underpowered*, MDE > SESOI), a positive control "passed" only when *supported*; "not
-    run" for *not tested*.
+    """A control's status from its verdict: a negative control "FAILED" when *supported*,
+    "COULD NOT FAIL" when it could not have read *supported* (no seed noise measured, or
+    *underpowered*: MDE > SESOI), else "passed"; a positive control "passed" only when
+    *supported*, else "FAILED"; "not run" for *not tested*. An experiment with a control
+    "FAILED" or "COULD NOT FAIL" has unchecked verdicts (``CONTROL_DEFECTS``).
 
     Raises:
         ValueError: ``role`` not one of ``CONTROL_ROLES``.
@@ -150,5 +156,5 @@ def control_status(role: str, verdict: str) -> str:
         if verdict == "supported":
             return "FAILED"
         could_not_fail = verdict == NO_NOISE or verdict == "underpowered"
-        return "passed (vacuous)" if could_not_fail else "passed"
+        return "COULD NOT FAIL" if could_not_fail else "passed"
     return "passed" if verdict == "supported" else "FAILED"

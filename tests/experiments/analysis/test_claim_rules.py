@@ -305,16 +305,26 @@ def test_controls_read_as_they_must_and_a_failed_one_marks_the_experiment():
     assert "seeds [0, 1, 2]" in roles["negative control"].claim
     assert roles["positive control"].verdict == "supported"
     assert control_status("negative control", "supported") == "FAILED"
-    assert control_status("negative control", NO_NOISE) == "passed (vacuous)"
+    # a negative control that could not have read supported checks nothing
+    assert control_status("negative control", NO_NOISE) == "COULD NOT FAIL"
+    assert control_status("negative control", "underpowered") == "COULD NOT FAIL"
+    assert control_status("negative control", "inconclusive") == "passed"
+    assert control_status("negative control", "not supported") == "passed"
     assert control_status("positive control", "underpowered") == "FAILED"
     from experiments.pipeline.report import claims_overview
 
     table = pd.DataFrame([{k: getattr(c, k) for k in ("experiment", "verdict", "role",
                                                       "p_value")} for c in claims])
+    table.loc[table["role"] == "negative control", "verdict"] = "inconclusive"
     assert "UNRELIABLE" not in "\n".join(claims_overview(table))
     table.loc[table["role"] == "positive control", "verdict"] = "inconclusive"
     text = "\n".join(claims_overview(table))
-    assert "UNRELIABLE" in text and "Unreliable (a control failed" in text
+    assert "UNRELIABLE (a control failed)" in text and "Unreliable (a control failed" in text
+    table.loc[table["role"] == "positive control", "verdict"] = "supported"
+    table.loc[table["role"] == "negative control", "verdict"] = "underpowered"
+    text = "\n".join(claims_overview(table))
+    assert "UNRELIABLE (a control could not fail)" in text
+    assert "fig2 (a control could not fail)" in text
 
 
 def test_every_claim_row_carries_the_decision_columns():
