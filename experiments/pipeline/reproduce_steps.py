@@ -159,6 +159,16 @@ class ImageStep:
 
         return real_data.settings_of(self.name, self.preset)
 
+    def control_seeds(self) -> list[int]:
+        """The control seeds of its preset's config (``experiments.papers.real_data
+        .CONTROL_SEEDS``): no setting of the fingerprint, so its step marker holds them."""
+        from experiments.papers import real_data
+
+        name, preset = self.name, self.preset
+        config = real_data.experiment_config(name, preset,
+                                             real_data.default_dataset(name, preset))
+        return list(config.control_seeds)
+
     def _run(self, out, **options):
         from experiments.papers import real_data
 

@@ -45,6 +45,7 @@ experiment (``cifar``, ``continual``, ``comet_images``).
 """
 
 from experiments.papers.real_data._configs import (read_calibration, CALIBRATED_RATES, DEFAULT_DATA, NAMES,
+                                            CONTROL_NOISE, CONTROL_REFERENCE, CONTROL_SEEDS,
                                             CONFIG_CLASSES, DERIVED_FIELDS,
                                             PAPER_CONTINUAL_RATES, PRESETS, QUICK_COMET,
                                             QUICK_COMET_MNIST, QUICK_CONTINUAL,
@@ -63,7 +64,8 @@ __all__ = ["read_calibration", "PRESETS", "run_cifar", "run_continual", "run_com
            "continual_claims", "comet_claims", "PAPER_TABLE3", "PAPER_BRICKEN",
            "QUICK_CONTINUAL", "QUICK_CONTINUAL_MNIST", "QUICK_COMET", "QUICK_COMET_MNIST",
            "PAPER_CONTINUAL_RATES", "CALIBRATED_RATES", "DEFAULT_DATA", "calibrated_rates",
-           "default_dataset", "data_of", "config_of", "CONFIG_CLASSES", "DERIVED_FIELDS"]
+           "default_dataset", "data_of", "config_of", "CONFIG_CLASSES", "DERIVED_FIELDS",
+           "CONTROL_NOISE", "CONTROL_REFERENCE", "CONTROL_SEEDS"]
 
 #: name -> the experiment's function (what ``sparselab scale --experiment`` would call).
 EXPERIMENTS = dict(zip(NAMES, (run_cifar, run_continual, run_comet_images)))

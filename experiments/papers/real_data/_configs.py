@@ -34,11 +34,21 @@ def default_dataset(name: str, preset: str) -> str:
 
 
 def _check_common(config) -> None:
-    """The checks every real-data config shares (preset, dataset, seeds, budget); seeds
-    become a tuple of ints."""
+    """The checks every real-data config shares (preset, dataset, seeds, control seeds,
+    budget); seeds become a tuple of ints."""
     check_choice(config.preset, "preset", PRESETS)
     check_choice(config.dataset, "dataset", DATASETS)
     object.__setattr__(config, "seeds", check_seeds(config.seeds))
+    control = config.control_seeds
+    if isinstance(control, (tuple, list, range)) and len(control) == 0:
+        control = ()
+    else:
+        control = check_seeds(control, "control_seeds")
+        shared = sorted(set(control) & set(config.seeds))
+        if shared:
+            raise ValueError(f"control_seeds must be disjoint from seeds {list(config.seeds)}: "
+                             f"both hold {shared}")
+    object.__setattr__(config, "control_seeds", control)
     if not isinstance(config.budget, str):
         raise ValueError(f"budget must be a string, got {config.budget!r}")
 
@@ -73,6 +83,12 @@ class CifarConfig:
             them, by cost alone).
         budget: what the preset's verdicts are for: the data part is filled in from the data
             read (``experiments.papers.real_data._rows.with_data``), the rest is the preset's.
+        control_seeds: seeds, disjoint from ``seeds``, at which only the reference model
+            (``CONTROL_REFERENCE``) runs, for the experiment's controls alone
+            (``CONTROL_SEEDS``); () for none.
+        control_activated: the activated units at which the reference runs for the controls:
+            at every control seed, and at the run's seeds where ``activated`` lacks them (the
+            controls use the sizes every seed has); () for ``activated``.
     """
 
     preset: str
@@ -85,10 +101,14 @@ class CifarConfig:
     lr: float = 1e-3
     seeds: tuple = (0, 1, 2, 3)
     budget: str = ""
+    control_seeds: tuple = ()
+    control_activated: tuple = ()
 
     def __post_init__(self):
         """Raises ValueError naming the field out of range (any field, as documented)."""
         _check_common(self)
+        object.__setattr__(self, "control_activated", () if self.control_activated in ((), [])
+                           else _check_sizes(self.control_activated, "control_activated"))
         if len(_check_sizes(self.channels, "channels")) != 3:
             raise ValueError(f"channels must hold 3 integers >= 1, got {self.channels!r}")
         object.__setattr__(self, "channels", tuple(self.channels))
@@ -101,6 +121,11 @@ class CifarConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def reference_activated(self) -> tuple:
+        """The activated units the reference runs at for the controls: ``control_activated``,
+        or ``activated`` where it is ()."""
+        return self.control_activated or self.activated
+
 
 @dataclass(frozen=True)
 class ContinualConfig:
@@ -112,7 +137,8 @@ class ContinualConfig:
     fix every model's size before training; ``parameter_matching`` says so in words.
     ``calibration`` records the learning rates and λs of ``continual`` that the calibration
     rule chose ({"values": {field: value}, "source": where they come from, in words}); a
-    ``--calibration`` file replaces them (``with_calibration``)."""
+    ``--calibration`` file replaces them (``with_calibration``). ``control_seeds``: as
+    ``CifarConfig``'s (the reference, the ReLU MLP, alone runs there)."""
 
     preset: str
     dataset: str
@@ -124,6 +150,7 @@ class ContinualConfig:
     matched: dict | None = None
     parameter_matching: str = ""
     calibration: dict | None = None
+    control_seeds: tuple = ()
 
     def __post_init__(self):
         """Raises ValueError naming the field out of range."""
@@ -131,6 +158,10 @@ class ContinualConfig:
         if not isinstance(self.models, (tuple, list)) or not all(
                 isinstance(m, str) for m in self.models):
             raise ValueError(f"models must be a tuple of model labels, got {self.models!r}")
+        if self.control_seeds and CONTROL_REFERENCE["continual"] not in self.models:
+            raise ValueError(f"control_seeds run the reference {CONTROL_REFERENCE['continual']!r}, "
+                             f"which models {tuple(self.models)} lacks: add it, or give no "
+                             f"control_seeds")
         if not isinstance(self.continual, dict):
             raise ValueError(f"continual must be a dict of ContinualSettings fields, got "
                              f"{self.continual!r}")
@@ -145,7 +176,7 @@ class CometImagesConfig:
     """COMET §5.2.1 Fig. 4 sweep: 4-layer MLPs of ``widths`` neurons a layer, COMET at each
     p_k of ``p_ks`` against the standard model and the smaller model. The defaults are the
     quick preset's; its 10 epochs were 20 until the 2-core time budget halved them, by cost
-    alone."""
+    alone. ``control_seeds``: as ``CifarConfig``'s (the standard model alone runs there)."""
 
     preset: str
     dataset: str
@@ -157,6 +188,7 @@ class CometImagesConfig:
     lr: float = 1e-3
     seeds: tuple = (0, 1, 2)
     budget: str = ""
+    control_seeds: tuple = ()
 
     def __post_init__(self):
         """Raises ValueError naming the field out of range."""
@@ -200,10 +232,66 @@ def experiment_config(name: str, preset: str, dataset: str):
                          f"--data-dir with their files (the bundled {dataset} are for tiny "
                          f"and quick)")
     if name == "cifar":
-        return _cifar_config(preset, dataset)
-    if name == "continual":
-        return _continual_config(preset, dataset)
-    return _comet_config(preset, dataset)
+        config = _cifar_config(preset, dataset)
+    elif name == "continual":
+        config = _continual_config(preset, dataset)
+    else:
+        config = _comet_config(preset, dataset)
+    return with_control_seeds(name, config)
+
+
+#: Each experiment's reference model (a model label): the one its controls compare with
+#: itself (negative: on disjoint seeds; positive: at x against x/4, or the continual oracle
+#: against it), and the only model run at its control seeds.
+CONTROL_REFERENCE = {"cifar": "CNN + dense", "continual": "ReLU MLP",
+                     "comet_images": "standard model"}
+#: Control seeds per (experiment, preset): how many seeds after the run's, at which only
+#: ``CONTROL_REFERENCE`` runs (at every size; cifar: at ``control_activated``). Chosen from
+#: the reference's seed noise measured at the quick preset (``CONTROL_NOISE``) so that each
+#: control could reach its verdict with probability ≥ 0.8: *supported* needs the MDE from the
+#: measured sd ≤ the SESOI (1 point of accuracy), and with n seeds and a true sd σ,
+#: P(MDE ≤ SESOI) = P(χ²(n−1) ≤ (n−1)·(SESOI / (d*(n)·σ))²) (as for the synthetic
+#: experiments' ``experiments.papers.presets.CONTROL_PLAN``). The positive control uses all
+#: n = run + control seeds, the negative one ⌊n/2⌋ disjoint pairs; a negative control can
+#: fail only when it too could read *supported*. With the run's seeds alone (4, 4 and 3),
+#: cifar's and comet_images' controls and continual's negative one could not reach a
+#: verdict. The counts give P for (positive, negative): cifar (1.00, 0.93 at n = 88),
+#: continual (0.95 at the run's 4 seeds, 1.00 at 8), comet_images (1.00, 0.94 at 24).
+#: Cifar's reference runs at 32 and 128 activated units for the controls
+#: (``CifarConfig.control_activated``): at 8 its test error is heavy-tailed over seeds (sd
+#: 0.127, one seed at 0.72), which put the positive control's MDE far above the SESOI at any
+#: affordable count; 128 is no size of the claims. Cost, measured on one core: 0.6 s a cifar
+#: row, 1.1 s a comet_images row, 0.7 s a continual ReLU MLP; ≈ 2.9 min in all (1.7 min
+#: cifar, 1.2 min comet_images). Tiny decides nothing and has none; the paper preset's noise
+#: is not measured.
+CONTROL_SEEDS = {("cifar", "quick"): 84, ("continual", "quick"): 4,
+                 ("comet_images", "quick"): 21}
+#: The reference's seed noise at the quick preset, from which ``CONTROL_SEEDS`` was chosen:
+#: experiment → (the positive control's mean difference in test error, the sd over seeds of
+#: its per-seed difference, the sd of the negative control's per-pair difference: √2 × the sd
+#: over seeds of the per-seed mean over sizes). Measured on the reference's rows at seeds
+#: 0–39 (cifar, activated units 32 and 128: the pair 128 vs 32), 0–23 (comet_images, widths
+#: 32, 128, 512), 0–27 (continual's negative control; its positive one, the joint-training
+#: oracle against the ReLU MLP, on the run's seeds 0–3). The tests simulate the controls at
+#: these values (tests/experiments/analysis/test_control_power.py).
+CONTROL_NOISE = {"cifar": (-0.0186, 0.0173, 0.0200), "continual": (-0.658, 0.0029, 0.0015),
+                 "comet_images": (-0.0295, 0.0052, 0.0086)}
+
+
+def with_control_seeds(name: str, config):
+    """``config`` (of experiment ``name``) with its preset's control seeds
+    (``CONTROL_SEEDS``): that many seeds after its largest; ``config`` itself where the preset
+    has none.
+
+    Raises:
+        ValueError: an unknown experiment name.
+    """
+    check_choice(name, "experiment name", NAMES)
+    count = CONTROL_SEEDS.get((name, config.preset), 0)
+    if not count:
+        return config
+    first = max(config.seeds) + 1
+    return replace(config, control_seeds=tuple(range(first, first + count)))
 
 
 def _cifar_config(preset, dataset):
@@ -211,7 +299,7 @@ def _cifar_config(preset, dataset):
         return CifarConfig(preset, dataset, channels=(4, 8, 8), activated=(4, 8), epochs=2,
                            seeds=(0, 1), budget="a smoke test, no verdict is meant")
     if preset == "quick":
-        return CifarConfig(preset, dataset, budget=(
+        return CifarConfig(preset, dataset, control_activated=(32, 128), budget=(
             "CNN channels 16/32/32, activated units 8–32, 10 Adam epochs — a verdict for "
             "this budget, not for CIFAR-10 at 50 epochs"))
     return CifarConfig(preset, dataset, channels=(32, 64, 64), activated=(128, 256, 512),

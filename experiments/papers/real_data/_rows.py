@@ -36,11 +36,13 @@ def with_data(config, data: ImageData, detail: str = ""):
     <training> training and <test> test images of H×W×C[, detail], <n> seeds; <the preset's
     budget>"."""
     shape = "×".join(map(str, data.identity["image_shape"]))
-    seeds = len(config.seeds)
+    seeds, control = len(config.seeds), len(config.control_seeds)
     text = (f"{config.preset}: {data.title}, {data.identity['n_train']:,} training and "
             f"{data.identity['n_test']:,} test images of {shape}"
             + (f", {detail}" if detail else "")
-            + f", {seeds} seed{'s' * (seeds != 1)}; {config.budget}")
+            + f", {seeds} seed{'s' * (seeds != 1)}"
+            + (f" (and {control} control seed{'s' * (control != 1)} of the reference model, "
+               f"for the controls)" if control else "") + f"; {config.budget}")
     return replace(config, budget=text)
 
 
@@ -57,9 +59,10 @@ def _flat(X_train, y_train, X_test, y_test) -> tuple:
             as_float(X_test).reshape(len(X_test), -1), y_test)
 
 
-#: Config fields that change no number: texts about the run (the numbers they describe are
-#: settings of their own).
-_NOT_SETTINGS = ("budget", "calibration")
+#: Config fields that change no row's numbers: texts about the run (the numbers they describe
+#: are settings of their own), and the controls' seeds and sizes (a control row is a row of its
+#: own seed and size, both in its key).
+_NOT_SETTINGS = ("budget", "calibration", "control_seeds", "control_activated")
 
 
 def _settings(config, data: ImageData) -> dict:
@@ -411,12 +414,31 @@ def data_of(out) -> str:
 
 
 def _seeds(config, seeds):
+    """``config`` with ``seeds`` (None: as it is); its control seeds, where they would share a
+    seed with ``seeds``, move to as many seeds after the largest of them."""
     if seeds is None:
         return config
     seeds = tuple(check_seed(s) for s in seeds)
     if not seeds:
         raise ValueError("seeds must hold at least one seed")
-    return replace(config, seeds=seeds)
+    control = config.control_seeds
+    if set(control) & set(seeds):
+        control = tuple(range(max(seeds) + 1, max(seeds) + 1 + len(control)))
+    return replace(config, seeds=seeds, control_seeds=control)
+
+
+def run_seeds(frame: pd.DataFrame, config) -> pd.DataFrame:
+    """The rows of ``frame`` at the run's seeds (``config.seeds``): those the claims, plots
+    and tables read; the rows at its control seeds feed the controls alone.
+
+    Raises:
+        ValueError: ``frame`` has rows but no ``seed`` column.
+    """
+    if not len(frame):
+        return frame
+    if "seed" not in frame.columns:
+        raise ValueError(f"frame must have a seed column, got columns {list(frame.columns)}")
+    return frame[frame["seed"].isin(config.seeds)]
 
 
 def _tensor(X: np.ndarray, device, flat: bool) -> torch.Tensor:

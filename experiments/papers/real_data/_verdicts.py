@@ -160,7 +160,10 @@ def real_data_controls(name: str, frame: pd.DataFrame, reference: str, x: str, v
                          f"{reference}; must read supported", frame, positive, reference, x,
                          value, "experiments.analysis.claims, controls", unit, budget=budget,
                          sesoi=sesoi, regime=pair_regime)
-    return [negative, replace(claim, role="positive control")]
+    claim = replace(claim, role="positive control")
+    if claim.rule is not None:  # decided again as a control: alone, outside the family
+        claim = claim.rule.apply(claim, claim.rule.p_value)
+    return [negative, claim]
 
 
 def training_regime(frame: pd.DataFrame, labels, common: str = "") -> str:

@@ -12,9 +12,9 @@ import pandas as pd
 import torch
 
 from experiments.analysis.claims import Claim
-from experiments.papers.real_data._configs import CifarConfig
+from experiments.papers.real_data._configs import CONTROL_REFERENCE, CifarConfig
 from experiments.papers.real_data._rows import (_holding_out, _mean_sd, _run_rows, _start,
-                                                _tensor, _write_claims, _write_table)
+                                                _tensor, _write_claims, _write_table, run_seeds)
 from experiments.papers.real_data._verdicts import (adjust_family, paired_claim,
                                              real_data_controls, shared_regime)
 
@@ -117,16 +117,23 @@ def run_cifar(preset: str, out, data_dir=None, seeds=None, device: str = "auto",
             jobs.append(job("CNN + dense", a, a, seed))
             for fraction in config.fractions:
                 jobs.append(job(_dsm_label(fraction), int(round(a / fraction)), a, seed))
+    reference, sizes = CONTROL_REFERENCE["cifar"], config.reference_activated()
+    jobs += [job(reference, a, a, seed)  # the controls' extra sizes and seeds
+             for seed in config.seeds + config.control_seeds for a in sizes
+             if seed in config.control_seeds or a not in config.activated]
     frame = _run_rows(out, "cifar", settings, jobs, run.table, progress, data, engine)
     if rows_only:
         return frame
-    claims = adjust_family(cifar_claims(frame, config)) + real_data_controls(  # Holm, controls
-        "cifar", frame, "CNN + dense", "activated_units", "test_error", "test error",
-        budget=config.budget, regime=shared_regime(config))
+    runs = run_seeds(frame, config)  # claims, plot and tables: the run's seeds and sizes
+    runs = runs[runs["activated_units"].isin(config.activated)] if len(runs) else runs
+    claims = adjust_family(cifar_claims(runs, config)) + real_data_controls(  # Holm, controls
+        "cifar", frame, reference, "activated_units", "test_error",
+        "test error", budget=config.budget, regime=shared_regime(config),
+        control_seeds=config.control_seeds)
     _write_claims(out, claims)
-    _plot_cifar(frame, out / "cifar_fig5.png", config, images.title)
+    _plot_cifar(runs, out / "cifar_fig5.png", config, images.title)
     _write_table(out, "Baykal et al. 2022 §5 CIFAR-10 (Fig. 5, Table 3): CNN + dense vs "
-                 "CNN + DSM", config, frame, claims, _cifar_tables(frame), images)
+                 "CNN + DSM", config, runs, claims, _cifar_tables(runs), images)
     return frame
 
 

@@ -12,9 +12,9 @@ import pandas as pd
 import torch
 
 from experiments.analysis.claims import Claim
-from experiments.papers.real_data._configs import CometImagesConfig
+from experiments.papers.real_data._configs import CONTROL_REFERENCE, CometImagesConfig
 from experiments.papers.real_data._rows import (_holding_out, _mean_sd, _run_rows, _start,
-                                                _tensor, _write_claims, _write_table)
+                                                _tensor, _write_claims, _write_table, run_seeds)
 from experiments.papers.real_data._verdicts import (adjust_family, paired_claim,
                                              real_data_controls, shared_regime)
 
@@ -77,16 +77,20 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
             for p_k in config.p_ks:
                 jobs.append(job("COMET", width, p_k, False, seed))
                 jobs.append(job("smaller model", width, p_k, True, seed))
+    jobs += [job(CONTROL_REFERENCE["comet_images"], width, 1.0, False, seed)  # the controls'
+             for seed in config.control_seeds for width in config.widths]
     frame = _run_rows(out, "comet_images", settings, jobs, run.table, progress, data, engine)
     if rows_only:
         return frame
-    claims = adjust_family(comet_claims(frame, config)) + real_data_controls(  # Holm, controls
-        "comet_images", frame, "standard model", "width", "test_error", "test error",
-        budget=config.budget, regime=shared_regime(config))
+    runs = run_seeds(frame, config)  # claims, plot and tables: the run's seeds alone
+    claims = adjust_family(comet_claims(runs, config)) + real_data_controls(  # Holm, controls
+        "comet_images", frame, CONTROL_REFERENCE["comet_images"], "width", "test_error",
+        "test error", budget=config.budget, regime=shared_regime(config),
+        control_seeds=config.control_seeds)
     _write_claims(out, claims)
-    _plot_comet(frame, out / "comet_fig4.png", config, images.title)
+    _plot_comet(runs, out / "comet_fig4.png", config, images.title)
     _write_table(out, "COMET §5.2.1, Fig. 4: 4-layer MLPs by neurons and sparsity", config,
-                 frame, claims, _comet_tables(frame), images)
+                 runs, claims, _comet_tables(runs), images)
     return frame
 
 

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from experiments.analysis.claims import Claim
-from experiments.papers.real_data._configs import ContinualConfig
+from experiments.papers.real_data._configs import CONTROL_REFERENCE, ContinualConfig
 from experiments.papers.real_data._rows import (_flat, _holding_out, _run_rows, _start,
-                                                _write_claims, _write_table)
+                                                _write_claims, _write_table, run_seeds)
 from experiments.papers.real_data._verdicts import (adjust_family, paired_claim,
                                              real_data_controls, training_regime)
 
@@ -99,22 +99,26 @@ def run_continual(preset: str, out, data_dir=None, seeds=None, device: str = "au
         return (key, seed, {"dataset": dataset, "model_label": entry.label}, train)
 
     jobs = [job(key, seed) for seed in config.seeds for key in config.models]
+    jobs += [job(CONTROL_REFERENCE["continual"], seed)  # the controls' extra seeds
+             for seed in config.control_seeds]
     frame = _with_names(_run_rows(out, "continual", settings, jobs, run.table, progress, data,
                                   engine))
     if rows_only:
         return frame
-    claims = adjust_family(continual_claims(frame, config)) + real_data_controls(  # Holm,
+    runs = run_seeds(frame, config)  # claims, plots and tables: the run's seeds alone
+    claims = adjust_family(continual_claims(runs, config)) + real_data_controls(  # Holm,
         "continual", frame.assign(final="final"), label_of(frame, "dense_mlp"),  # controls
         "final", "error", "test error after the last task", budget=config.budget,
         positive=label_of(frame, "dense_mlp", joint=True),
-        training=f"{continual.epochs_per_task} epochs a task, batch {continual.batch_size}")
+        training=f"{continual.epochs_per_task} epochs a task, batch {continual.batch_size}",
+        control_seeds=config.control_seeds)
     _write_claims(out, claims)
-    _write_matrix(frame, out / "accuracy_matrix.csv")
-    _plot_continual(frame, out / "continual_fig3.png", images.title)
-    _plot_matrices(frame, out / "continual_accuracy_matrices.png", images.title)
+    _write_matrix(runs, out / "accuracy_matrix.csv")
+    _plot_continual(runs, out / "continual_fig3.png", images.title)
+    _plot_matrices(runs, out / "continual_accuracy_matrices.png", images.title)
     _write_table(out, "Bricken et al. 2023 §5: class-incremental continual learning (Table 1, "
-                 "Fig. 3; App. E.1, F.3)", config, frame, claims,
-                 _continual_tables(frame, config), images)
+                 "Fig. 3; App. E.1, F.3)", config, runs, claims,
+                 _continual_tables(runs, config), images)
     return frame
 
 
