@@ -51,6 +51,50 @@ def read_results(run_dir: pathlib.Path) -> pd.DataFrame:
                          f"{str(error).splitlines()[0]}") from None
 
 
+def control_rows_of(run_dir: pathlib.Path, frame: pd.DataFrame):
+    """Which rows of ``frame`` (``run_dir``'s results.csv) were run for the controls alone,
+    as the ``config.json`` beside it records them: a sweep's rows at a config's control seeds
+    (``experiments.runner.sweep.control_rows``); an image experiment's rows at its
+    ``control_seeds``, and cifar's reference rows at a ``control_activated`` size the run
+    lacks. None of them when there is no readable config.json or it records none.
+
+    Returns:
+        bool array (len(frame),): True at the control rows.
+    """
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    mask = np.zeros(len(frame), dtype=bool)
+    try:
+        recorded = json.loads((pathlib.Path(run_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return mask
+    if not isinstance(recorded, dict):
+        return mask
+    if isinstance(recorded.get("configs"), list) and "target" in frame and "seed" in frame:
+        from experiments.runner.specs import ExperimentConfig
+        from experiments.runner.sweep import control_rows
+
+        try:
+            configs = [ExperimentConfig.from_dict(dict(c)) for c in recorded["configs"]]
+        except (TypeError, ValueError, KeyError):
+            return mask
+        return control_rows(frame, configs)
+    config = recorded.get("config")
+    if not isinstance(config, dict) or "seed" not in frame:
+        return mask
+    seeds = pd.to_numeric(frame["seed"], errors="coerce")
+    mask |= seeds.isin(config.get("control_seeds") or []).to_numpy()
+    if config.get("control_activated") and "activated_units" in frame:
+        from experiments.papers.real_data import CONTROL_REFERENCE
+
+        mask |= ((frame.get("model_label") == CONTROL_REFERENCE["cifar"])
+                 & ~frame["activated_units"].isin(config.get("activated") or [])).to_numpy()
+    return mask
+
+
 def _check_column(frame: pd.DataFrame, column: str, option: str, path: pathlib.Path,
                   numeric: bool) -> None:
     import pandas as pd
@@ -102,23 +146,27 @@ def output_paths(run_dir: pathlib.Path, x: str, y: str, by: str | None,
 
 
 def plot_results(run_dir: pathlib.Path, x: str, y: str, by: str | None = "model_label",
-                 out: pathlib.Path | None = None) -> tuple[list[pathlib.Path], int]:
+                 out: pathlib.Path | None = None,
+                 controls: bool = False) -> tuple[list[pathlib.Path], int]:
     """Plot column ``y`` of ``run_dir/results.csv`` against column ``x``, log-log, one line
     per value of ``by`` (one line for all rows when ``by`` is None or, when it is the default
     "model_label", the table has no such column).
 
     Rows sharing a group and an x value (the seeds of a sweep) are drawn as their geometric
     mean with an error bar from the smallest to the largest, each row as a faint point. Rows
-    with a missing or non-positive x or y cannot sit on log axes and are left out (counted).
+    with a missing or non-positive x or y cannot sit on log axes and are left out (counted),
+    and so are the rows run for the controls alone (``control_rows_of``) unless
+    ``controls``: the reference model's extra seeds would weigh it apart from the others.
 
     Arguments:
         run_dir: folder holding ``results.csv``.
         x, y: numeric columns (any unit; axes are labelled with the column names).
         by: column whose values split the rows into lines, or None.
         out: where to write (``output_paths``), default a name in ``run_dir``.
+        controls: plot the control rows too.
 
     Returns:
-        ([PNG path, SVG path], number of rows left out).
+        ([PNG path, SVG path], number of rows left out: not plottable, or control rows).
 
     Raises:
         ValueError: a missing folder or file, a column not in the table (the message lists
@@ -127,6 +175,8 @@ def plot_results(run_dir: pathlib.Path, x: str, y: str, by: str | None = "model_
     import matplotlib
     import numpy as np
     import pandas as pd
+
+    from routing.validation import check_bool
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -141,10 +191,12 @@ def plot_results(run_dir: pathlib.Path, x: str, y: str, by: str | None = "model_
         _check_column(frame, by, "--by", path, numeric=False)
     paths = output_paths(run_dir, x, y, by, out)
     ok = (frame[x] > 0) & (frame[y] > 0)  # False for nan
+    if not check_bool(controls, "controls"):
+        ok &= ~control_rows_of(run_dir, frame)
     rows, dropped = frame[ok], int((~ok).sum())
     if rows.empty:
         raise ValueError(f"no row of {path} has positive {x} and {y} (log axes need both "
-                         f"> 0); {dropped} rows left out")
+                         f"> 0) outside the control rows; {dropped} rows left out")
     groups = [(None, rows)] if by is None else list(rows.groupby(by, sort=False, dropna=False))
     fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
     for value, group in groups:
@@ -182,19 +234,23 @@ def plot_results(run_dir: pathlib.Path, x: str, y: str, by: str | None = "model_
               help="File to write, .png or .svg; both are written. An existing folder: "
                    "both are written inside it under the default name [default: "
                    "RUN_DIR/plot_<y>_vs_<x>_by_<by>].")
+@click.option("--with-controls", "controls", is_flag=True,
+              help="Plot the rows run for the controls alone too (the reference model at "
+                   "its control seeds, as config.json records them); left out by default.")
 def plot_command(run_dir: pathlib.Path, x: str, y: str, by: str,
-                 out: pathlib.Path | None) -> None:
+                 out: pathlib.Path | None, controls: bool) -> None:
     """Re-plot RUN_DIR/results.csv: --y against --x, log-log, one line per --by value (mean
-    over seeds with min-max error bars)."""
+    over seeds with min-max error bars; the controls' extra rows left out)."""
     try:
-        paths, dropped = plot_results(run_dir, x, y, by=by or None, out=out)
+        paths, dropped = plot_results(run_dir, x, y, by=by or None, out=out,
+                                      controls=controls)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     except OSError as error:  # a folder that cannot be written: one line, no traceback
         raise click.ClickException(f"--out {out or run_dir}: cannot write there "
                                    f"({error.strerror or error})") from None
     if dropped:
-        click.echo(f"left out {dropped} rows with a missing or non-positive {x} or {y}",
-                   err=True)
+        click.echo(f"left out {dropped} rows with a missing or non-positive {x} or {y}, "
+                   f"or run for the controls alone (--with-controls plots those)", err=True)
     for path in paths:
         click.echo(f"wrote {path}")

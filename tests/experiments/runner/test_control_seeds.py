@@ -103,6 +103,21 @@ def test_the_sweep_runs_only_the_control_models_at_a_control_seed(tmp_path):
     assert control_rows(on_disk, [config]).sum() == 6
 
 
+def test_plot_finds_a_scale_folders_control_rows_from_its_config_json(tmp_path):
+    """``sparselab plot`` leaves out the rows ``control_rows`` names, read from the
+    ``config.json`` that ``sparselab scale`` writes, unless asked for them."""
+    from experiments.cli.plot import control_rows_of, plot_results, read_results
+    from experiments.pipeline.scale import run_experiment
+
+    config = _with_controls(_config())
+    run_experiment("fig4", "tiny", tmp_path, device="cpu", progress=False, configs=[config])
+    rows = read_results(tmp_path)
+    mask = control_rows_of(tmp_path, rows)
+    assert (mask == control_rows(rows, [config])).all() and mask.sum() == 6
+    assert plot_results(tmp_path, "activated_units", "eval_nmse")[1] == 6
+    assert plot_results(tmp_path, "activated_units", "eval_nmse", controls=True)[1] == 0
+
+
 def test_control_rows_resume_and_a_folder_without_them_gains_them(tmp_path):
     plain = _config()
     run_sweep([plain], tmp_path / "a", device="cpu", progress=False)
