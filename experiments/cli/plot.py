@@ -55,8 +55,9 @@ def control_rows_of(run_dir: pathlib.Path, frame: pd.DataFrame):
     """Which rows of ``frame`` (``run_dir``'s results.csv) were run for the controls alone,
     as the ``config.json`` beside it records them: a sweep's rows at a config's control seeds
     (``experiments.runner.sweep.control_rows``); an image experiment's rows at its
-    ``control_seeds``, and cifar's reference rows at a ``control_activated`` size the run
-    lacks. None of them when there is no readable config.json or it records none.
+    ``control_seeds``, and its reference's rows at a size for the controls the run lacks
+    (``experiments.papers.real_data.CONTROL_SIZES``). None of them when there is no readable
+    config.json or it records none.
 
     Returns:
         bool array (len(frame),): True at the control rows.
@@ -87,11 +88,14 @@ def control_rows_of(run_dir: pathlib.Path, frame: pd.DataFrame):
         return mask
     seeds = pd.to_numeric(frame["seed"], errors="coerce")
     mask |= seeds.isin(config.get("control_seeds") or []).to_numpy()
-    if config.get("control_activated") and "activated_units" in frame:
-        from experiments.papers.real_data import CONTROL_REFERENCE
+    from experiments.papers.real_data import CONTROL_REFERENCE, CONTROL_SIZES
 
-        mask |= ((frame.get("model_label") == CONTROL_REFERENCE["cifar"])
-                 & ~frame["activated_units"].isin(config.get("activated") or [])).to_numpy()
+    name = recorded.get("experiment")
+    if name in CONTROL_SIZES and "model_label" in frame:
+        column, run_field, control_field = CONTROL_SIZES[name]
+        if config.get(control_field) and column in frame:
+            mask |= ((frame["model_label"] == CONTROL_REFERENCE[name])
+                     & ~frame[column].isin(config.get(run_field) or [])).to_numpy()
     return mask
 
 

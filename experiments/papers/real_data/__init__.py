@@ -46,6 +46,7 @@ experiment (``cifar``, ``continual``, ``comet_images``).
 
 from experiments.papers.real_data._configs import (read_calibration, CALIBRATED_RATES, DEFAULT_DATA, NAMES,
                                             CONTROL_NOISE, CONTROL_REFERENCE, CONTROL_SEEDS,
+                                            CONTROL_SIZES,
                                             CONFIG_CLASSES, DERIVED_FIELDS,
                                             PAPER_CONTINUAL_RATES, PRESETS, QUICK_COMET,
                                             QUICK_COMET_MNIST, QUICK_CONTINUAL,
@@ -65,7 +66,7 @@ __all__ = ["read_calibration", "PRESETS", "run_cifar", "run_continual", "run_com
            "QUICK_CONTINUAL", "QUICK_CONTINUAL_MNIST", "QUICK_COMET", "QUICK_COMET_MNIST",
            "PAPER_CONTINUAL_RATES", "CALIBRATED_RATES", "DEFAULT_DATA", "calibrated_rates",
            "default_dataset", "data_of", "config_of", "CONFIG_CLASSES", "DERIVED_FIELDS",
-           "CONTROL_NOISE", "CONTROL_REFERENCE", "CONTROL_SEEDS"]
+           "CONTROL_NOISE", "CONTROL_REFERENCE", "CONTROL_SEEDS", "CONTROL_SIZES"]
 
 #: name -> the experiment's function (what ``sparselab scale --experiment`` would call).
 EXPERIMENTS = dict(zip(NAMES, (run_cifar, run_continual, run_comet_images)))

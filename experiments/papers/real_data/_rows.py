@@ -62,7 +62,8 @@ def _flat(X_train, y_train, X_test, y_test) -> tuple:
 #: Config fields that change no row's numbers: texts about the run (the numbers they describe
 #: are settings of their own), and the controls' seeds and sizes (a control row is a row of its
 #: own seed and size, both in its key).
-_NOT_SETTINGS = ("budget", "calibration", "control_seeds", "control_activated")
+_NOT_SETTINGS = ("budget", "calibration", "control_seeds", "control_activated",
+                 "control_widths")
 
 
 def _settings(config, data: ImageData) -> dict:

@@ -78,11 +78,14 @@ def run_comet_images(preset: str, out, data_dir=None, seeds=None, device: str = 
                 jobs.append(job("COMET", width, p_k, False, seed))
                 jobs.append(job("smaller model", width, p_k, True, seed))
     jobs += [job(CONTROL_REFERENCE["comet_images"], width, 1.0, False, seed)  # the controls'
-             for seed in config.control_seeds for width in config.widths]
+             for seed in config.seeds + config.control_seeds  # extra sizes and seeds
+             for width in config.reference_widths()
+             if seed in config.control_seeds or width not in config.widths]
     frame = _run_rows(out, "comet_images", settings, jobs, run.table, progress, data, engine)
     if rows_only:
         return frame
-    runs = run_seeds(frame, config)  # claims, plot and tables: the run's seeds alone
+    runs = run_seeds(frame, config)  # claims, plot and tables: the run's seeds and sizes
+    runs = runs[runs["width"].isin(config.widths)] if len(runs) else runs
     claims = adjust_family(comet_claims(runs, config)) + real_data_controls(  # Holm, controls
         "comet_images", frame, CONTROL_REFERENCE["comet_images"], "width", "test_error",
         "test error", budget=config.budget, regime=shared_regime(config),

@@ -156,7 +156,8 @@ def _image_design(name: str):
 
     config = experiment_config(name, "quick", "digits")
     sizes = {"cifar": lambda: config.reference_activated(),
-             "comet_images": lambda: config.widths, "continual": lambda: ("final",)}[name]()
+             "comet_images": lambda: config.reference_widths(),
+             "continual": lambda: ("final",)}[name]()
     return list(sizes), config.seeds, config.seeds + config.control_seeds
 
 

@@ -50,6 +50,8 @@ def test_control_seeds_are_checked_on_construction():
         CifarConfig("tiny", "digits", control_seeds="7")
     with pytest.raises(ValueError, match="control_activated"):
         CifarConfig("tiny", "digits", control_activated=(0, 8))
+    with pytest.raises(ValueError, match="control_widths"):
+        CometImagesConfig("tiny", "digits", control_widths=("32",))
     config = experiment_config("continual", "tiny", "digits")
     with pytest.raises(ValueError, match="control_seeds run the reference 'ReLU MLP'"):
         ContinualConfig("tiny", "digits", models=("SDMLP",), continual=config.continual,
@@ -115,6 +117,29 @@ def test_reproduce_marks_an_image_step_with_its_control_seeds():
     for name, marker in markers.items():
         config = experiment_config(name, "quick", "digits")
         assert marker[CONTROLS_KEY] == list(config.control_seeds), name
+
+
+def test_comet_images_runs_the_standard_model_alone_at_its_control_seeds_and_widths(
+        tmp_path):
+    from experiments.cli.plot import control_rows_of, read_results
+    from experiments.papers.real_data import run_comet_images
+
+    config = replace(experiment_config("comet_images", "tiny", "digits"), seeds=(0,),
+                     control_seeds=(3, 4), control_widths=(8, 32, 64))
+    assert config.widths == (8, 32)
+    out = tmp_path / "comet"
+    frame = run_comet_images("tiny", out, config=config, progress=False, device="cpu")
+    extra = frame[(frame["seed"] != 0) | (frame["width"] == 64)]
+    assert set(extra["model_label"]) == {CONTROL_REFERENCE["comet_images"]}
+    assert sorted(zip(extra["seed"], extra["width"])) == [
+        (0, 64), (3, 8), (3, 32), (3, 64), (4, 8), (4, 32), (4, 64)]
+    claims = pd.read_csv(out / "claims.csv")
+    assert not claims[claims["role"] == "claim"]["evidence"].str.contains("64").any()
+    positive = claims[claims["role"] == "positive control"].iloc[0]
+    assert "over 3 seeds, 2 of them control seeds" in positive["claim"]
+    assert "32 vs 8" in positive["evidence"] and "64 vs 8" in positive["evidence"]
+    # the plot leaves out the control seeds' rows and the width the run lacks
+    assert control_rows_of(out, read_results(out)).sum() == len(extra)
 
 
 def test_plot_leaves_out_the_control_rows_unless_asked(tmp_path):
