@@ -56,11 +56,15 @@ def control_rows_of(run_dir: pathlib.Path, frame: pd.DataFrame):
     as the ``config.json`` beside it records them: a sweep's rows at a config's control seeds
     (``experiments.runner.sweep.control_rows``); an image experiment's rows at its
     ``control_seeds``, and its reference's rows at a size for the controls the run lacks
-    (``experiments.papers.real_data.CONTROL_SIZES``). None of them when there is no readable
+    (``experiments.papers.real_data.CONTROL_SIZES``). None of them when there is no
     config.json or it records none.
 
     Returns:
         bool array (len(frame),): True at the control rows.
+
+    Raises:
+        ValueError: a config.json that is no JSON object, or whose sweep configs cannot be
+            read back, naming the file (``--with-controls`` plots every row without it).
     """
     import json
 
@@ -68,20 +72,27 @@ def control_rows_of(run_dir: pathlib.Path, frame: pd.DataFrame):
     import pandas as pd
 
     mask = np.zeros(len(frame), dtype=bool)
+    path = pathlib.Path(run_dir) / "config.json"
+    if not path.is_file():
+        return mask
+    unreadable = (f"{path} {{}}: it tells which rows were run for the controls alone "
+                  f"(--with-controls plots every row without reading it)")
     try:
-        recorded = json.loads((pathlib.Path(run_dir) / "config.json").read_text())
-    except (OSError, ValueError):
-        return mask
+        recorded = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ValueError(unreadable.format(f"cannot be read as JSON ({error})")) from None
     if not isinstance(recorded, dict):
-        return mask
-    if isinstance(recorded.get("configs"), list) and "target" in frame and "seed" in frame:
+        raise ValueError(unreadable.format(f"holds a {type(recorded).__name__}, not a JSON "
+                                           f"object"))
+    if "configs" in recorded and "target" in frame and "seed" in frame:
         from experiments.runner.specs import ExperimentConfig
         from experiments.runner.sweep import control_rows
 
         try:
             configs = [ExperimentConfig.from_dict(dict(c)) for c in recorded["configs"]]
-        except (TypeError, ValueError, KeyError):
-            return mask
+        except (TypeError, ValueError, KeyError) as error:
+            raise ValueError(unreadable.format(f"has configs that cannot be read back "
+                                               f"({error})")) from None
         return control_rows(frame, configs)
     config = recorded.get("config")
     if not isinstance(config, dict) or "seed" not in frame:

@@ -155,5 +155,9 @@ def test_plot_leaves_out_the_control_rows_unless_asked(tmp_path):
     assert dropped == 6
     _, dropped = plot_results(out, "activated_units", "test_error", controls=True)
     assert dropped == 0
+    (out / "config.json").write_text("{not json")  # a broken record: refused, not guessed
+    with pytest.raises(ValueError, match=r"config.json cannot be read as JSON.*--with-controls"):
+        plot_results(out, "activated_units", "test_error")
+    assert plot_results(out, "activated_units", "test_error", controls=True)[1] == 0
     (out / "config.json").unlink()  # nothing records them: every row is plotted
     assert not control_rows_of(out, rows).any()
