@@ -59,12 +59,17 @@ def control_rows_of(run_dir: pathlib.Path, frame: pd.DataFrame):
     (``experiments.papers.real_data.CONTROL_SIZES``). None of them when there is no
     config.json or it records none.
 
+    Arguments:
+        run_dir: the folder of ``results.csv`` and ``config.json``.
+        frame: its rows (``read_results``).
+
     Returns:
         bool array (len(frame),): True at the control rows.
 
     Raises:
-        ValueError: a config.json that is no JSON object, or whose sweep configs cannot be
-            read back, naming the file (``--with-controls`` plots every row without it).
+        ValueError: a config.json that is no JSON object, whose sweep configs cannot be
+            read back or whose control seeds are no list, naming the file
+            (``--with-controls`` plots every row without reading it).
     """
     import json
 
@@ -75,15 +80,17 @@ def control_rows_of(run_dir: pathlib.Path, frame: pd.DataFrame):
     path = pathlib.Path(run_dir) / "config.json"
     if not path.is_file():
         return mask
-    unreadable = (f"{path} {{}}: it tells which rows were run for the controls alone "
-                  f"(--with-controls plots every row without reading it)")
+
+    def unreadable(why: str) -> ValueError:
+        return ValueError(f"{path} {why}: it tells which rows were run for the controls alone "
+                          f"(--with-controls plots every row without reading it)")
+
     try:
         recorded = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ValueError(unreadable.format(f"cannot be read as JSON ({error})")) from None
+        raise unreadable(f"cannot be read as JSON ({error})") from None
     if not isinstance(recorded, dict):
-        raise ValueError(unreadable.format(f"holds a {type(recorded).__name__}, not a JSON "
-                                           f"object"))
+        raise unreadable(f"holds a {type(recorded).__name__}, not a JSON object")
     if "configs" in recorded and "target" in frame and "seed" in frame:
         from experiments.runner.specs import ExperimentConfig
         from experiments.runner.sweep import control_rows
@@ -91,14 +98,15 @@ def control_rows_of(run_dir: pathlib.Path, frame: pd.DataFrame):
         try:
             configs = [ExperimentConfig.from_dict(dict(c)) for c in recorded["configs"]]
         except (TypeError, ValueError, KeyError) as error:
-            raise ValueError(unreadable.format(f"has configs that cannot be read back "
-                                               f"({error})")) from None
+            raise unreadable(f"has configs that cannot be read back ({error})") from None
         return control_rows(frame, configs)
     config = recorded.get("config")
     if not isinstance(config, dict) or "seed" not in frame:
         return mask
-    seeds = pd.to_numeric(frame["seed"], errors="coerce")
-    mask |= seeds.isin(config.get("control_seeds") or []).to_numpy()
+    control_seeds = config.get("control_seeds") or []
+    if not isinstance(control_seeds, list):
+        raise unreadable(f"records control_seeds {control_seeds!r}, not a list of seeds")
+    mask |= pd.to_numeric(frame["seed"], errors="coerce").isin(control_seeds).to_numpy()
     from experiments.papers.real_data import CONTROL_REFERENCE, CONTROL_SIZES
 
     name = recorded.get("experiment")

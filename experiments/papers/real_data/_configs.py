@@ -61,6 +61,15 @@ def _check_sizes(values, name: str, low: int = 1) -> tuple:
     return tuple(check_int(v, name, low) for v in values)
 
 
+def _optional_sizes(values, name: str) -> tuple:
+    """``values`` as ``_check_sizes`` gives them, or () for an empty tuple or list (the
+    run's sizes), else ValueError naming ``name``."""
+    if not isinstance(values, (tuple, list)):
+        raise ValueError(f"{name} must be a tuple of integers >= 1 (() for the run's sizes), "
+                         f"got {values!r}")
+    return tuple(check_int(v, name, 1) for v in values)
+
+
 def _check_fractions(values, name: str) -> tuple:
     """``values`` as a non-empty tuple of reals in (0, 1], else ValueError naming it."""
     if not isinstance(values, (tuple, list)) or not values:
@@ -107,8 +116,7 @@ class CifarConfig:
     def __post_init__(self):
         """Raises ValueError naming the field out of range (any field, as documented)."""
         _check_common(self)
-        object.__setattr__(self, "control_activated", () if self.control_activated in ((), [])
-                           else _check_sizes(self.control_activated, "control_activated"))
+        object.__setattr__(self, "control_activated", _optional_sizes(self.control_activated, "control_activated"))
         if len(_check_sizes(self.channels, "channels")) != 3:
             raise ValueError(f"channels must hold 3 integers >= 1, got {self.channels!r}")
         object.__setattr__(self, "channels", tuple(self.channels))
@@ -199,8 +207,7 @@ class CometImagesConfig:
 
         _check_common(self)
         object.__setattr__(self, "widths", _check_sizes(self.widths, "widths"))
-        object.__setattr__(self, "control_widths", () if self.control_widths in ((), [])
-                           else _check_sizes(self.control_widths, "control_widths"))
+        object.__setattr__(self, "control_widths", _optional_sizes(self.control_widths, "control_widths"))
         object.__setattr__(self, "p_ks", _check_fractions(self.p_ks, "p_ks"))
         check_int(self.epochs, "epochs", 1)
         check_int(self.batch_size, "batch_size", 1)
