@@ -111,14 +111,14 @@ def real_data_steps(preset: str, device: str = "auto", workers: int | None = Non
         step = ImageStep(name, preset, device, workers, scheduler)
         result.append((name, {"experiment": name, "preset": preset,
                               "settings": step.settings(),
-                              CONTROLS_KEY: step.control_seeds()}, step))
+                              CONTROLS_KEY: step.control_plan()}, step))
     return result
 
 
 #: Key of a scaling step's marker that holds its fit windows (``fit_windows``).
 WINDOWS_KEY = "fit_windows"
 #: Key of a step's marker that holds its control seeds (a scaling step's: ``control_plan``;
-#: an image step's: ``ImageStep.control_seeds``).
+#: an image step's: ``ImageStep.control_plan``).
 CONTROLS_KEY = "control_seeds"
 #: Marker keys whose change keeps a step's rows (no row depends on them).
 KEPT_ROWS_KEYS = (WINDOWS_KEY, CONTROLS_KEY)

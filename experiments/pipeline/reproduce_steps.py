@@ -159,15 +159,21 @@ class ImageStep:
 
         return real_data.settings_of(self.name, self.preset)
 
-    def control_seeds(self) -> list[int]:
+    def control_plan(self) -> dict:
         """The control seeds of its preset's config (``experiments.papers.real_data
-        .CONTROL_SEEDS``): no setting of the fingerprint, so its step marker holds them."""
+        .CONTROL_SEEDS``) and, where the reference runs at sizes of its own for the controls,
+        those sizes (``CONTROL_SIZES``): no setting of the fingerprint, so its step marker
+        holds them, and a change keeps the rows and runs the missing ones."""
         from experiments.papers import real_data
 
         name, preset = self.name, self.preset
         config = real_data.experiment_config(name, preset,
                                              real_data.default_dataset(name, preset))
-        return list(config.control_seeds)
+        plan = {"control_seeds": list(config.control_seeds)}
+        if name in real_data.CONTROL_SIZES:
+            field = real_data.CONTROL_SIZES[name][2]
+            plan[field] = list(getattr(config, field))
+        return plan
 
     def _run(self, out, **options):
         from experiments.papers import real_data

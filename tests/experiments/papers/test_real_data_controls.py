@@ -116,7 +116,10 @@ def test_reproduce_marks_an_image_step_with_its_control_seeds():
     markers = {name: marker for name, marker, _ in real_data_steps("quick")}
     for name, marker in markers.items():
         config = experiment_config(name, "quick", "digits")
-        assert marker[CONTROLS_KEY] == list(config.control_seeds), name
+        assert marker[CONTROLS_KEY]["control_seeds"] == list(config.control_seeds), name
+    assert markers["cifar"][CONTROLS_KEY]["control_activated"] == [32, 128]
+    assert markers["comet_images"][CONTROLS_KEY]["control_widths"] == [32, 128]
+    assert set(markers["continual"][CONTROLS_KEY]) == {"control_seeds"}
 
 
 def test_comet_images_runs_the_standard_model_alone_at_its_control_seeds_and_widths(
