@@ -89,6 +89,17 @@ def test_reproduce_redoes_a_step_done_under_another_configuration(tmp_path, monk
     assert (tmp_path / "scale" / "results.csv").read_text() == "b"
 
 
+def _step_noting_kept_rows(seen: list):
+    """A reproduce step that appends to ``seen`` whether its folder's results.csv was kept
+    from an earlier run, then writes one."""
+    def run(out):
+        seen.append((out / "results.csv").exists())
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.csv").write_text("rows")
+        return [out / "results.csv"]
+    return run
+
+
 def test_reproduce_redoes_only_the_fits_when_a_fit_window_changes(tmp_path, monkeypatch):
     # the fit window changes no row (it is no setting of the fingerprint), but it changes the
     # fits: a step whose marker differs only there is rerun with its results.csv kept
@@ -97,14 +108,9 @@ def test_reproduce_redoes_only_the_fits_when_a_fit_window_changes(tmp_path, monk
     window, seen = {"value": [16, None]}, []
 
     def fake_steps(preset, device="auto"):
-        def run(out):
-            seen.append((out / "results.csv").exists())
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "results.csv").write_text("rows")
-            return [out / "results.csv"]
         return [("scale", {"preset": preset, "settings": ["a"],
                            reproduce.WINDOWS_KEY: [{"fit_window": {"x": window["value"]}}]},
-                 run)]
+                 _step_noting_kept_rows(seen))]
 
     monkeypatch.setattr(reproduce, "steps", fake_steps)
     monkeypatch.setattr(reproduce, "write_report", lambda *args: None)
@@ -126,15 +132,10 @@ def test_reproduce_keeps_rows_when_only_the_control_seeds_change(tmp_path, monke
     plan, settings, seen = {"value": None}, {"value": "a"}, []
 
     def fake_steps(preset, device="auto"):
-        def run(out):
-            seen.append((out / "results.csv").exists())
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "results.csv").write_text("rows")
-            return [out / "results.csv"]
         config = {"preset": preset, "settings": [settings["value"]]}
         if plan["value"] is not None:
             config[reproduce.CONTROLS_KEY] = plan["value"]
-        return [("scale", config, run)]
+        return [("scale", config, _step_noting_kept_rows(seen))]
 
     monkeypatch.setattr(reproduce, "steps", fake_steps)
     monkeypatch.setattr(reproduce, "write_report", lambda *args: None)
